@@ -1,0 +1,11 @@
+//! The web part (wasm32 only): the Yew page and the web worker that owns the
+//! opened image. They talk through [`protocol`] messages; only the worker
+//! touches the core.
+
+pub mod app;
+pub mod blob_reader;
+pub mod bridge;
+pub mod components;
+pub mod protocol;
+pub mod state;
+pub mod worker;

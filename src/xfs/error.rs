@@ -1,0 +1,79 @@
+//! One error type for the whole core. Every corruption error names the
+//! structure, where it is, and what was wrong, in words meant for people.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Where in the image something was found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Location {
+    /// A byte range of the image file.
+    Bytes { offset: u64, len: u64 },
+    /// A 512-byte sector address (daddr) on the data device.
+    Daddr { daddr: u64 },
+    /// A byte offset inside a structure that starts at `daddr`.
+    InStructure { daddr: u64, byte: u64 },
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Bytes { offset, len } => {
+                write!(f, "bytes {offset}..{}", offset.saturating_add(*len))
+            }
+            Location::Daddr { daddr } => write!(f, "daddr {daddr}"),
+            Location::InStructure { daddr, byte } => write!(f, "daddr {daddr}, byte {byte}"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The reader failed (the file went away, a browser read failed...).
+    #[error("read error at byte {offset} ({len} bytes): {message}")]
+    Io {
+        offset: u64,
+        len: u64,
+        message: String,
+    },
+    /// A read would go past the end of the image.
+    #[error(
+        "{structure} at byte {offset} ({len} bytes) lies beyond the end of the image ({image_len} bytes)"
+    )]
+    OutOfBounds {
+        structure: &'static str,
+        offset: u64,
+        len: u64,
+        image_len: u64,
+    },
+    /// The first superblock does not carry the XFS magic number.
+    #[error("not an XFS filesystem: magic is {found:#010x} ({found_text}) at byte 0, expected 0x58465342 (\"XFSB\")")]
+    NotXfs { found: u32, found_text: String },
+    /// A structure holds a value that makes reading on wrong.
+    #[error("{structure} at {location}: {detail}")]
+    Corrupt {
+        structure: &'static str,
+        location: Location,
+        detail: String,
+    },
+    /// The image uses something this tool does not read.
+    #[error("{structure} at {location}: unsupported: {detail}")]
+    Unsupported {
+        structure: &'static str,
+        location: Location,
+        detail: String,
+    },
+}
+
+impl Error {
+    pub fn corrupt(structure: &'static str, location: Location, detail: impl Into<String>) -> Self {
+        Error::Corrupt {
+            structure,
+            location,
+            detail: detail.into(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

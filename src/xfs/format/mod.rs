@@ -1,0 +1,4 @@
+//! Raw on-disk layouts, named after the kernel's headers and keeping the C
+//! field names. Nothing here validates: see the modules one level up.
+
+pub mod sb;

@@ -1,0 +1,107 @@
+//! Shared helpers for the integration tests: fixture images are committed
+//! zstd-compressed and decompressed here, once, without root.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Names of the fixtures that have a given oracle file (`NAME.<suffix>`).
+pub fn fixtures_with(suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.ok()?.file_name().into_string().ok()?;
+            n.strip_suffix(&format!(".{suffix}")).map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no fixtures with .{suffix}");
+    names
+}
+
+pub fn oracle(name: &str, suffix: &str) -> String {
+    let p = fixtures_dir().join(format!("{name}.{suffix}"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The decompressed image of fixture `name`, made on first use.
+pub fn image(name: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join(format!("{name}.img"));
+    if out.exists() {
+        return out;
+    }
+    let src = fixtures_dir().join(format!("{name}.img.zst"));
+    let input = std::fs::File::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(input)).unwrap();
+    let tmp = out_dir.join(format!("{name}.img.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).unwrap();
+    std::io::copy(&mut dec, &mut f).unwrap();
+    drop(f);
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// Run the CLI; returns (status success, stdout, stderr).
+pub fn run_cli(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xfs-explorer"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Parse `xfs_db ... print` output (`name = value` lines) in order.
+pub fn parse_xfs_db_print(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(" = ")?;
+            Some((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// An xfs_db number: decimal, `0x` hex, or `null` (all ones).
+pub fn xfs_db_number(v: &str) -> Option<u64> {
+    let v = v.split_whitespace().next()?;
+    if v == "null" {
+        return Some(u64::MAX);
+    }
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+/// Decode xfs_db's quoted string with octal escapes (`"ab\000\000"`),
+/// dropping trailing NULs.
+pub fn xfs_db_string(v: &str) -> String {
+    let inner = v.trim_matches('"');
+    let bytes = inner.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() + 0 && bytes[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+            let oct = std::str::from_utf8(&bytes[i + 1..i + 4]).unwrap();
+            out.push(u8::from_str_radix(oct, 8).unwrap());
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    while out.last() == Some(&0) {
+        out.pop();
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
