@@ -1,5 +1,6 @@
 //! `xfs-explorer info --json` against `xfs_db -r -c 'sb 0' -c print` and
 //! `xfs_db -r -c version`, recorded from every kernel-made fixture.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 use common::*;
@@ -35,7 +36,9 @@ fn info_json_equals_xfs_db_on_every_fixture() {
                 assert!(ours.get(key).is_none(), "{name}: v4 shows v5-only {key}");
                 continue;
             }
-            let mine = ours.get(key).unwrap_or_else(|| panic!("{name}: missing {key}"));
+            let mine = ours
+                .get(key)
+                .unwrap_or_else(|| panic!("{name}: missing {key}"));
             match key.as_str() {
                 "uuid" | "meta_uuid" => assert_eq!(mine.as_str().unwrap(), val, "{name}: {key}"),
                 "fname" => assert_eq!(mine.as_str().unwrap(), xfs_db_string(val), "{name}: {key}"),
@@ -43,8 +46,16 @@ fn info_json_equals_xfs_db_on_every_fixture() {
                     // sb_crc is little-endian on disk; xfs_db prints the
                     // stored bytes as a big-endian word.
                     let db_crc = u32::try_from(xfs_db_number(val).unwrap()).unwrap();
-                    assert_eq!(mine.as_u64().unwrap(), u64::from(db_crc.swap_bytes()), "{name}: crc");
-                    let want = if val.contains("(correct)") { Value::Bool(true) } else { Value::Bool(false) };
+                    assert_eq!(
+                        mine.as_u64().unwrap(),
+                        u64::from(db_crc.swap_bytes()),
+                        "{name}: crc"
+                    );
+                    let want = if val.contains("(correct)") {
+                        Value::Bool(true)
+                    } else {
+                        Value::Bool(false)
+                    };
                     assert_eq!(ours["crc_ok"], want, "{name}: crc_ok vs xfs_db '{val}'");
                 }
                 _ => {
@@ -81,7 +92,12 @@ fn features_equal_xfs_db_version() {
         // xfs_db names the version number itself (V4, V5): ours is `version`.
         let v = list.split(',').next().unwrap();
         assert_eq!(format!("V{}", ours["version"]), v, "{name}");
-        let mut got: Vec<&str> = ours["features"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+        let mut got: Vec<&str> = ours["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
         want.sort();
         got.sort();
         assert_eq!(got, want, "{name}");
@@ -92,16 +108,26 @@ fn features_equal_xfs_db_version() {
 fn a_file_that_is_not_xfs_gets_a_clear_error() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let p = dir.join("not-xfs.bin");
-    std::fs::write(&p, b"\x7fELF\x02\x01\x01\0this is not a filesystem".repeat(40)).unwrap();
+    std::fs::write(
+        &p,
+        b"\x7fELF\x02\x01\x01\0this is not a filesystem".repeat(40),
+    )
+    .unwrap();
     let (ok, _out, err) = run_cli(&["info", "--json", p.to_str().unwrap()]);
     assert!(!ok);
-    assert!(err.contains("not an XFS filesystem: magic is 0x7f454c46"), "{err}");
+    assert!(
+        err.contains("not an XFS filesystem: magic is 0x7f454c46"),
+        "{err}"
+    );
 
     let short = dir.join("short.bin");
     std::fs::write(&short, b"XFSB").unwrap();
     let (ok, _out, err) = run_cli(&["info", short.to_str().unwrap()]);
     assert!(!ok);
-    assert!(err.contains("superblock") && err.contains("beyond the end"), "{err}");
+    assert!(
+        err.contains("superblock") && err.contains("beyond the end"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -10,7 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "xfs-explorer", version, about = "Look inside an XFS filesystem image and its journal")]
+#[command(
+    name = "xfs-explorer",
+    version,
+    about = "Look inside an XFS filesystem image and its journal"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,7 +56,8 @@ fn info(path: &Path, json: bool) -> Result<(), String> {
     let sb = read_superblock(&img).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = std::io::stdout().lock();
     let text = if json {
-        let mut s = serde_json::to_string_pretty(&superblock_json(&sb)).map_err(|e| e.to_string())?;
+        let mut s =
+            serde_json::to_string_pretty(&superblock_json(&sb)).map_err(|e| e.to_string())?;
         s.push('\n');
         s
     } else {

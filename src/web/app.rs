@@ -28,7 +28,8 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
     let blob = JsFuture::from(resp.blob().map_err(|e| format!("{e:?}"))?)
         .await
         .map_err(|e| format!("cannot read the sample: {e:?}"))?;
-    blob.dyn_into().map_err(|_| "the sample is not a blob".to_string())
+    blob.dyn_into()
+        .map_err(|_| "the sample is not a blob".to_string())
 }
 
 #[function_component(App)]

@@ -18,7 +18,11 @@ impl BlobReader {
             return Err("the file has no size".into());
         }
         // f64 holds every file size a browser can give (below 2^53) exactly.
-        #[allow(clippy::as_conversions, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[allow(
+            clippy::as_conversions,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
         let len = size as u64;
         let reader = FileReaderSync::new().map_err(|e| format!("FileReaderSync: {e:?}"))?;
         Ok(BlobReader { blob, len, reader })

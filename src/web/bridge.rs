@@ -40,7 +40,8 @@ fn loader_url() -> String {
 
 impl Bridge {
     pub fn new(on_response: Callback<Response>) -> Result<Bridge, String> {
-        let worker = Worker::new(&loader_url()).map_err(|e| format!("cannot start the worker: {e:?}"))?;
+        let worker =
+            Worker::new(&loader_url()).map_err(|e| format!("cannot start the worker: {e:?}"))?;
         let shared = Rc::new(RefCell::new(Shared {
             ready: false,
             queue: Vec::new(),
@@ -67,12 +68,13 @@ impl Bridge {
             cb.emit(resp);
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-        let onerror = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            on_response.emit(Response::Error {
-                name: String::new(),
-                message: format!("the worker failed: {}", ev.message()),
+        let onerror =
+            Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+                on_response.emit(Response::Error {
+                    name: String::new(),
+                    message: format!("the worker failed: {}", ev.message()),
+                });
             });
-        });
         worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
         Ok(Bridge {
             worker,

@@ -215,7 +215,8 @@ impl<R: ReadAt> Image<R> {
             let pos = offset.saturating_add(u64::try_from(done).unwrap_or(u64::MAX));
             let index = pos.checked_div(chunk_bytes).unwrap_or(0);
             let chunk = self.chunk(index, chunk_bytes)?;
-            let within = usize::try_from(pos.checked_rem(chunk_bytes).unwrap_or(0)).unwrap_or(usize::MAX);
+            let within =
+                usize::try_from(pos.checked_rem(chunk_bytes).unwrap_or(0)).unwrap_or(usize::MAX);
             let src = chunk.get(within..).unwrap_or(&[]);
             let dst = buf.get_mut(done..).unwrap_or(&mut []);
             let n = src.len().min(dst.len());
@@ -267,7 +268,13 @@ impl<R: ReadAt> Image<R> {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions, clippy::cast_possible_truncation)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
 mod tests {
     use super::*;
 

@@ -22,6 +22,7 @@
 
 pub mod error;
 pub mod format;
+pub mod fs;
 pub mod image;
 pub mod read;
 pub mod sb;

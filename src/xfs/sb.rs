@@ -312,7 +312,11 @@ impl Superblock {
         }
         if self.is_v5() {
             out.extend(bit_names(self.features_compat, COMPAT_BITS, "COMPAT"));
-            out.extend(bit_names(self.features_ro_compat, RO_COMPAT_BITS, "RO_COMPAT"));
+            out.extend(bit_names(
+                self.features_ro_compat,
+                RO_COMPAT_BITS,
+                "RO_COMPAT",
+            ));
             out.extend(bit_names(self.features_incompat, INCOMPAT_BITS, "INCOMPAT"));
             out.extend(bit_names(
                 self.features_log_incompat,
@@ -451,30 +455,54 @@ impl Superblock {
         }
         let ss = self.sectsize;
         if !ss.is_power_of_two() || !(MIN_SECTSIZE..=MAX_SECTSIZE).contains(&ss) {
-            fatal("sectsize", format!("{ss} is not a power of two from 512 to 32768"));
+            fatal(
+                "sectsize",
+                format!("{ss} is not a power of two from 512 to 32768"),
+            );
         } else if u32::from(self.sectlog) != ss.trailing_zeros() {
-            fatal("sectlog", format!("{} does not match sectsize {ss}", self.sectlog));
+            fatal(
+                "sectlog",
+                format!("{} does not match sectsize {ss}", self.sectlog),
+            );
         }
         let bs = self.blocksize;
         if !bs.is_power_of_two() || !(512..=65536).contains(&bs) {
-            fatal("blocksize", format!("{bs} is not a power of two from 512 to 65536"));
+            fatal(
+                "blocksize",
+                format!("{bs} is not a power of two from 512 to 65536"),
+            );
         } else {
             if u32::from(self.blocklog) != bs.trailing_zeros() {
-                fatal("blocklog", format!("{} does not match blocksize {bs}", self.blocklog));
+                fatal(
+                    "blocklog",
+                    format!("{} does not match blocksize {bs}", self.blocklog),
+                );
             }
             if bs < u32::from(ss) {
-                fatal("blocksize", format!("{bs} is smaller than the sector size {ss}"));
+                fatal(
+                    "blocksize",
+                    format!("{bs} is smaller than the sector size {ss}"),
+                );
             }
         }
         let is = self.inodesize;
         if !is.is_power_of_two() || !(256..=2048).contains(&is) {
-            fatal("inodesize", format!("{is} is not a power of two from 256 to 2048"));
+            fatal(
+                "inodesize",
+                format!("{is} is not a power of two from 256 to 2048"),
+            );
         } else {
             if u32::from(self.inodelog) != is.trailing_zeros() {
-                fatal("inodelog", format!("{} does not match inodesize {is}", self.inodelog));
+                fatal(
+                    "inodelog",
+                    format!("{} does not match inodesize {is}", self.inodelog),
+                );
             }
             if bs.is_power_of_two() && u32::from(is) > bs {
-                fatal("inodesize", format!("{is} is larger than the block size {bs}"));
+                fatal(
+                    "inodesize",
+                    format!("{is} is larger than the block size {bs}"),
+                );
             }
             if bs.is_power_of_two() && u32::from(is) <= bs {
                 let want = bs.checked_div(u32::from(is)).unwrap_or(0);
@@ -484,7 +512,10 @@ impl Superblock {
                         format!("{} is not blocksize/inodesize = {want}", self.inopblock),
                     );
                 } else if u32::from(self.inopblog) != want.trailing_zeros() {
-                    fatal("inopblog", format!("{} does not match inopblock {want}", self.inopblog));
+                    fatal(
+                        "inopblog",
+                        format!("{} does not match inopblock {want}", self.inopblog),
+                    );
                 }
             }
         }
@@ -494,7 +525,10 @@ impl Superblock {
         if self.agblocks < MIN_AG_BLOCKS {
             fatal(
                 "agblocks",
-                format!("{} is below the minimum of {MIN_AG_BLOCKS} blocks", self.agblocks),
+                format!(
+                    "{} is below the minimum of {MIN_AG_BLOCKS} blocks",
+                    self.agblocks
+                ),
             );
         } else if u32::from(self.agblklog) != log2_roundup(self.agblocks) {
             fatal(
@@ -525,13 +559,22 @@ impl Superblock {
             if dir.is_none_or(|d| d > MAX_DIR_BLOCKSIZE) {
                 fatal(
                     "dirblklog",
-                    format!("directory blocks of blocksize << {} exceed 64 KiB", self.dirblklog),
+                    format!(
+                        "directory blocks of blocksize << {} exceed 64 KiB",
+                        self.dirblklog
+                    ),
                 );
             }
         }
         if self.logstart != 0 && bs.is_power_of_two() && self.agblocks >= MIN_AG_BLOCKS {
-            let agno = self.logstart.checked_shr(u32::from(self.agblklog)).unwrap_or(u64::MAX);
-            let mask = 1u64.checked_shl(u32::from(self.agblklog)).unwrap_or(0).saturating_sub(1);
+            let agno = self
+                .logstart
+                .checked_shr(u32::from(self.agblklog))
+                .unwrap_or(u64::MAX);
+            let mask = 1u64
+                .checked_shl(u32::from(self.agblklog))
+                .unwrap_or(0)
+                .saturating_sub(1);
             let agbno = self.logstart & mask;
             if agno >= u64::from(self.agcount)
                 || agbno.saturating_add(u64::from(self.logblocks)) > u64::from(self.agblocks)
@@ -561,10 +604,16 @@ impl Superblock {
                 );
             }
         } else if self.is_v5() {
-            warn("crc", "the superblock sector could not be read whole; CRC not checked".into());
+            warn(
+                "crc",
+                "the superblock sector could not be read whole; CRC not checked".into(),
+            );
         }
         if self.inprogress != 0 {
-            warn("inprogress", "mkfs did not finish: the kernel refuses to mount".into());
+            warn(
+                "inprogress",
+                "mkfs did not finish: the kernel refuses to mount".into(),
+            );
         }
         if self.features2 != self.bad_features2 {
             warn(
@@ -580,9 +629,24 @@ impl Superblock {
         }
         if self.is_v5() {
             for (word, table, name, field) in [
-                (self.features_compat, COMPAT_BITS, "compat", "features_compat"),
-                (self.features_ro_compat, RO_COMPAT_BITS, "ro_compat", "features_ro_compat"),
-                (self.features_incompat, INCOMPAT_BITS, "incompat", "features_incompat"),
+                (
+                    self.features_compat,
+                    COMPAT_BITS,
+                    "compat",
+                    "features_compat",
+                ),
+                (
+                    self.features_ro_compat,
+                    RO_COMPAT_BITS,
+                    "ro_compat",
+                    "features_ro_compat",
+                ),
+                (
+                    self.features_incompat,
+                    INCOMPAT_BITS,
+                    "incompat",
+                    "features_incompat",
+                ),
                 (
                     self.features_log_incompat,
                     LOG_INCOMPAT_BITS,
@@ -649,72 +713,524 @@ impl Superblock {
         let n = |x: u64| FieldValue::Num(x);
         let hex = |x: u64| Some(format!("{x:#x}"));
         let bytes = |x: u64| Some(human_bytes(x));
-        let ino_note = |x: u64| if x == NULLFSINO { Some("null (none)".to_string()) } else { None };
+        let ino_note = |x: u64| {
+            if x == NULLFSINO {
+                Some("null (none)".to_string())
+            } else {
+                None
+            }
+        };
         let bs = u64::from(self.blocksize);
-        f("magicnum", 0, 4, n(self.magicnum.into()), "magic number, \"XFSB\"", hex(self.magicnum.into()));
-        f("blocksize", 4, 4, n(bs), "filesystem block size in bytes", None);
-        f("dblocks", 8, 8, n(self.dblocks), "blocks in the data device", bytes(self.dblocks.saturating_mul(bs)));
-        f("rblocks", 16, 8, n(self.rblocks), "blocks in the realtime device", None);
-        f("rextents", 24, 8, n(self.rextents), "extents in the realtime device", None);
-        f("uuid", 32, 16, FieldValue::Text(uuid_text(&self.uuid)), "filesystem UUID", None);
-        f("logstart", 48, 8, n(self.logstart), "first block of the internal log (AG-packed; 0: external log)", self.logstart_note());
-        f("rootino", 56, 8, n(self.rootino), "inode number of the root directory", None);
-        f("rbmino", 64, 8, n(self.rbmino), "realtime bitmap inode", ino_note(self.rbmino));
-        f("rsumino", 72, 8, n(self.rsumino), "realtime summary inode", ino_note(self.rsumino));
-        f("rextsize", 80, 4, n(self.rextsize.into()), "realtime extent size in blocks", None);
-        f("agblocks", 84, 4, n(self.agblocks.into()), "blocks per allocation group (the last may be shorter)", None);
-        f("agcount", 88, 4, n(self.agcount.into()), "number of allocation groups", None);
-        f("rbmblocks", 92, 4, n(self.rbmblocks.into()), "blocks of the realtime bitmap", None);
-        f("logblocks", 96, 4, n(self.logblocks.into()), "blocks in the log", bytes(u64::from(self.logblocks).saturating_mul(bs)));
-        f("versionnum", 100, 2, n(self.versionnum.into()), "version (low 4 bits) and legacy feature bits", Some(format!("{:#06x}: version {}", self.versionnum, self.version())));
-        f("sectsize", 102, 2, n(self.sectsize.into()), "sector size in bytes", None);
-        f("inodesize", 104, 2, n(self.inodesize.into()), "inode size in bytes", None);
-        f("inopblock", 106, 2, n(self.inopblock.into()), "inodes per block", None);
-        f("fname", 108, 12, FieldValue::Text(label_text(&self.fname)), "filesystem label", None);
-        f("blocklog", 120, 1, n(self.blocklog.into()), "log2 of the block size", None);
-        f("sectlog", 121, 1, n(self.sectlog.into()), "log2 of the sector size", None);
-        f("inodelog", 122, 1, n(self.inodelog.into()), "log2 of the inode size", None);
-        f("inopblog", 123, 1, n(self.inopblog.into()), "log2 of inodes per block", None);
-        f("agblklog", 124, 1, n(self.agblklog.into()), "bits of the AG block number in packed numbers: ceil(log2(agblocks))", None);
-        f("rextslog", 125, 1, n(self.rextslog.into()), "log2 of the realtime extent count", None);
-        f("inprogress", 126, 1, n(self.inprogress.into()), "non-zero while mkfs runs", None);
-        f("imax_pct", 127, 1, n(self.imax_pct.into()), "most space inodes may take, in percent", None);
-        f("icount", 128, 8, n(self.icount), "allocated inodes (updated lazily on v5)", None);
-        f("ifree", 136, 8, n(self.ifree), "free inodes (updated lazily on v5)", None);
-        f("fdblocks", 144, 8, n(self.fdblocks), "free data blocks (updated lazily on v5)", bytes(self.fdblocks.saturating_mul(bs)));
-        f("frextents", 152, 8, n(self.frextents), "free realtime extents", None);
-        f("uquotino", 160, 8, n(self.uquotino), "user quota inode", ino_note(self.uquotino));
-        f("gquotino", 168, 8, n(self.gquotino), "group quota inode", ino_note(self.gquotino));
-        f("qflags", 176, 2, n(self.qflags.into()), "quota flags", hex(self.qflags.into()));
-        f("flags", 178, 1, n(self.flags.into()), "miscellaneous flags (1: read-only)", None);
-        f("shared_vn", 179, 1, n(self.shared_vn.into()), "shared version number, must be 0", None);
-        f("inoalignmt", 180, 4, n(self.inoalignmt.into()), "inode chunk alignment in blocks", None);
-        f("unit", 184, 4, n(self.unit.into()), "stripe unit in blocks", None);
-        f("width", 188, 4, n(self.width.into()), "stripe width in blocks", None);
-        f("dirblklog", 192, 1, n(self.dirblklog.into()), "log2 of directory block size in filesystem blocks", Some(format!("directory blocks of {}", human_bytes(bs.checked_shl(self.dirblklog.into()).unwrap_or(0)))));
-        f("logsectlog", 193, 1, n(self.logsectlog.into()), "log2 of the log sector size (0: 512 bytes)", None);
-        f("logsectsize", 194, 2, n(self.logsectsize.into()), "log sector size in bytes (0: 512)", None);
-        f("logsunit", 196, 4, n(self.logsunit.into()), "log stripe unit in bytes", None);
-        f("features2", 200, 4, n(self.features2.into()), "more legacy feature bits", Some(names_note(self.features2, FEATURES2_BITS, "FEATURES2")));
-        f("bad_features2", 204, 4, n(self.bad_features2.into()), "copy of features2 (historic alignment bug)", hex(self.bad_features2.into()));
+        f(
+            "magicnum",
+            0,
+            4,
+            n(self.magicnum.into()),
+            "magic number, \"XFSB\"",
+            hex(self.magicnum.into()),
+        );
+        f(
+            "blocksize",
+            4,
+            4,
+            n(bs),
+            "filesystem block size in bytes",
+            None,
+        );
+        f(
+            "dblocks",
+            8,
+            8,
+            n(self.dblocks),
+            "blocks in the data device",
+            bytes(self.dblocks.saturating_mul(bs)),
+        );
+        f(
+            "rblocks",
+            16,
+            8,
+            n(self.rblocks),
+            "blocks in the realtime device",
+            None,
+        );
+        f(
+            "rextents",
+            24,
+            8,
+            n(self.rextents),
+            "extents in the realtime device",
+            None,
+        );
+        f(
+            "uuid",
+            32,
+            16,
+            FieldValue::Text(uuid_text(&self.uuid)),
+            "filesystem UUID",
+            None,
+        );
+        f(
+            "logstart",
+            48,
+            8,
+            n(self.logstart),
+            "first block of the internal log (AG-packed; 0: external log)",
+            self.logstart_note(),
+        );
+        f(
+            "rootino",
+            56,
+            8,
+            n(self.rootino),
+            "inode number of the root directory",
+            None,
+        );
+        f(
+            "rbmino",
+            64,
+            8,
+            n(self.rbmino),
+            "realtime bitmap inode",
+            ino_note(self.rbmino),
+        );
+        f(
+            "rsumino",
+            72,
+            8,
+            n(self.rsumino),
+            "realtime summary inode",
+            ino_note(self.rsumino),
+        );
+        f(
+            "rextsize",
+            80,
+            4,
+            n(self.rextsize.into()),
+            "realtime extent size in blocks",
+            None,
+        );
+        f(
+            "agblocks",
+            84,
+            4,
+            n(self.agblocks.into()),
+            "blocks per allocation group (the last may be shorter)",
+            None,
+        );
+        f(
+            "agcount",
+            88,
+            4,
+            n(self.agcount.into()),
+            "number of allocation groups",
+            None,
+        );
+        f(
+            "rbmblocks",
+            92,
+            4,
+            n(self.rbmblocks.into()),
+            "blocks of the realtime bitmap",
+            None,
+        );
+        f(
+            "logblocks",
+            96,
+            4,
+            n(self.logblocks.into()),
+            "blocks in the log",
+            bytes(u64::from(self.logblocks).saturating_mul(bs)),
+        );
+        f(
+            "versionnum",
+            100,
+            2,
+            n(self.versionnum.into()),
+            "version (low 4 bits) and legacy feature bits",
+            Some(format!(
+                "{:#06x}: version {}",
+                self.versionnum,
+                self.version()
+            )),
+        );
+        f(
+            "sectsize",
+            102,
+            2,
+            n(self.sectsize.into()),
+            "sector size in bytes",
+            None,
+        );
+        f(
+            "inodesize",
+            104,
+            2,
+            n(self.inodesize.into()),
+            "inode size in bytes",
+            None,
+        );
+        f(
+            "inopblock",
+            106,
+            2,
+            n(self.inopblock.into()),
+            "inodes per block",
+            None,
+        );
+        f(
+            "fname",
+            108,
+            12,
+            FieldValue::Text(label_text(&self.fname)),
+            "filesystem label",
+            None,
+        );
+        f(
+            "blocklog",
+            120,
+            1,
+            n(self.blocklog.into()),
+            "log2 of the block size",
+            None,
+        );
+        f(
+            "sectlog",
+            121,
+            1,
+            n(self.sectlog.into()),
+            "log2 of the sector size",
+            None,
+        );
+        f(
+            "inodelog",
+            122,
+            1,
+            n(self.inodelog.into()),
+            "log2 of the inode size",
+            None,
+        );
+        f(
+            "inopblog",
+            123,
+            1,
+            n(self.inopblog.into()),
+            "log2 of inodes per block",
+            None,
+        );
+        f(
+            "agblklog",
+            124,
+            1,
+            n(self.agblklog.into()),
+            "bits of the AG block number in packed numbers: ceil(log2(agblocks))",
+            None,
+        );
+        f(
+            "rextslog",
+            125,
+            1,
+            n(self.rextslog.into()),
+            "log2 of the realtime extent count",
+            None,
+        );
+        f(
+            "inprogress",
+            126,
+            1,
+            n(self.inprogress.into()),
+            "non-zero while mkfs runs",
+            None,
+        );
+        f(
+            "imax_pct",
+            127,
+            1,
+            n(self.imax_pct.into()),
+            "most space inodes may take, in percent",
+            None,
+        );
+        f(
+            "icount",
+            128,
+            8,
+            n(self.icount),
+            "allocated inodes (updated lazily on v5)",
+            None,
+        );
+        f(
+            "ifree",
+            136,
+            8,
+            n(self.ifree),
+            "free inodes (updated lazily on v5)",
+            None,
+        );
+        f(
+            "fdblocks",
+            144,
+            8,
+            n(self.fdblocks),
+            "free data blocks (updated lazily on v5)",
+            bytes(self.fdblocks.saturating_mul(bs)),
+        );
+        f(
+            "frextents",
+            152,
+            8,
+            n(self.frextents),
+            "free realtime extents",
+            None,
+        );
+        f(
+            "uquotino",
+            160,
+            8,
+            n(self.uquotino),
+            "user quota inode",
+            ino_note(self.uquotino),
+        );
+        f(
+            "gquotino",
+            168,
+            8,
+            n(self.gquotino),
+            "group quota inode",
+            ino_note(self.gquotino),
+        );
+        f(
+            "qflags",
+            176,
+            2,
+            n(self.qflags.into()),
+            "quota flags",
+            hex(self.qflags.into()),
+        );
+        f(
+            "flags",
+            178,
+            1,
+            n(self.flags.into()),
+            "miscellaneous flags (1: read-only)",
+            None,
+        );
+        f(
+            "shared_vn",
+            179,
+            1,
+            n(self.shared_vn.into()),
+            "shared version number, must be 0",
+            None,
+        );
+        f(
+            "inoalignmt",
+            180,
+            4,
+            n(self.inoalignmt.into()),
+            "inode chunk alignment in blocks",
+            None,
+        );
+        f(
+            "unit",
+            184,
+            4,
+            n(self.unit.into()),
+            "stripe unit in blocks",
+            None,
+        );
+        f(
+            "width",
+            188,
+            4,
+            n(self.width.into()),
+            "stripe width in blocks",
+            None,
+        );
+        f(
+            "dirblklog",
+            192,
+            1,
+            n(self.dirblklog.into()),
+            "log2 of directory block size in filesystem blocks",
+            Some(format!(
+                "directory blocks of {}",
+                human_bytes(bs.checked_shl(self.dirblklog.into()).unwrap_or(0))
+            )),
+        );
+        f(
+            "logsectlog",
+            193,
+            1,
+            n(self.logsectlog.into()),
+            "log2 of the log sector size (0: 512 bytes)",
+            None,
+        );
+        f(
+            "logsectsize",
+            194,
+            2,
+            n(self.logsectsize.into()),
+            "log sector size in bytes (0: 512)",
+            None,
+        );
+        f(
+            "logsunit",
+            196,
+            4,
+            n(self.logsunit.into()),
+            "log stripe unit in bytes",
+            None,
+        );
+        f(
+            "features2",
+            200,
+            4,
+            n(self.features2.into()),
+            "more legacy feature bits",
+            Some(names_note(self.features2, FEATURES2_BITS, "FEATURES2")),
+        );
+        f(
+            "bad_features2",
+            204,
+            4,
+            n(self.bad_features2.into()),
+            "copy of features2 (historic alignment bug)",
+            hex(self.bad_features2.into()),
+        );
         if self.is_v5() {
-            f("features_compat", 208, 4, n(self.features_compat.into()), "compatible feature bits", Some(names_note(self.features_compat, COMPAT_BITS, "COMPAT")));
-            f("features_ro_compat", 212, 4, n(self.features_ro_compat.into()), "features an older kernel may mount read-only", Some(names_note(self.features_ro_compat, RO_COMPAT_BITS, "RO_COMPAT")));
-            f("features_incompat", 216, 4, n(self.features_incompat.into()), "features an older kernel must not mount", Some(names_note(self.features_incompat, INCOMPAT_BITS, "INCOMPAT")));
-            f("features_log_incompat", 220, 4, n(self.features_log_incompat.into()), "features of the log that an older kernel must not replay", Some(names_note(self.features_log_incompat, LOG_INCOMPAT_BITS, "LOG_INCOMPAT")));
-            f("crc", 224, 4, n(self.crc.into()), "CRC32c of the superblock sector", Some(self.crc_note()));
-            f("spino_align", 228, 4, n(self.spino_align.into()), "sparse inode chunk alignment in blocks", None);
-            f("pquotino", 232, 8, n(self.pquotino), "project quota inode", ino_note(self.pquotino));
-            f("lsn", 240, 8, n(self.lsn), "log sequence number of the last superblock write", Some(Lsn::from_raw(self.lsn).to_string()));
-            f("meta_uuid", 248, 16, FieldValue::Text(uuid_text(&self.meta_uuid)), "UUID stamped in metadata (used when META_UUID is set)", None);
+            f(
+                "features_compat",
+                208,
+                4,
+                n(self.features_compat.into()),
+                "compatible feature bits",
+                Some(names_note(self.features_compat, COMPAT_BITS, "COMPAT")),
+            );
+            f(
+                "features_ro_compat",
+                212,
+                4,
+                n(self.features_ro_compat.into()),
+                "features an older kernel may mount read-only",
+                Some(names_note(
+                    self.features_ro_compat,
+                    RO_COMPAT_BITS,
+                    "RO_COMPAT",
+                )),
+            );
+            f(
+                "features_incompat",
+                216,
+                4,
+                n(self.features_incompat.into()),
+                "features an older kernel must not mount",
+                Some(names_note(
+                    self.features_incompat,
+                    INCOMPAT_BITS,
+                    "INCOMPAT",
+                )),
+            );
+            f(
+                "features_log_incompat",
+                220,
+                4,
+                n(self.features_log_incompat.into()),
+                "features of the log that an older kernel must not replay",
+                Some(names_note(
+                    self.features_log_incompat,
+                    LOG_INCOMPAT_BITS,
+                    "LOG_INCOMPAT",
+                )),
+            );
+            f(
+                "crc",
+                224,
+                4,
+                n(self.crc.into()),
+                "CRC32c of the superblock sector",
+                Some(self.crc_note()),
+            );
+            f(
+                "spino_align",
+                228,
+                4,
+                n(self.spino_align.into()),
+                "sparse inode chunk alignment in blocks",
+                None,
+            );
+            f(
+                "pquotino",
+                232,
+                8,
+                n(self.pquotino),
+                "project quota inode",
+                ino_note(self.pquotino),
+            );
+            f(
+                "lsn",
+                240,
+                8,
+                n(self.lsn),
+                "log sequence number of the last superblock write",
+                Some(Lsn::from_raw(self.lsn).to_string()),
+            );
+            f(
+                "meta_uuid",
+                248,
+                16,
+                FieldValue::Text(uuid_text(&self.meta_uuid)),
+                "UUID stamped in metadata (used when META_UUID is set)",
+                None,
+            );
         }
         if self.has_metadir_fields() {
-            f("metadirino", 264, 8, n(self.metadirino), "root of the metadata directory tree", None);
-            f("rgcount", 272, 4, n(self.rgcount.into()), "number of realtime groups", None);
-            f("rgextents", 276, 4, n(self.rgextents.into()), "realtime extents per realtime group", None);
-            f("rgblklog", 280, 1, n(self.rgblklog.into()), "bits of the block number in a realtime group", None);
-            f("rtstart", 288, 8, n(self.rtstart), "start of the internal realtime section in blocks", None);
-            f("rtreserved", 296, 8, n(self.rtreserved), "realtime blocks reserved", None);
+            f(
+                "metadirino",
+                264,
+                8,
+                n(self.metadirino),
+                "root of the metadata directory tree",
+                None,
+            );
+            f(
+                "rgcount",
+                272,
+                4,
+                n(self.rgcount.into()),
+                "number of realtime groups",
+                None,
+            );
+            f(
+                "rgextents",
+                276,
+                4,
+                n(self.rgextents.into()),
+                "realtime extents per realtime group",
+                None,
+            );
+            f(
+                "rgblklog",
+                280,
+                1,
+                n(self.rgblklog.into()),
+                "bits of the block number in a realtime group",
+                None,
+            );
+            f(
+                "rtstart",
+                288,
+                8,
+                n(self.rtstart),
+                "start of the internal realtime section in blocks",
+                None,
+            );
+            f(
+                "rtreserved",
+                296,
+                8,
+                n(self.rtreserved),
+                "realtime blocks reserved",
+                None,
+            );
         }
         v
     }
@@ -822,7 +1338,9 @@ impl Geometry {
         if linear >= self.dblocks {
             return None;
         }
-        Some(Daddr(linear.checked_shl(u32::from(self.blocklog).checked_sub(9)?)?))
+        Some(Daddr(
+            linear.checked_shl(u32::from(self.blocklog).checked_sub(9)?)?,
+        ))
     }
 
     /// The daddr of a packed block number.
@@ -839,7 +1357,11 @@ pub fn read_superblock<R: ReadAt>(img: &Image<R>) -> Result<Superblock> {
     // reread the whole sector for the CRC when it is larger.
     let first = Superblock::parse(&head)?;
     let ss = u64::from(first.sectsize);
-    if ss > 512 && ss <= u64::from(MAX_SECTSIZE) && first.sectsize.is_power_of_two() && ss <= img.len() {
+    if ss > 512
+        && ss <= u64::from(MAX_SECTSIZE)
+        && first.sectsize.is_power_of_two()
+        && ss <= img.len()
+    {
         let sector = img.read("superblock", 0, ss)?;
         return Superblock::parse(&sector);
     }
@@ -847,7 +1369,11 @@ pub fn read_superblock<R: ReadAt>(img: &Image<R>) -> Result<Superblock> {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
 
@@ -855,9 +1381,12 @@ mod tests {
     /// 64 MiB v5 filesystem: only the fields the tests look at are set.
     fn sample() -> Vec<u8> {
         let mut s = vec![0u8; 512];
-        let put32 = |s: &mut Vec<u8>, o: usize, v: u32| s[o..o + 4].copy_from_slice(&v.to_be_bytes());
-        let put64 = |s: &mut Vec<u8>, o: usize, v: u64| s[o..o + 8].copy_from_slice(&v.to_be_bytes());
-        let put16 = |s: &mut Vec<u8>, o: usize, v: u16| s[o..o + 2].copy_from_slice(&v.to_be_bytes());
+        let put32 =
+            |s: &mut Vec<u8>, o: usize, v: u32| s[o..o + 4].copy_from_slice(&v.to_be_bytes());
+        let put64 =
+            |s: &mut Vec<u8>, o: usize, v: u64| s[o..o + 8].copy_from_slice(&v.to_be_bytes());
+        let put16 =
+            |s: &mut Vec<u8>, o: usize, v: u16| s[o..o + 2].copy_from_slice(&v.to_be_bytes());
         put32(&mut s, 0, XFS_SB_MAGIC);
         put32(&mut s, 4, 4096);
         put64(&mut s, 8, 16384);
@@ -901,8 +1430,14 @@ mod tests {
         // logstart 8196 with agblklog 12: AG 2, block 4 -> linear 8196 -> daddr 65568
         assert_eq!(g.fsb_to_daddr(FsBlock(8196)), Some(Daddr(65568)));
         let names = sb.features();
-        for want in ["NLINK", "ALIGN", "DIRV2", "LOGV2", "EXTFLG", "MOREBITS", "ATTR2", "CRC", "FINOBT", "REFLINK", "BIGTIME", "NREXT64"] {
-            assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+        for want in [
+            "NLINK", "ALIGN", "DIRV2", "LOGV2", "EXTFLG", "MOREBITS", "ATTR2", "CRC", "FINOBT",
+            "REFLINK", "BIGTIME", "NREXT64",
+        ] {
+            assert!(
+                names.iter().any(|n| n == want),
+                "{want} missing from {names:?}"
+            );
         }
     }
 
@@ -912,7 +1447,10 @@ mod tests {
         s[0..4].copy_from_slice(b"\x7fELF");
         let e = Superblock::parse(&s).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with("not an XFS filesystem: magic is 0x7f454c46"), "{msg}");
+        assert!(
+            msg.starts_with("not an XFS filesystem: magic is 0x7f454c46"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -932,7 +1470,10 @@ mod tests {
         let sb = Superblock::parse(&s).unwrap();
         let f = sb.features();
         assert!(f.contains(&"FTYPE".to_string()));
-        assert!(f.contains(&"INCOMPAT_UNKNOWN_0x80000000".to_string()), "{f:?}");
+        assert!(
+            f.contains(&"INCOMPAT_UNKNOWN_0x80000000".to_string()),
+            "{f:?}"
+        );
         assert!(!sb.has_fatal());
     }
 

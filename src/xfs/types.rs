@@ -72,7 +72,13 @@ mod tests {
     #[test]
     fn lsn_round_trips() {
         let l = Lsn::from_raw(0x0000_0002_0000_1234);
-        assert_eq!(l, Lsn { cycle: 2, block: 0x1234 });
+        assert_eq!(
+            l,
+            Lsn {
+                cycle: 2,
+                block: 0x1234
+            }
+        );
         assert_eq!(l.raw(), 0x0000_0002_0000_1234);
         assert_eq!(l.to_string(), "2:4660");
     }

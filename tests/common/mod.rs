@@ -91,7 +91,10 @@ pub fn xfs_db_string(v: &str) -> String {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() + 0 && bytes[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+        {
             let oct = std::str::from_utf8(&bytes[i + 1..i + 4]).unwrap();
             out.push(u8::from_str_radix(oct, 8).unwrap());
             i += 4;

@@ -33,7 +33,11 @@ pub fn open_panel(props: &Props) -> Html {
         Callback::from(move |e: DragEvent| {
             e.prevent_default();
             hover.set(false);
-            if let Some(file) = e.data_transfer().and_then(|dt| dt.files()).and_then(|f| f.get(0)) {
+            if let Some(file) = e
+                .data_transfer()
+                .and_then(|dt| dt.files())
+                .and_then(|f| f.get(0))
+            {
                 let name = file.name();
                 on_open.emit((file.into(), name));
             }
@@ -42,7 +46,10 @@ pub fn open_panel(props: &Props) -> Html {
     let onchange = {
         let on_open = props.on_open.clone();
         Callback::from(move |e: Event| {
-            let Some(input) = e.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else {
+            let Some(input) = e
+                .target()
+                .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+            else {
                 return;
             };
             if let Some(file) = input.files().and_then(|f| f.get(0)) {

@@ -1,0 +1,14 @@
+// Decompress the kernel-made fixtures once for the browser tests.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { FIXTURES, TMP } from './oracle.mjs';
+
+export default function globalSetup() {
+  mkdirSync(TMP, { recursive: true });
+  for (const f of readdirSync(FIXTURES)) {
+    if (!f.endsWith('.img.zst')) continue;
+    const out = join(TMP, f.replace(/\.zst$/, ''));
+    if (!existsSync(out)) execFileSync('zstd', ['-d', '-q', '-f', join(FIXTURES, f), '-o', out]);
+  }
+}

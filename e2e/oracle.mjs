@@ -1,0 +1,48 @@
+// Reading the xfs_db oracles recorded next to the fixtures.
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const FIXTURES = join(process.cwd(), 'tests', 'fixtures');
+export const TMP = join(process.cwd(), 'e2e', '.tmp');
+
+/** Names of fixtures with an `xfs_db ... print` superblock oracle. */
+export function sbFixtures() {
+  return readdirSync(FIXTURES).filter((f) => f.endsWith('.sb.txt')).map((f) => f.slice(0, -'.sb.txt'.length)).sort();
+}
+
+/** xfs_db's superblock print as [field, value] pairs. */
+export function xfsDbSuperblock(name) {
+  const text = readFileSync(join(FIXTURES, `${name}.sb.txt`), 'utf8');
+  return text.split('\n').map((l) => l.split(' = ')).filter((p) => p.length === 2).map(([k, v]) => [k.trim(), v.trim()]);
+}
+
+const V5_ONLY = new Set(['features_compat', 'features_ro_compat', 'features_incompat', 'features_log_incompat',
+  'crc', 'spino_align', 'pquotino', 'lsn', 'meta_uuid']);
+
+/**
+ * The text the page must show for each field, derived from xfs_db's value:
+ * numbers in decimal, uuids as printed, the label without NULs, the CRC as
+ * the little-endian value of the stored bytes (xfs_db prints them as a
+ * big-endian word). v5-only fields are skipped on a v4 superblock.
+ */
+export function expectedFields(name) {
+  const pairs = xfsDbSuperblock(name);
+  const version = Number(BigInt(pairs.find(([k]) => k === 'versionnum')[1]) & 0xfn);
+  const out = [];
+  for (const [k, raw] of pairs) {
+    if (version === 4 && V5_ONLY.has(k)) continue;
+    let v;
+    if (k === 'uuid' || k === 'meta_uuid') v = raw;
+    else if (k === 'fname') v = raw.replace(/^"|"$/g, '').replace(/(\\000)+$/, '');
+    else if (k === 'crc') {
+      const n = Number(BigInt(raw.split(' ')[0]));
+      const swapped = ((n & 0xff) << 24 | (n & 0xff00) << 8 | (n >>> 8) & 0xff00 | n >>> 24) >>> 0;
+      v = String(swapped);
+    } else {
+      const t = raw.split(' ')[0];
+      v = t === 'null' ? '18446744073709551615' : BigInt(t).toString();
+    }
+    out.push([k, v]);
+  }
+  return out;
+}
