@@ -59,6 +59,7 @@ pub(crate) fn print(text: &str) -> Result<(), String> {
 }
 
 /// Open an image and its filesystem geometry.
+#[allow(dead_code, reason = "used by the metadata commands")]
 pub(crate) fn open_fs(path: &Path) -> Result<crate::xfs::fs::Fs<FileReader>, String> {
     crate::xfs::fs::Fs::open(open(path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
