@@ -26,5 +26,7 @@ export default defineConfig({
     url: `http://127.0.0.1:${PORT}/`,
     reuseExistingServer: false,
     timeout: 30_000,
+    stdout: 'ignore',
+    stderr: 'ignore',
   },
 });
