@@ -2,8 +2,13 @@
 //! lays out the page.
 
 use crate::web::bridge::Bridge;
-use crate::web::components::{open_panel::OpenPanel, status::Status, superblock::SuperblockTable};
-use crate::web::protocol::Request;
+use crate::web::components::{
+    ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav, open_panel::OpenPanel,
+    status::Status, superblock::SuperblockTable,
+};
+use crate::web::download::Downloads;
+use crate::web::protocol::{Request, Response};
+use crate::web::route::{self, Route};
 use crate::web::state::{Action, State};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -34,20 +39,88 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
 
 #[function_component(App)]
 pub fn app() -> Html {
-    let state = use_reducer(State::default);
+    let state = use_reducer(|| State {
+        route: route::current(),
+        ..State::default()
+    });
     let bridge: Rc<RefCell<Option<Bridge>>> = use_mut_ref(|| None);
+    let downloads: Rc<RefCell<Downloads>> = use_mut_ref(Downloads::default);
 
     {
         let dispatcher = state.dispatcher();
         let bridge = Rc::clone(&bridge);
+        let downloads = Rc::clone(&downloads);
         use_effect_with((), move |_| {
             let d2 = dispatcher.clone();
-            match Bridge::new(Callback::from(move |r| d2.dispatch(Action::Response(r)))) {
+            let on_response = Callback::from(move |r: Response| {
+                match &r {
+                    Response::FileChunk { ino, bytes, last, .. } => {
+                        downloads.borrow_mut().file_chunk(*ino, bytes, *last);
+                    }
+                    Response::XattrValue { ino, name, value } => {
+                        downloads.borrow_mut().xattr_value(*ino, name, value);
+                    }
+                    _ => {}
+                }
+                d2.dispatch(Action::Response(r));
+            });
+            match Bridge::new(on_response) {
                 Ok(b) => *bridge.borrow_mut() = Some(b),
                 Err(e) => dispatcher.dispatch(Action::Failed(e)),
             }
             move || {
                 bridge.borrow_mut().take();
+            }
+        });
+    }
+
+    // Follow the location hash (links, back and forward).
+    {
+        let dispatcher = state.dispatcher();
+        use_effect_with((), move |_| {
+            let listener = web_sys::window().map(|w| {
+                gloo::events::EventListener::new(&w, "hashchange", move |_| {
+                    dispatcher.dispatch(Action::Navigate(route::current()));
+                })
+            });
+            move || drop(listener)
+        });
+    }
+
+    let send: Rc<dyn Fn(Request)> = {
+        let dispatcher = state.dispatcher();
+        let bridge = Rc::clone(&bridge);
+        Rc::new(move |req: Request| {
+            let sent = match bridge.borrow().as_ref() {
+                Some(b) => b.send(&req),
+                None => Err("the worker is not running".to_string()),
+            };
+            if let Err(e) = sent {
+                dispatcher.dispatch(Action::Failed(e));
+            }
+        })
+    };
+
+    // Ask the worker for what the route shows, once per route and image.
+    {
+        let dispatcher = state.dispatcher();
+        let send = Rc::clone(&send);
+        let opened = state.opened.clone();
+        let route = state.route.clone();
+        use_effect_with((route.clone(), opened.clone()), move |_| {
+            if let Some(o) = &opened {
+                if o.fs_error.is_none() {
+                    let req = match &route {
+                        Route::Path(p) => Some((format!("reading {p}"), Request::Path { path: p.clone() })),
+                        Route::Inode(ino) => Some((format!("reading inode {ino}"), Request::Inode { ino: *ino })),
+                        Route::Ags => Some(("reading the allocation groups".to_string(), Request::Ags)),
+                        Route::Superblock | Route::Unknown(_) => None,
+                    };
+                    if let Some((what, req)) = req {
+                        dispatcher.dispatch(Action::Loading(what));
+                        send(req);
+                    }
+                }
             }
         });
     }
@@ -67,6 +140,47 @@ pub fn app() -> Html {
         })
     };
 
+    let on_xattr = {
+        let send = Rc::clone(&send);
+        let ino = state.inode.as_ref().map(|i| i.ino);
+        Callback::from(move |name: String| {
+            if let Some(ino) = ino {
+                send(Request::XattrValue { ino, name });
+            }
+        })
+    };
+    let on_download_xattr = {
+        let send = Rc::clone(&send);
+        let downloads = Rc::clone(&downloads);
+        let ino = state.inode.as_ref().map(|i| i.ino);
+        Callback::from(move |name: String| {
+            if let Some(ino) = ino {
+                downloads.borrow_mut().want_xattr(ino, &name);
+                send(Request::XattrValue { ino, name });
+            }
+        })
+    };
+    let on_download_file = {
+        let send = Rc::clone(&send);
+        let downloads = Rc::clone(&downloads);
+        let dispatcher = state.dispatcher();
+        let inode = state.inode.clone();
+        Callback::from(move |_| {
+            if let Some(i) = &inode {
+                let name = i
+                    .path
+                    .as_deref()
+                    .and_then(|p| p.rsplit('/').next())
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("inode-{}", i.ino));
+                downloads.borrow_mut().want_file(i.ino, name);
+                dispatcher.dispatch(Action::Loading(format!("reading inode {}", i.ino)));
+                send(Request::ReadFile { ino: i.ino });
+            }
+        })
+    };
+
     let open_sample = {
         let dispatcher = state.dispatcher();
         let open_blob = open_blob.clone();
@@ -82,9 +196,43 @@ pub fn app() -> Html {
         })
     };
 
+    let view_error = state.view_error.as_ref().map(|(what, msg)| {
+        html! { <div class="error" data-testid="view-error" role="alert">{ format!("{what}: {msg}") }</div> }
+    });
     let body = match &state.opened {
-        Some(opened) => html! { <SuperblockTable opened={Rc::clone(opened)} /> },
         None => html! {},
+        Some(opened) => {
+            let main = match &state.route {
+                Route::Superblock | Route::Unknown(_) => html! { <SuperblockTable opened={Rc::clone(opened)} /> },
+                _ if opened.fs_error.is_some() => html! {
+                    <p class="error" data-testid="view-error">{ opened.fs_error.clone().unwrap_or_default() }</p>
+                },
+                Route::Path(_) | Route::Inode(_) => match (&state.dir, &state.inode) {
+                    (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
+                    (None, Some(i)) => {
+                        let values = state
+                            .xattr_values
+                            .iter()
+                            .filter(|((ino, _), _)| *ino == i.ino)
+                            .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
+                            .collect();
+                        html! { <InodeInspector inode={Rc::clone(i)} {values}
+                            on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
+                            on_download_file={on_download_file.clone()} /> }
+                    }
+                    (None, None) => html! {},
+                },
+                Route::Ags => match &state.ags {
+                    Some(a) => html! { <AgList ags={Rc::clone(a)} /> },
+                    None => html! {},
+                },
+            };
+            html! { <>
+                <Nav route={state.route.clone()} />
+                { for view_error }
+                { main }
+            </> }
+        }
     };
 
     html! {

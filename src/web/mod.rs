@@ -6,6 +6,8 @@ pub mod app;
 pub mod blob_reader;
 pub mod bridge;
 pub mod components;
+pub mod download;
 pub mod protocol;
+pub mod route;
 pub mod state;
 pub mod worker;

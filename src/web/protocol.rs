@@ -1,6 +1,7 @@
 //! Messages between the page and the worker (serde-wasm-bindgen over
 //! postMessage). A `Blob` travels as a handle: postMessage copies the
-//! reference, never the bytes.
+//! reference, never the bytes. Every view the page shows arrives as one of
+//! the small structs below, already shaped for display.
 
 use crate::xfs::image::ReadStats;
 use crate::xfs::sb::SuperblockView;
@@ -14,6 +15,16 @@ pub enum Request {
         blob: web_sys::Blob,
         name: String,
     },
+    /// Resolve a path: a directory comes back as `Dir`, anything else as `Inode`.
+    Path { path: String },
+    /// One inode.
+    Inode { ino: u64 },
+    /// One xattr value (values are never sent with the names).
+    XattrValue { ino: u64, name: String },
+    /// A file's content, streamed back as `FileChunk`s.
+    ReadFile { ino: u64 },
+    /// Summaries of every allocation group.
+    Ags,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -21,15 +32,19 @@ pub enum Response {
     /// The worker has started and listens.
     Ready,
     /// Work under way: what, and how far (`done` of `total`, when known).
-    Progress {
-        stage: String,
-        done: u64,
-        total: u64,
-    },
+    Progress { stage: String, done: u64, total: u64 },
     /// An image was opened and its superblock read.
     Opened(Box<Opened>),
-    /// A request failed; the message is for people.
+    /// Opening failed; the message is for people.
     Error { name: String, message: String },
+    /// A request about the open image failed; the rest keeps working.
+    ViewError { what: String, message: String },
+    Dir(Box<DirView>),
+    Inode(Box<InodeView>),
+    XattrValue { ino: u64, name: String, value: Vec<u8> },
+    /// A piece of a file being read; `last` marks the end.
+    FileChunk { ino: u64, offset: u64, bytes: Vec<u8>, last: bool },
+    Ags(Box<AgsView>),
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -40,4 +55,136 @@ pub struct Opened {
     pub superblock: SuperblockView,
     /// How much of the file was actually read.
     pub stats: ReadStats,
+    /// Why the metadata cannot be browsed, if it cannot (the superblock is
+    /// still shown).
+    pub fs_error: Option<String>,
 }
+
+/// A name, a value as text, and what it means.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Kv {
+    pub name: String,
+    pub value: String,
+    pub meaning: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DirView {
+    pub path: String,
+    pub ino: u64,
+    /// The directory format (shortform, block, leaf, node).
+    pub format: String,
+    pub entries: Vec<EntryView>,
+    /// Problems met while reading the directory (the entries read so far
+    /// are still listed).
+    pub problems: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct EntryView {
+    pub name: String,
+    pub ino: u64,
+    /// dir, file, symlink, chardev, blockdev, fifo, socket, unknown.
+    pub kind: String,
+    pub size: Option<u64>,
+    pub mode: Option<u16>,
+    /// Reading the entry's inode failed.
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ExtentView {
+    pub file_block: u64,
+    pub start: u64,
+    pub len: u64,
+    pub unwritten: bool,
+    pub shared: Option<bool>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ForkView {
+    pub format: u8,
+    pub format_name: String,
+    /// Extents (at most `MAX_EXTENTS_SHOWN`) and how many there are.
+    pub extents: Vec<ExtentView>,
+    pub extent_count: u64,
+    /// Bytes of an inline (local) fork.
+    pub local_len: Option<u64>,
+    /// bmbt levels below the root, for btree forks.
+    pub btree_level: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// The literal area of the inode split by `di_forkoff`, in bytes from the
+/// start of the inode.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LayoutView {
+    pub inode_bytes: u32,
+    pub core_bytes: u32,
+    pub literal_bytes: u32,
+    pub forkoff: u8,
+    pub data_fork_offset: u32,
+    pub data_fork_bytes: u32,
+    pub data_fork_used_bytes: Option<u32>,
+    pub attr_fork_offset: Option<u32>,
+    pub attr_fork_bytes: u32,
+    pub default_forkoff: u8,
+    pub max_forkoff: u8,
+    pub reading_tag: String,
+    pub reading: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct XattrName {
+    /// The Linux name (`user.x`, `trusted.x`, `security.x`), or a parent
+    /// pointer shown as such.
+    pub name: String,
+    pub value_len: u64,
+    /// The value lives in remote blocks.
+    pub remote: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct InodeView {
+    pub ino: u64,
+    /// The path it was reached by, if any.
+    pub path: Option<String>,
+    pub kind: String,
+    pub fields: Vec<Kv>,
+    pub format: u8,
+    pub format_name: String,
+    pub aformat: u8,
+    pub aformat_name: String,
+    pub nextents: u64,
+    pub anextents: u64,
+    pub size: u64,
+    pub layout: LayoutView,
+    pub data: ForkView,
+    pub attr: Option<ForkView>,
+    pub xattrs: Vec<XattrName>,
+    pub xattr_error: Option<String>,
+    pub symlink: Option<String>,
+    pub rdev: Option<(u32, u32)>,
+    pub location: String,
+    /// CRC and header checks (empty when the inode verified).
+    pub problems: Vec<String>,
+    pub crc_ok: Option<bool>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AgsView {
+    pub ags: Vec<AgView>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AgView {
+    pub agno: u32,
+    /// Short summary lines: name, value, meaning.
+    pub summary: Vec<Kv>,
+    pub agf: Vec<Kv>,
+    pub agi: Vec<Kv>,
+    pub problems: Vec<String>,
+}
+
+/// How many extents an inode view carries at most.
+pub const MAX_EXTENTS_SHOWN: usize = 2000;

@@ -1,10 +1,12 @@
 //! The page's state and the actions that change it (one reducer).
 
-use crate::web::protocol::{Opened, Response};
+use crate::web::protocol::{AgsView, DirView, InodeView, Opened, Response};
+use crate::web::route::Route;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use yew::Reducible;
 
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct State {
     /// The worker has said it is ready.
     pub worker_ready: bool,
@@ -12,8 +14,35 @@ pub struct State {
     pub busy: Option<(String, Option<f64>)>,
     /// The open image.
     pub opened: Option<Rc<Opened>>,
-    /// The last error, shown until the next file.
+    /// The last error opening a file, shown until the next file.
     pub error: Option<String>,
+    /// Where the user is.
+    pub route: Route,
+    /// The view data for the current route, as it arrives.
+    pub dir: Option<Rc<DirView>>,
+    pub inode: Option<Rc<InodeView>>,
+    pub ags: Option<Rc<AgsView>>,
+    /// xattr values fetched on demand, by (ino, name).
+    pub xattr_values: BTreeMap<(u64, String), Rc<Vec<u8>>>,
+    /// A view request failed: what, and why.
+    pub view_error: Option<(String, String)>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            worker_ready: false,
+            busy: None,
+            opened: None,
+            error: None,
+            route: Route::Superblock,
+            dir: None,
+            inode: None,
+            ags: None,
+            xattr_values: BTreeMap::new(),
+            view_error: None,
+        }
+    }
 }
 
 pub enum Action {
@@ -22,6 +51,10 @@ pub enum Action {
     /// Something failed outside the worker (fetching the sample, starting
     /// the worker).
     Failed(String),
+    /// The location hash changed.
+    Navigate(Route),
+    /// A view request went out: show progress.
+    Loading(String),
     Response(Response),
 }
 
@@ -39,29 +72,76 @@ impl Reducible for State {
                 s.busy = None;
                 s.error = Some(message);
             }
-            Action::Response(r) => match r {
-                Response::Ready => s.worker_ready = true,
-                Response::Progress { stage, done, total } => {
-                    #[allow(clippy::as_conversions, clippy::cast_precision_loss)]
-                    let frac = (total > 0).then(|| done as f64 / total as f64);
-                    s.busy = Some((stage, frac));
-                }
-                Response::Opened(o) => {
-                    s.busy = None;
-                    s.error = None;
-                    s.opened = Some(Rc::from(*o));
-                }
-                Response::Error { name, message } => {
-                    s.busy = None;
-                    s.opened = None;
-                    s.error = Some(if name.is_empty() {
-                        message
-                    } else {
-                        format!("{name}: {message}")
-                    });
-                }
-            },
+            Action::Navigate(route) => {
+                s.route = route;
+                s.view_error = None;
+            }
+            Action::Loading(what) => {
+                s.busy = Some((what, None));
+                s.view_error = None;
+            }
+            Action::Response(r) => reduce_response(&mut s, r),
         }
         Rc::new(s)
+    }
+}
+
+fn reduce_response(s: &mut State, r: Response) {
+    match r {
+        Response::Ready => s.worker_ready = true,
+        Response::Progress { stage, done, total } => {
+            #[allow(clippy::as_conversions, clippy::cast_precision_loss)]
+            let frac = (total > 0).then(|| done as f64 / total as f64);
+            s.busy = Some((stage, frac));
+        }
+        Response::Opened(o) => {
+            s.busy = None;
+            s.error = None;
+            s.dir = None;
+            s.inode = None;
+            s.ags = None;
+            s.xattr_values.clear();
+            s.view_error = None;
+            s.opened = Some(Rc::from(*o));
+        }
+        Response::Error { name, message } => {
+            s.busy = None;
+            s.opened = None;
+            s.dir = None;
+            s.inode = None;
+            s.ags = None;
+            s.error = Some(if name.is_empty() {
+                message
+            } else {
+                format!("{name}: {message}")
+            });
+        }
+        Response::ViewError { what, message } => {
+            s.busy = None;
+            s.view_error = Some((what, message));
+        }
+        Response::Dir(d) => {
+            s.busy = None;
+            s.inode = None;
+            s.dir = Some(Rc::from(*d));
+        }
+        Response::Inode(i) => {
+            s.busy = None;
+            s.dir = None;
+            s.inode = Some(Rc::from(*i));
+        }
+        Response::XattrValue { ino, name, value } => {
+            s.busy = None;
+            s.xattr_values.insert((ino, name), Rc::new(value));
+        }
+        Response::FileChunk { last, .. } => {
+            if last {
+                s.busy = None;
+            }
+        }
+        Response::Ags(a) => {
+            s.busy = None;
+            s.ags = Some(Rc::from(*a));
+        }
     }
 }

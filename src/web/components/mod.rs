@@ -1,5 +1,9 @@
 //! One component per file; each takes a `Properties` struct.
 
+pub mod ag_view;
+pub mod dir_list;
+pub mod inode_view;
+pub mod nav;
 pub mod open_panel;
 pub mod status;
 pub mod superblock;

@@ -1,0 +1,44 @@
+//! The tabs and, for paths, the breadcrumb.
+
+use crate::web::route::Route;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub route: Route,
+}
+
+#[function_component(Nav)]
+pub fn nav(props: &Props) -> Html {
+    let tab = |label: &str, target: Route, active: bool| {
+        let class = classes!("tab", active.then_some("active"));
+        html! { <a {class} href={target.href()}>{ label.to_string() }</a> }
+    };
+    let r = &props.route;
+    let crumbs = match r {
+        Route::Path(p) => {
+            let mut acc = String::new();
+            let mut items = vec![html! { <a href={Route::Path("/".into()).href()}>{ "/" }</a> }];
+            for seg in p.split('/').filter(|s| !s.is_empty()) {
+                acc.push('/');
+                acc.push_str(seg);
+                items.push(html! { <>
+                    <span class="sep">{ " / " }</span>
+                    <a href={Route::Path(acc.clone()).href()}>{ seg.to_string() }</a>
+                </> });
+            }
+            html! { <div class="crumbs" data-testid="breadcrumb">{ for items }</div> }
+        }
+        _ => html! {},
+    };
+    html! {
+        <nav>
+            <div class="tabs">
+                { tab("Superblock", Route::Superblock, matches!(r, Route::Superblock)) }
+                { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
+                { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags)) }
+            </div>
+            { crumbs }
+        </nav>
+    }
+}

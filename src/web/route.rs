@@ -1,0 +1,100 @@
+//! Deep links in the location hash: `#/path/<path>` opens a directory or a
+//! file, `#/inode/<ino>` an inode, `#/ag` the allocation groups, `#/` the
+//! superblock. Back and forward work because every view change is a hash
+//! change.
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    Superblock,
+    /// An absolute path ("/" for the root).
+    Path(String),
+    Inode(u64),
+    Ags,
+    /// A hash this page does not know.
+    Unknown(String),
+}
+
+fn decode(seg: &str) -> String {
+    js_sys::decode_uri_component(seg)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| seg.to_string())
+}
+
+fn encode(seg: &str) -> String {
+    String::from(js_sys::encode_uri_component(seg))
+}
+
+impl Route {
+    /// Parse `location.hash` (with or without the leading `#`).
+    pub fn parse(hash: &str) -> Route {
+        let h = hash.strip_prefix('#').unwrap_or(hash);
+        let h = h.strip_prefix('/').unwrap_or(h);
+        if h.is_empty() {
+            return Route::Superblock;
+        }
+        if h == "ag" {
+            return Route::Ags;
+        }
+        if h == "path" {
+            return Route::Path("/".into());
+        }
+        if let Some(rest) = h.strip_prefix("path/") {
+            let parts: Vec<String> = rest
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(decode)
+                .collect();
+            return Route::Path(format!("/{}", parts.join("/")));
+        }
+        if let Some(n) = h.strip_prefix("inode/") {
+            if let Ok(ino) = n.trim().parse() {
+                return Route::Inode(ino);
+            }
+        }
+        Route::Unknown(h.to_string())
+    }
+
+    /// The hash that leads here.
+    pub fn href(&self) -> String {
+        match self {
+            Route::Superblock => "#/".into(),
+            Route::Ags => "#/ag".into(),
+            Route::Inode(ino) => format!("#/inode/{ino}"),
+            Route::Path(p) => {
+                let segs: Vec<String> = p.split('/').filter(|s| !s.is_empty()).map(encode).collect();
+                if segs.is_empty() {
+                    "#/path/".into()
+                } else {
+                    format!("#/path/{}", segs.join("/"))
+                }
+            }
+            Route::Unknown(h) => format!("#/{h}"),
+        }
+    }
+}
+
+/// The current route from the page's location.
+pub fn current() -> Route {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .map(|h| Route::parse(&h))
+        .unwrap_or(Route::Superblock)
+}
+
+/// Join a directory path and an entry name.
+pub fn join(dir: &str, name: &str) -> String {
+    if dir == "/" || dir.is_empty() {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The parent of a path ("/" stays "/").
+pub fn parent(path: &str) -> String {
+    match path.trim_end_matches('/').rsplit_once('/') {
+        Some(("", _)) | None => "/".into(),
+        Some((p, _)) => p.to_string(),
+    }
+}
