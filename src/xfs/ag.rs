@@ -1649,3 +1649,297 @@ fn cross_check(s: &AgSummary, ctx: &HeaderCtx) -> Vec<String> {
 pub fn agblock_daddr<R: ReadAt>(fs: &Fs<R>, agno: AgNumber, agbno: u32) -> Option<Daddr> {
     fs.geo.agb_to_daddr(agno, AgBlock(agbno))
 }
+
+/// Real bytes from the committed fixtures, for the unit tests.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+pub(crate) mod testing {
+    use crate::xfs::fs::Fs;
+    use crate::xfs::image::Image;
+    use std::io::Read;
+
+    /// The first `len` bytes of fixture `name` (tests/fixtures/NAME.img.zst).
+    pub fn fixture_head(name: &str, len: u64) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(format!("{name}.img.zst"));
+        let f = std::fs::File::open(&p).unwrap();
+        let dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(f)).unwrap();
+        let mut out = Vec::new();
+        dec.take(len).read_to_end(&mut out).unwrap();
+        out
+    }
+
+    pub fn fixture_fs(bytes: Vec<u8>) -> Fs<Vec<u8>> {
+        Fs::open(Image::new(bytes)).unwrap()
+    }
+
+    /// Recompute the little-endian CRC at `crc_off` over all of `buf`.
+    pub fn fix_crc(buf: &mut [u8], crc_off: usize) {
+        let c = crate::xfs::sb::crc_with_hole(buf, crc_off);
+        buf[crc_off..crc_off + 4].copy_from_slice(&c.to_le_bytes());
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions
+)]
+mod tests {
+    use super::testing::{fix_crc, fixture_fs, fixture_head};
+    use super::*;
+
+    /// `v5-1k-rmap`: 512-byte sectors, 1 KiB blocks, AGF/AGI/AGFL of AG 0
+    /// at daddr 1, 2, 3.
+    fn v5() -> Vec<u8> {
+        fixture_head("v5-1k-rmap", 256 << 10)
+    }
+    fn v4() -> Vec<u8> {
+        fixture_head("v4", 256 << 10)
+    }
+
+    fn sector(img: &[u8], n: usize) -> &[u8] {
+        &img[n * 512..(n + 1) * 512]
+    }
+
+    fn ctx_of(img: &[u8]) -> HeaderCtx {
+        let fs = fixture_fs(img.to_vec());
+        HeaderCtx::new(&fs, AgNumber(0)).unwrap()
+    }
+
+    fn agf_of(img: &[u8]) -> Agf {
+        Agf::parse(sector(img, 1), Daddr(1), &ctx_of(img)).unwrap()
+    }
+
+    fn put32(img: &mut [u8], off: usize, v: u32) {
+        img[off..off + 4].copy_from_slice(&v.to_be_bytes());
+    }
+
+    fn resum_sector(img: &mut [u8], n: usize, crc_off: usize) {
+        fix_crc(&mut img[n * 512..(n + 1) * 512], crc_off);
+    }
+
+    #[test]
+    fn real_v5_headers_parse_clean() {
+        let img = v5();
+        let ctx = ctx_of(&img);
+        assert_eq!(ctx.first_block, 2);
+        assert_eq!(ctx.agfl_size(), 119);
+        let agf = agf_of(&img);
+        assert!(agf.problems.is_empty(), "{:?}", agf.problems);
+        assert_eq!(agf.crc_ok(), Some(true));
+        let names: Vec<&str> = agf.fields().iter().map(|f| f.name).collect();
+        assert_eq!(
+            names,
+            [
+                "magicnum",
+                "versionnum",
+                "seqno",
+                "length",
+                "bnoroot",
+                "cntroot",
+                "rmaproot",
+                "bnolevel",
+                "cntlevel",
+                "rmaplevel",
+                "flfirst",
+                "fllast",
+                "flcount",
+                "freeblks",
+                "longest",
+                "btreeblks",
+                "uuid",
+                "rmapblocks",
+                "refcntblocks",
+                "refcntroot",
+                "refcntlevel",
+                "lsn",
+                "crc"
+            ]
+        );
+        let agi = Agi::parse(sector(&img, 2), Daddr(2), &ctx).unwrap();
+        assert!(agi.problems.is_empty(), "{:?}", agi.problems);
+        assert_eq!(agi.crc_ok(), Some(true));
+        assert_eq!(agi.unlinked.len(), 64);
+        assert!(agi.fields().iter().any(|f| f.name == "fino_blocks"));
+        let agfl = Agfl::parse(sector(&img, 3), Daddr(3), &ctx).unwrap();
+        assert!(agfl.problems.is_empty(), "{:?}", agfl.problems);
+        assert_eq!(agfl.crc_ok(), Some(true));
+        assert_eq!(agfl.bno.len(), 119);
+        let fl = agfl.free_list(&agf, &ctx);
+        assert!(fl.problems.is_empty(), "{:?}", fl.problems);
+        assert_eq!(fl.blocks.len(), agf.flcount as usize);
+    }
+
+    #[test]
+    fn v4_headers_have_no_crc_and_a_headerless_agfl() {
+        let img = v4();
+        let ctx = ctx_of(&img);
+        assert_eq!(ctx.agfl_size(), 128);
+        let agf = agf_of(&img);
+        assert!(agf.problems.is_empty(), "{:?}", agf.problems);
+        assert_eq!(agf.crc_ok(), None);
+        assert!(!agf
+            .fields()
+            .iter()
+            .any(|f| ["uuid", "lsn", "crc"].contains(&f.name)));
+        let agfl = Agfl::parse(sector(&img, 3), Daddr(3), &ctx).unwrap();
+        assert_eq!(agfl.bno.len(), 128);
+        assert_eq!(agfl.fields().len(), 1);
+        assert_eq!(
+            agfl.free_list(&agf, &ctx).blocks.len(),
+            agf.flcount as usize
+        );
+    }
+
+    #[test]
+    fn bad_magic_makes_the_agf_unusable() {
+        let mut img = v5();
+        img[512..516].copy_from_slice(b"XXXX");
+        let agf = agf_of(&img);
+        assert!(!agf.usable());
+        assert!(agf
+            .problems
+            .iter()
+            .any(|p| p.field == "magicnum" && p.severity == Severity::Fatal));
+        assert!(agf.tree_root(AgTree::Bno, &ctx_of(&img)).is_none());
+        let s = summarize(&fixture_fs(img), AgNumber(0)).unwrap();
+        assert!(s.tree(AgTree::Bno).is_none());
+        assert!(s.tree(AgTree::Ino).is_some());
+        assert!(s
+            .all_problems()
+            .iter()
+            .any(|p| p.starts_with("AGF magicnum: 0x58585858 (XXXX) is not 0x58414746 (XAGF)")));
+    }
+
+    #[test]
+    fn a_bad_crc_is_a_warning() {
+        let mut img = v5();
+        img[512 + 300] ^= 1;
+        let agf = agf_of(&img);
+        assert!(agf.usable());
+        assert_eq!(agf.crc_ok(), Some(false));
+        assert!(agf.problems.iter().any(|p| p.field == "crc"));
+    }
+
+    #[test]
+    fn wrong_seqno_length_uuid_and_levels_are_named() {
+        let mut img = v5();
+        put32(&mut img, 512 + 8, 7); // seqno
+        put32(&mut img, 512 + 12, 99); // length
+        img[512 + 64] ^= 0xff; // uuid
+        put32(&mut img, 512 + 28, 0); // bnolevel
+        put32(&mut img, 512 + 32, 12); // cntlevel
+        put32(&mut img, 512 + 16, 1); // bnoroot inside the headers
+        resum_sector(&mut img, 1, XFS_AGF_CRC_OFF);
+        let agf = agf_of(&img);
+        let fields: Vec<&str> = agf.problems.iter().map(|p| p.field).collect();
+        for f in ["seqno", "length", "uuid", "bnolevel", "cntlevel", "bnoroot"] {
+            assert!(fields.contains(&f), "{f} missing from {:?}", agf.problems);
+        }
+        assert!(agf.usable());
+        let s = summarize(&fixture_fs(img), AgNumber(0)).unwrap();
+        let bno = s.tree(AgTree::Bno).unwrap();
+        assert!(bno.problems[0].contains("height 0"), "{:?}", bno.problems);
+        let cnt = s.tree(AgTree::Cnt).unwrap();
+        assert!(cnt.problems[0].contains("height 12"), "{:?}", cnt.problems);
+    }
+
+    #[test]
+    fn the_free_list_wraps_around_the_end() {
+        let img = v5();
+        let ctx = ctx_of(&img);
+        let mut agf = agf_of(&img);
+        let mut agfl = Agfl::parse(sector(&img, 3), Daddr(3), &ctx).unwrap();
+        agfl.bno = (0..119).map(|i| 100 + i).collect();
+        (agf.flfirst, agf.fllast, agf.flcount) = (117, 1, 4);
+        let fl = agfl.free_list(&agf, &ctx);
+        assert_eq!(fl.blocks, vec![217, 218, 100, 101]);
+        assert!(fl.problems.is_empty());
+        // flcount disagreeing with the range: the kernel resets the list.
+        agf.flcount = 5;
+        let fl = agfl.free_list(&agf, &ctx);
+        assert!(fl.blocks.is_empty());
+        assert!(fl.problems[0].contains("spans 4 slots but flcount is 5"));
+        // Out of range.
+        (agf.flfirst, agf.fllast, agf.flcount) = (119, 0, 1);
+        assert!(agfl.free_list(&agf, &ctx).problems[0].contains("do not fit the 119"));
+        // Empty list with flfirst one past fllast is fine.
+        (agf.flfirst, agf.fllast, agf.flcount) = (3, 2, 0);
+        let fl = agfl.free_list(&agf, &ctx);
+        assert!(fl.blocks.is_empty() && fl.problems.is_empty());
+        // A null slot inside the used range is named.
+        (agf.flfirst, agf.fllast, agf.flcount) = (0, 1, 2);
+        agfl.bno[1] = NULLAGBLOCK;
+        assert!(agfl.free_list(&agf, &ctx).problems[0].contains("slot 1: null"));
+    }
+
+    #[test]
+    fn counters_that_disagree_with_the_trees_are_reported() {
+        let mut img = v5();
+        put32(&mut img, 512 + 52, 16000); // agf_freeblks
+        put32(&mut img, 512 + 60, 0); // agf_btreeblks (2 in AG 0)
+        resum_sector(&mut img, 1, XFS_AGF_CRC_OFF);
+        put32(&mut img, 1024 + 16, 65); // agi_count
+        put32(&mut img, 1024 + 336, 9); // agi_iblocks
+        resum_sector(&mut img, 2, XFS_AGI_CRC_OFF);
+        let s = summarize(&fixture_fs(img), AgNumber(0)).unwrap();
+        let all = s.problems.join("\n");
+        assert!(all.contains("but AGF freeblks is 16000"), "{all}");
+        assert!(all.contains("but AGF btreeblks is 0"), "{all}");
+        assert!(
+            all.contains("64 inodes in 1 chunks but AGI count is 65"),
+            "{all}"
+        );
+        assert!(
+            all.contains("the inobt has 1 blocks but AGI ino_blocks is 9"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn a_clean_ag_summary_has_no_problems() {
+        let s = summarize(&fixture_fs(v5()), AgNumber(0)).unwrap();
+        assert_eq!(s.all_problems(), Vec::<String>::new());
+        let trees: Vec<AgTree> = s.trees.iter().map(|t| t.tree).collect();
+        assert_eq!(trees, AgTree::ALL);
+        assert!(summarize(&fixture_fs(v5()), AgNumber(4)).is_err());
+    }
+
+    #[test]
+    fn every_byte_flip_of_the_headers_parses_without_panic() {
+        let img = v5();
+        let ctx = ctx_of(&img);
+        let agf0 = agf_of(&img);
+        for n in 1..=3usize {
+            for i in 0..512 {
+                for bit in [0x01u8, 0x80, 0xff] {
+                    let mut s = sector(&img, n).to_vec();
+                    s[i] ^= bit;
+                    match n {
+                        1 => {
+                            let a = Agf::parse(&s, Daddr(1), &ctx).unwrap();
+                            let _ = a.fields();
+                            let _ = a.tree_root(AgTree::Rmap, &ctx);
+                        }
+                        2 => {
+                            let a = Agi::parse(&s, Daddr(2), &ctx).unwrap();
+                            let _ = a.fields();
+                        }
+                        _ => {
+                            let a = Agfl::parse(&s, Daddr(3), &ctx).unwrap();
+                            let _ = a.fields();
+                            let _ = a.free_list(&agf0, &ctx);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(Agf::parse(&[0u8; 100], Daddr(1), &ctx).is_err());
+        assert!(Agi::parse(&[0u8; 300], Daddr(2), &ctx).is_err());
+        assert!(Agfl::parse(&[0u8; 300], Daddr(3), &ctx).is_err());
+    }
+}
