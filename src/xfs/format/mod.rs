@@ -1,4 +1,6 @@
 //! Raw on-disk layouts, named after the kernel's headers and keeping the C
 //! field names. Nothing here validates: see the modules one level up.
 
+pub mod ag;
+pub mod btree;
 pub mod sb;
