@@ -20,10 +20,13 @@
     clippy::cast_possible_wrap
 )]
 
+pub mod bmap;
 pub mod error;
+pub mod file;
 pub mod format;
 pub mod fs;
 pub mod image;
+pub mod inode;
 pub mod read;
 pub mod sb;
 pub mod types;

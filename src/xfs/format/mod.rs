@@ -1,4 +1,5 @@
 //! Raw on-disk layouts, named after the kernel's headers and keeping the C
 //! field names. Nothing here validates: see the modules one level up.
 
+pub mod dinode;
 pub mod sb;
