@@ -85,7 +85,7 @@ impl<R: ReadAt> Fs<R> {
             });
         }
         let bs = u64::from(self.geo.blocksize);
-        let chunk_blocks = (CHUNK_BYTES / bs).max(1);
+        let chunk_blocks = CHUNK_BYTES.checked_div(bs).unwrap_or(1).max(1);
         let zeros = vec![0u8; usize::try_from(CHUNK_BYTES.max(bs)).unwrap_or(0)];
         // Bytes still to deliver, and the file block they start at.
         let mut left = size;

@@ -139,6 +139,10 @@ impl Timestamp {
 }
 
 /// Proleptic Gregorian date of a day count since 1970-01-01.
+#[allow(
+    clippy::arithmetic_side_effects,
+    reason = "after the era split every term is below 2^20; the era itself saturates"
+)]
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days.saturating_add(719_468);
     let era = z.div_euclid(146_097);
