@@ -19,7 +19,9 @@ struct Cli {
 }
 
 mod ag;
+mod cat;
 mod info;
+mod inode;
 
 /// One variant per command; each command lives in its own module.
 #[derive(Subcommand)]
@@ -53,6 +55,27 @@ enum Command {
         #[arg(long)]
         limit: Option<u64>,
     },
+    /// Show one inode: every core field, the forks and their extents, where
+    /// the attr fork starts and what that says, the CRC.
+    Inode {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// The inode number.
+        ino: u64,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a file's content (or a symlink's target) to stdout.
+    Cat {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// An inode number, or a path from the root directory.
+        target: String,
+        /// Take TARGET as an inode number only.
+        #[arg(long)]
+        ino: bool,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -76,6 +99,8 @@ pub fn main() -> ExitCode {
                 limit,
             },
         ),
+        Command::Inode { image, ino, json } => inode::run(&image, ino, json),
+        Command::Cat { image, target, ino } => cat::run(&image, &target, ino),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

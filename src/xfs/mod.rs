@@ -21,10 +21,13 @@
 )]
 
 pub mod ag;
+pub mod bmap;
 pub mod error;
+pub mod file;
 pub mod format;
 pub mod fs;
 pub mod image;
+pub mod inode;
 pub mod read;
 pub mod sb;
 pub mod types;

@@ -3,4 +3,5 @@
 
 pub mod ag;
 pub mod btree;
+pub mod dinode;
 pub mod sb;
