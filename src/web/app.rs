@@ -3,8 +3,8 @@
 
 use crate::web::bridge::Bridge;
 use crate::web::components::{
-    ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav, open_panel::OpenPanel,
-    status::Status, superblock::SuperblockTable,
+    ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
+    open_panel::OpenPanel, status::Status, superblock::SuperblockTable,
 };
 use crate::web::download::Downloads;
 use crate::web::protocol::{Request, Response};
@@ -54,7 +54,9 @@ pub fn app() -> Html {
             let d2 = dispatcher.clone();
             let on_response = Callback::from(move |r: Response| {
                 match &r {
-                    Response::FileChunk { ino, bytes, last, .. } => {
+                    Response::FileChunk {
+                        ino, bytes, last, ..
+                    } => {
                         downloads.borrow_mut().file_chunk(*ino, bytes, *last);
                     }
                     Response::XattrValue { ino, name, value } => {
@@ -111,9 +113,15 @@ pub fn app() -> Html {
             if let Some(o) = &opened {
                 if o.fs_error.is_none() {
                     let req = match &route {
-                        Route::Path(p) => Some((format!("reading {p}"), Request::Path { path: p.clone() })),
-                        Route::Inode(ino) => Some((format!("reading inode {ino}"), Request::Inode { ino: *ino })),
-                        Route::Ags => Some(("reading the allocation groups".to_string(), Request::Ags)),
+                        Route::Path(p) => {
+                            Some((format!("reading {p}"), Request::Path { path: p.clone() }))
+                        }
+                        Route::Inode(ino) => {
+                            Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
+                        }
+                        Route::Ags => {
+                            Some(("reading the allocation groups".to_string(), Request::Ags))
+                        }
                         Route::Superblock | Route::Unknown(_) => None,
                     };
                     if let Some((what, req)) = req {
@@ -203,22 +211,24 @@ pub fn app() -> Html {
         None => html! {},
         Some(opened) => {
             let main = match &state.route {
-                Route::Superblock | Route::Unknown(_) => html! { <SuperblockTable opened={Rc::clone(opened)} /> },
+                Route::Superblock | Route::Unknown(_) => {
+                    html! { <SuperblockTable opened={Rc::clone(opened)} /> }
+                }
                 _ if opened.fs_error.is_some() => html! {
                     <p class="error" data-testid="view-error">{ opened.fs_error.clone().unwrap_or_default() }</p>
                 },
                 Route::Path(_) | Route::Inode(_) => match (&state.dir, &state.inode) {
                     (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
                     (None, Some(i)) => {
-                        let values = state
+                        let values: std::collections::BTreeMap<String, Rc<Vec<u8>>> = state
                             .xattr_values
                             .iter()
                             .filter(|((ino, _), _)| *ino == i.ino)
                             .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
                             .collect();
                         html! { <InodeInspector inode={Rc::clone(i)} {values}
-                            on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
-                            on_download_file={on_download_file.clone()} /> }
+                        on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
+                        on_download_file={on_download_file.clone()} /> }
                     }
                     (None, None) => html! {},
                 },

@@ -10,4 +10,5 @@ pub mod download;
 pub mod protocol;
 pub mod route;
 pub mod state;
+pub mod views;
 pub mod worker;

@@ -32,18 +32,37 @@ pub enum Response {
     /// The worker has started and listens.
     Ready,
     /// Work under way: what, and how far (`done` of `total`, when known).
-    Progress { stage: String, done: u64, total: u64 },
+    Progress {
+        stage: String,
+        done: u64,
+        total: u64,
+    },
     /// An image was opened and its superblock read.
     Opened(Box<Opened>),
     /// Opening failed; the message is for people.
-    Error { name: String, message: String },
+    Error {
+        name: String,
+        message: String,
+    },
     /// A request about the open image failed; the rest keeps working.
-    ViewError { what: String, message: String },
+    ViewError {
+        what: String,
+        message: String,
+    },
     Dir(Box<DirView>),
     Inode(Box<InodeView>),
-    XattrValue { ino: u64, name: String, value: Vec<u8> },
+    XattrValue {
+        ino: u64,
+        name: String,
+        value: Vec<u8>,
+    },
     /// A piece of a file being read; `last` marks the end.
-    FileChunk { ino: u64, offset: u64, bytes: Vec<u8>, last: bool },
+    FileChunk {
+        ino: u64,
+        offset: u64,
+        bytes: Vec<u8>,
+        last: bool,
+    },
     Ags(Box<AgsView>),
 }
 

@@ -62,7 +62,8 @@ impl Route {
             Route::Ags => "#/ag".into(),
             Route::Inode(ino) => format!("#/inode/{ino}"),
             Route::Path(p) => {
-                let segs: Vec<String> = p.split('/').filter(|s| !s.is_empty()).map(encode).collect();
+                let segs: Vec<String> =
+                    p.split('/').filter(|s| !s.is_empty()).map(encode).collect();
                 if segs.is_empty() {
                     "#/path/".into()
                 } else {

@@ -1,9 +1,14 @@
 //! The web worker: owns the opened image and answers the page's requests.
+//! Reads are synchronous here (`FileReaderSync`), so the page never waits
+//! on them and never freezes.
 
 use crate::web::blob_reader::BlobReader;
-use crate::web::protocol::{Opened, Request, Response};
+use crate::web::protocol::{AgsView, Opened, Request, Response};
+use crate::web::views;
+use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
 use crate::xfs::sb::read_superblock;
+use crate::xfs::types::{AgNumber, Ino};
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
@@ -15,7 +20,7 @@ const WEB_CHUNK: u64 = 1 << 20;
 const WEB_CACHE_CHUNKS: usize = 64;
 
 thread_local! {
-    static IMAGE: RefCell<Option<Image<BlobReader>>> = const { RefCell::new(None) };
+    static FS: RefCell<Option<Fs<BlobReader>>> = const { RefCell::new(None) };
 }
 
 fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
@@ -29,8 +34,135 @@ fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
     }
 }
 
+fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
+    Response::ViewError {
+        what: what.into(),
+        message: message.to_string(),
+    }
+}
+
+fn open(blob: web_sys::Blob, name: String) -> Response {
+    let reader = match BlobReader::new(blob) {
+        Ok(r) => r,
+        Err(message) => return Response::Error { name, message },
+    };
+    let img = Image::with_cache(reader, WEB_CHUNK, WEB_CACHE_CHUNKS);
+    let sb = match read_superblock(&img) {
+        Ok(sb) => sb,
+        Err(e) => {
+            FS.with(|f| *f.borrow_mut() = None);
+            return Response::Error {
+                name,
+                message: e.to_string(),
+            };
+        }
+    };
+    let size = img.len();
+    let stats = img.stats();
+    let superblock = sb.view();
+    let fs_error = match Fs::open(img) {
+        Ok(fs) => {
+            FS.with(|f| *f.borrow_mut() = Some(fs));
+            None
+        }
+        Err(e) => {
+            FS.with(|f| *f.borrow_mut() = None);
+            Some(e.to_string())
+        }
+    };
+    Response::Opened(Box::new(Opened {
+        name,
+        size,
+        superblock,
+        stats,
+        fs_error,
+    }))
+}
+
+fn with_fs(what: &str, f: impl FnOnce(&Fs<BlobReader>) -> Response) -> Response {
+    FS.with(|cell| match cell.borrow().as_ref() {
+        Some(fs) => f(fs),
+        None => view_error(what, "no filesystem is open"),
+    })
+}
+
+fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
+    match fs.inode(Ino(ino)) {
+        Ok(i) => {
+            let mut v = views::inode_view(&i, path);
+            if i.file_type() == crate::xfs::inode::FileType::Symlink {
+                match fs.symlink_target(&i) {
+                    Ok(t) => v.symlink = Some(String::from_utf8_lossy(&t).into_owned()),
+                    Err(e) => v.problems.push(e.to_string()),
+                }
+            }
+            views::add_xattrs(fs, &i, &mut v);
+            Response::Inode(Box::new(v))
+        }
+        Err(e) => view_error(format!("inode {ino}"), e),
+    }
+}
+
+fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<BlobReader>, ino: u64) {
+    let i = match fs.inode(Ino(ino)) {
+        Ok(i) => i,
+        Err(e) => return post(scope, &view_error(format!("inode {ino}"), e)),
+    };
+    let total = i.core.size;
+    let mut offset = 0u64;
+    let result = fs.read_file(&i, &mut |chunk: &[u8]| {
+        post(
+            scope,
+            &Response::FileChunk {
+                ino,
+                offset,
+                bytes: chunk.to_vec(),
+                last: false,
+            },
+        );
+        offset = offset.saturating_add(u64::try_from(chunk.len()).unwrap_or(0));
+        post(
+            scope,
+            &Response::Progress {
+                stage: format!("reading inode {ino}"),
+                done: offset,
+                total,
+            },
+        );
+        Ok(())
+    });
+    if let Err(e) = result {
+        post(scope, &view_error(format!("reading inode {ino}"), e));
+    }
+    post(
+        scope,
+        &Response::FileChunk {
+            ino,
+            offset,
+            bytes: Vec::new(),
+            last: true,
+        },
+    );
+}
+
+fn ags(fs: &Fs<BlobReader>) -> Response {
+    let ags = (0..fs.geo.agcount)
+        .map(|a| match crate::xfs::ag::summarize(fs, AgNumber(a)) {
+            Ok(s) => views::ag_view(&s),
+            Err(e) => crate::web::protocol::AgView {
+                agno: a,
+                summary: Vec::new(),
+                agf: Vec::new(),
+                agi: Vec::new(),
+                problems: vec![e.to_string()],
+            },
+        })
+        .collect();
+    Response::Ags(Box::new(AgsView { ags }))
+}
+
 fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
-    match req {
+    let resp = match req {
         Request::Open { blob, name } => {
             post(
                 scope,
@@ -40,29 +172,23 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                     total: 1,
                 },
             );
-            let result = BlobReader::new(blob).and_then(|reader| {
-                let img = Image::with_cache(reader, WEB_CHUNK, WEB_CACHE_CHUNKS);
-                let sb = read_superblock(&img).map_err(|e| e.to_string())?;
-                let opened = Opened {
-                    name: name.clone(),
-                    size: img.len(),
-                    superblock: sb.view(),
-                    stats: img.stats(),
-                };
-                Ok((img, opened))
-            });
-            match result {
-                Ok((img, opened)) => {
-                    IMAGE.with(|i| *i.borrow_mut() = Some(img));
-                    post(scope, &Response::Opened(Box::new(opened)));
-                }
-                Err(message) => {
-                    IMAGE.with(|i| *i.borrow_mut() = None);
-                    post(scope, &Response::Error { name, message });
-                }
-            }
+            open(blob, name)
         }
-    }
+        Request::Inode { ino } => with_fs("inode", |fs| inode(fs, ino, None)),
+        Request::Path { path } => with_fs("path", |fs| views::path(fs, &path)),
+        Request::XattrValue { ino, name } => {
+            with_fs("xattr", |fs| views::xattr_value(fs, ino, &name))
+        }
+        Request::ReadFile { ino } => {
+            FS.with(|cell| match cell.borrow().as_ref() {
+                Some(fs) => read_file(scope, fs, ino),
+                None => post(scope, &view_error("file", "no filesystem is open")),
+            });
+            return;
+        }
+        Request::Ags => with_fs("allocation groups", ags),
+    };
+    post(scope, &resp);
 }
 
 /// Entry point of the worker binary.

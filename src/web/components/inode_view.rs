@@ -29,7 +29,9 @@ fn picture(i: &InodeView) -> Html {
     let data_x = x(l.data_fork_offset);
     let data_w = x(l.data_fork_bytes);
     let used_w = l.data_fork_used_bytes.map(|u| x(u.min(l.data_fork_bytes)));
-    let attr = l.attr_fork_offset.map(|off| (x(off), x(l.attr_fork_bytes), off));
+    let attr = l
+        .attr_fork_offset
+        .map(|off| (x(off), x(l.attr_fork_bytes), off));
     html! {
         <svg class="inode-pic" viewBox="0 0 780 86" role="img" data-testid="inode-picture"
              aria-label={format!("inode of {} bytes: core {} bytes, data fork {} bytes, attr fork {} bytes", l.inode_bytes, l.core_bytes, l.data_fork_bytes, l.attr_fork_bytes)}>
@@ -83,7 +85,9 @@ fn fork_table(f: &ForkView, which: &str) -> Html {
 /// Text if the value is printable UTF-8, else hex.
 fn show_value(v: &[u8]) -> (String, &'static str) {
     match std::str::from_utf8(v) {
-        Ok(s) if s.chars().all(|c| !c.is_control() || c == '\n' || c == '\t') => (s.to_string(), "text"),
+        Ok(s) if s.chars().all(|c| !c.is_control() || c == '\n' || c == '\t') => {
+            (s.to_string(), "text")
+        }
         _ => {
             let hex: String = v.iter().take(4096).map(|b| format!("{b:02x}")).collect();
             let tail = if v.len() > 4096 { "…" } else { "" };
@@ -96,8 +100,10 @@ fn show_value(v: &[u8]) -> (String, &'static str) {
 pub fn inode_inspector(props: &Props) -> Html {
     let i = &props.inode;
     let l = &i.layout;
-    let key = |label: &str, id: &str, value: String| html! {
-        <div class="key"><span class="muted">{ label.to_string() }</span><strong data-testid={id.to_string()}>{ value }</strong></div>
+    let key = |label: &str, id: &str, value: String| {
+        html! {
+            <div class="key"><span class="muted">{ label.to_string() }</span><strong data-testid={id.to_string()}>{ value }</strong></div>
+        }
     };
     let download = {
         let cb = props.on_download_file.clone();

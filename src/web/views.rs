@@ -1,0 +1,256 @@
+//! Worker side: core types turned into the display-ready views of
+//! [`protocol`](crate::web::protocol).
+
+use crate::web::protocol::{
+    AgView, ExtentView, ForkView, InodeView, Kv, LayoutView, MAX_EXTENTS_SHOWN,
+};
+use crate::xfs::ag::{AgSummary, TreeStats};
+use crate::xfs::bmap::Fork;
+use crate::xfs::inode::{format_name, rdev_major_minor, Inode, Timestamp};
+use crate::xfs::sb::{uuid_text, Field};
+
+fn kv(name: &str, value: impl ToString, meaning: &str) -> Kv {
+    Kv {
+        name: name.to_string(),
+        value: value.to_string(),
+        meaning: meaning.to_string(),
+    }
+}
+
+fn ts(t: &Timestamp) -> String {
+    format!("{} ({}.{:09})", t.text(), t.sec, t.nsec)
+}
+
+pub fn fork_view(f: &Fork) -> ForkView {
+    let extents = f.extents();
+    let (local_len, btree_level, error) = match f {
+        Fork::Local { bytes } => (u64::try_from(bytes.len()).ok(), None, None),
+        Fork::Btree { root_level, .. } => (None, Some(*root_level), None),
+        Fork::Corrupt { error, .. } => (None, None, Some(error.to_string())),
+        _ => (None, None, None),
+    };
+    ForkView {
+        format: f.format(),
+        format_name: format_name(f.format()).to_string(),
+        extents: extents
+            .iter()
+            .take(MAX_EXTENTS_SHOWN)
+            .map(|e| ExtentView {
+                file_block: e.file_block,
+                start: e.start.0,
+                len: e.len,
+                unwritten: e.unwritten,
+                shared: e.shared,
+            })
+            .collect(),
+        extent_count: u64::try_from(extents.len()).unwrap_or(u64::MAX),
+        local_len,
+        btree_level,
+        error,
+    }
+}
+
+pub fn inode_view(i: &Inode, path: Option<String>) -> InodeView {
+    let c = &i.core;
+    let mut f = vec![
+        kv("magic", format!("{:#06x}", c.magic), "\"IN\""),
+        kv(
+            "mode",
+            format!("{:o}", c.mode),
+            "file type and permission bits (octal)",
+        ),
+        kv("version", c.version, "inode version (3 on v5 filesystems)"),
+        kv(
+            "format",
+            format!("{} ({})", c.format, format_name(c.format)),
+            "data fork format",
+        ),
+        kv("uid", c.uid, "owner"),
+        kv("gid", c.gid, "group"),
+        kv("nlink", c.nlink, "hard links"),
+        kv("projid", c.projid, "project id"),
+        kv("atime", ts(&c.atime), "last access"),
+        kv("mtime", ts(&c.mtime), "last content change"),
+        kv("ctime", ts(&c.ctime), "last inode change"),
+        kv("size", c.size, "size in bytes"),
+        kv(
+            "nblocks",
+            c.nblocks,
+            "blocks used, including btree and attr blocks",
+        ),
+        kv("extsize", c.extsize, "extent size hint in blocks"),
+        kv("nextents", c.nextents, "data fork extents"),
+        kv("anextents", c.anextents, "attr fork extents"),
+        kv(
+            "forkoff",
+            c.forkoff,
+            "attr fork offset in 8-byte units after the core (0: no attr fork)",
+        ),
+        kv(
+            "aformat",
+            format!("{} ({})", c.aformat, format_name(c.aformat)),
+            "attr fork format",
+        ),
+        kv(
+            "flags",
+            format!("{:#x} {}", c.flags, c.flag_names().join(",")),
+            "inode flags",
+        ),
+        kv("gen", c.gen, "generation number"),
+        kv(
+            "next_unlinked",
+            c.next_unlinked,
+            "next inode on the unlinked list (0xffffffff: none)",
+        ),
+    ];
+    if let Some(v) = c.crc {
+        f.push(kv("crc", format!("{v:#010x}"), "CRC32c of the inode"));
+    }
+    if let Some(v) = c.changecount {
+        f.push(kv("changecount", v, "times the inode changed"));
+    }
+    if let Some(v) = c.lsn {
+        f.push(kv(
+            "lsn",
+            format!("{}:{}", v >> 32, v & 0xffff_ffff),
+            "log sequence number of the last write",
+        ));
+    }
+    if let Some(v) = c.flags2 {
+        f.push(kv(
+            "flags2",
+            format!("{v:#x} {}", c.flag2_names().join(",")),
+            "more inode flags",
+        ));
+    }
+    if let Some(v) = c.cowextsize {
+        f.push(kv("cowextsize", v, "copy-on-write extent size hint"));
+    }
+    if let Some(t) = &c.crtime {
+        f.push(kv("crtime", ts(t), "creation time"));
+    }
+    if let Some(v) = c.ino {
+        f.push(kv("ino", v, "the inode's own number"));
+    }
+    if let Some(u) = &c.uuid {
+        f.push(kv("uuid", uuid_text(u), "filesystem metadata uuid"));
+    }
+    let l = &i.layout;
+    let loc = &i.location;
+    InodeView {
+        ino: i.ino.0,
+        path,
+        kind: i.file_type().name().to_string(),
+        fields: f,
+        format: c.format,
+        format_name: format_name(c.format).to_string(),
+        aformat: c.aformat,
+        aformat_name: format_name(c.aformat).to_string(),
+        nextents: c.nextents,
+        anextents: u64::from(c.anextents),
+        size: c.size,
+        layout: LayoutView {
+            inode_bytes: l.inode_bytes,
+            core_bytes: l.core_bytes,
+            literal_bytes: l.literal_bytes,
+            forkoff: l.forkoff,
+            data_fork_offset: l.data_fork_offset,
+            data_fork_bytes: l.data_fork_bytes,
+            data_fork_used_bytes: l.data_fork_used_bytes,
+            attr_fork_offset: l.attr_fork_offset,
+            attr_fork_bytes: l.attr_fork_bytes,
+            default_forkoff: l.default_forkoff,
+            max_forkoff: l.max_forkoff,
+            reading_tag: l.reading_tag.tag().to_string(),
+            reading: l.reading.clone(),
+        },
+        data: fork_view(&i.data),
+        attr: i.attr.as_ref().map(fork_view),
+        xattrs: Vec::new(),
+        xattr_error: None,
+        symlink: None,
+        rdev: i.rdev().map(rdev_major_minor),
+        location: format!(
+            "AG {} block {} slot {} (daddr {}, byte {})",
+            loc.agno.0, loc.agbno.0, loc.slot, loc.daddr.0, loc.byte_offset
+        ),
+        problems: i.verify.problems.clone(),
+        crc_ok: c.crc.map(|_| i.verify.crc_ok),
+    }
+}
+
+fn field_kvs(fields: Vec<Field>) -> Vec<Kv> {
+    fields
+        .into_iter()
+        .map(|f| Kv {
+            name: f.name.to_string(),
+            value: match f.note {
+                Some(n) => format!("{} ({n})", f.value),
+                None => f.value.to_string(),
+            },
+            meaning: f.meaning.to_string(),
+        })
+        .collect()
+}
+
+pub fn ag_view(s: &AgSummary) -> AgView {
+    let mut summary = Vec::new();
+    for t in &s.trees {
+        let what = match t.stats {
+            TreeStats::Free { free_blocks, longest } => format!("{free_blocks} free blocks, longest {longest}"),
+            TreeStats::Inodes { chunks, sparse_chunks, inodes, free } => {
+                format!("{chunks} chunks ({sparse_chunks} sparse), {inodes} inodes, {free} free")
+            }
+            TreeStats::Rmap { mapped_blocks } => format!("{mapped_blocks} blocks mapped"),
+            TreeStats::Refcount { shared_extents, shared_blocks, cow_extents, cow_blocks } => format!(
+                "{shared_extents} shared extents ({shared_blocks} blocks), {cow_extents} CoW extents ({cow_blocks} blocks)"
+            ),
+        };
+        summary.push(Kv {
+            name: format!("{}bt", t.tree.name()),
+            value: format!(
+                "{} levels, {} blocks, {} records",
+                t.levels, t.blocks, t.records
+            ),
+            meaning: what,
+        });
+    }
+    let problems = s.all_problems();
+    AgView {
+        agno: s.agno.0,
+        summary,
+        agf: s
+            .agf
+            .as_ref()
+            .map(|a| field_kvs(a.fields()))
+            .unwrap_or_default(),
+        agi: s
+            .agi
+            .as_ref()
+            .map(|a| field_kvs(a.fields()))
+            .unwrap_or_default(),
+        problems,
+    }
+}
+
+use crate::web::blob_reader::BlobReader;
+use crate::web::protocol::Response;
+use crate::xfs::fs::Fs;
+
+/// The xattr names of an inode (values are fetched on demand).
+pub fn add_xattrs(_fs: &Fs<BlobReader>, _i: &Inode, _v: &mut InodeView) {}
+
+/// Resolve a path: a directory's listing, or an inode view.
+pub fn path(_fs: &Fs<BlobReader>, path: &str) -> Response {
+    Response::ViewError {
+        what: path.to_string(),
+        message: "directories are not readable yet".into(),
+    }
+}
+
+pub fn xattr_value(_fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
+    Response::ViewError {
+        what: format!("inode {ino} xattr {name}"),
+        message: "xattrs are not readable yet".into(),
+    }
+}
