@@ -1652,7 +1652,11 @@ pub fn agblock_daddr<R: ReadAt>(fs: &Fs<R>, agno: AgNumber, agbno: u32) -> Optio
 
 /// Real bytes from the committed fixtures, for the unit tests.
 #[cfg(all(test, not(target_arch = "wasm32")))]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 pub(crate) mod testing {
     use crate::xfs::fs::Fs;
     use crate::xfs::image::Image;
