@@ -234,12 +234,15 @@ fn free_space_equals_xfs_db_freesp() {
     }
 }
 
+/// A record or key as xfs_db prints it: field names and values.
+type DbFields = Vec<(String, i128)>;
+
 /// One block of xfs_db's `btdump -i`.
 #[derive(Debug, Default)]
 struct DbBlock {
     level: u32,
-    recs: Vec<Vec<(String, i128)>>,
-    keys: Vec<Vec<(String, i128)>>,
+    recs: Vec<DbFields>,
+    keys: Vec<DbFields>,
     ptrs: Vec<i128>,
 }
 
@@ -391,7 +394,7 @@ fn every_btree_equals_xfs_db_btdump() {
                     .map(|v| v.iter().collect())
                     .unwrap_or_default();
                 got.sort_by_key(|v| std::cmp::Reverse(v["level"].as_u64()));
-                let want: Vec<(u32, &Vec<(String, i128)>, i128)> = blocks
+                let want: Vec<(u32, &DbFields, i128)> = blocks
                     .iter()
                     .filter(|b| b.level > 0)
                     .flat_map(|b| {
