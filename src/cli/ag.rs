@@ -232,7 +232,7 @@ fn stats_text(t: &TreeSummary) -> String {
             cow_extents,
             cow_blocks,
         } => format!(
-            "{shared_blocks} shared blocks in {shared_extents} extents, {cow_blocks} CoW staging blocks in {cow_extents}"
+            "{shared_blocks} shared blocks in {shared_extents} extents, {cow_blocks} CoW staging blocks in {cow_extents} extents"
         ),
     }
 }
