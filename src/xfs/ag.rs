@@ -349,7 +349,7 @@ impl Fields {
 }
 
 fn null_note(v: u32) -> Option<String> {
-    (v == u32::MAX).then(|| "null (none)".to_string())
+    (v == u32::MAX).then(|| "null".to_string())
 }
 
 /// The AGF: free-space and reverse-mapping bookkeeping of one AG. Fields
