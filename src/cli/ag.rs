@@ -7,7 +7,7 @@ use crate::xfs::ag::btree::{
 use crate::xfs::ag::{self, AgSummary, HeaderCtx, TreeStats, TreeSummary};
 use crate::xfs::fs::Fs;
 use crate::xfs::read::FileReader;
-use crate::xfs::sb::{Field, FieldValue};
+use crate::xfs::sb::Field;
 use crate::xfs::types::AgNumber;
 use serde_json::{json, Map, Value};
 use std::ops::ControlFlow;
@@ -180,10 +180,7 @@ fn tree_json(t: &TreeSummary) -> Value {
 }
 
 fn value_text(f: &Field) -> String {
-    let mut v = match &f.value {
-        FieldValue::Num(n) if *n == u64::from(u32::MAX) && f.size == 4 => "null".to_string(),
-        other => other.to_string(),
-    };
+    let mut v = f.value.to_string();
     if let Some(n) = &f.note {
         v = format!("{v} ({n})");
     }
@@ -232,7 +229,7 @@ fn stats_text(t: &TreeSummary) -> String {
             cow_extents,
             cow_blocks,
         } => format!(
-            "{shared_blocks} shared blocks in {shared_extents} extents, {cow_blocks} CoW staging blocks in {cow_extents}"
+            "{shared_blocks} shared blocks in {shared_extents} extents, {cow_blocks} CoW staging blocks in {cow_extents} extents"
         ),
     }
 }

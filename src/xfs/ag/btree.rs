@@ -462,7 +462,22 @@ fn rmap_key_offset(raw: u64) -> u64 {
 }
 
 impl Record {
-    /// The key this record sorts by in `tree`.
+    /// The order of records in a leaf: for rmap records the fork and
+    /// bmbt-block flags sort before the file offset, as the kernel sorts
+    /// them (the unwritten flag takes no part).
+    pub fn order(&self, tree: AgTree) -> KeyOrder {
+        match self {
+            Record::Rmap(r) => (
+                r.startblock.into(),
+                r.owner,
+                r.raw_offset & !XFS_RMAP_OFF_UNWRITTEN,
+            ),
+            _ => self.low(tree),
+        }
+    }
+
+    /// The key this record gives its parent node (compared without the
+    /// rmap offset flags).
     pub fn low(&self, tree: AgTree) -> KeyOrder {
         match (self, tree) {
             (Record::Alloc(r), AgTree::Cnt) => (r.blockcount.into(), r.startblock.into(), 0),
@@ -1231,7 +1246,7 @@ impl<R: ReadAt> Walker<'_, R> {
                 }
             }
         }
-        let key = r.low(tree);
+        let key = r.order(tree);
         if let Some((pk, prev)) = self.last_rec {
             let order_bad = if tree.overlapping() {
                 key < pk
