@@ -46,3 +46,35 @@ export function expectedFields(name) {
   }
   return out;
 }
+
+/** xfs_db's inode prints recorded next to a fixture: [{ino, path, fields}] */
+export function xfsDbInodes(name, suffix = 'inodes.txt') {
+  const text = readFileSync(join(FIXTURES, `${name}.${suffix}`), 'utf8');
+  const out = [];
+  let cur = null;
+  let section = 'print';
+  for (const line of text.split('\n')) {
+    const m = line.match(/^### ino (\d+) path (.*)$/);
+    if (m) {
+      cur = { ino: Number(m[1]), path: m[2], fields: {} };
+      section = 'print';
+      out.push(cur);
+      continue;
+    }
+    if (line.startsWith('### ')) { section = line.slice(4); continue; }
+    if (!cur || section !== 'print') continue;
+    const i = line.indexOf(' = ');
+    if (i > 0) cur.fields[line.slice(0, i)] = line.slice(i + 3);
+  }
+  return out;
+}
+
+/** The kernel's listing of a mounted fixture: one object per path. */
+export function kernelListing(name, suffix = 'ls.jsonl') {
+  return readFileSync(join(FIXTURES, `${name}.${suffix}`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/** The leading number of an xfs_db value ("2 (extents)" -> "2"). */
+export function dbNum(v) {
+  return String(BigInt(v.split(' ')[0]));
+}

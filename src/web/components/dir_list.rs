@@ -75,7 +75,7 @@ pub fn dir_list(props: &Props) -> Html {
         <section class="dir">
             <h2>
                 { "Directory " }<code data-testid="dir-path">{ &d.path }</code>
-                <span class="muted">{ format!(" · inode {} · {} format · {} entries", d.ino, d.format, total) }</span>
+                <span class="muted">{ format!(" · inode {} · {} format · ", d.ino, d.format) }<span data-testid="dir-count">{ total }</span>{ " entries" }</span>
                 { " " }<a href={Route::Inode(d.ino).href()}>{ "inspect inode" }</a>
             </h2>
             if !d.problems.is_empty() {

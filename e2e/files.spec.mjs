@@ -1,0 +1,149 @@
+// The file browser and the inode inspector, against the kernel's listing of
+// the mounted image and xfs_db's view of its inodes.
+import { test, expect } from '@playwright/test';
+import { join } from 'node:path';
+import { dbNum, kernelListing, TMP, xfsDbInodes } from './oracle.mjs';
+
+async function open(page, name) {
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.getByTestId('image-input').setInputFiles(join(TMP, `${name}.img`));
+  await expect(page.getByTestId('image-name')).toHaveText(`${name}.img`);
+}
+
+test('deep links to inodes show the forkoff and fork formats xfs_db shows', async ({ page }) => {
+  const name = 'v5-formats';
+  await open(page, name);
+  const inodes = xfsDbInodes(name);
+  expect(inodes.length).toBeGreaterThan(40);
+  for (const { ino, path, fields } of inodes) {
+    await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${ino}`);
+    const label = `${name} inode ${ino} (${path})`;
+    await expect(page.getByTestId('inode-forkoff'), label).toHaveText(dbNum(fields['core.forkoff']));
+    await expect(page.getByTestId('inode-format'), label).toHaveText(dbNum(fields['core.format']));
+    await expect(page.getByTestId('inode-aformat'), label).toHaveText(dbNum(fields['core.aformat']));
+    await expect(page.getByTestId('inode-nextents'), label).toHaveText(dbNum(fields['core.nextents']));
+    await expect(page.getByTestId('inode-anextents'), label).toHaveText(dbNum(fields['core.naextents']));
+  }
+});
+
+test('a deep link opened before the image shows once the image is open', async ({ page }) => {
+  const name = 'v5-1kinode';
+  const [first] = xfsDbInodes(name).filter((i) => i.path !== '/');
+  await page.goto(`/#/inode/${first.ino}`);
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.getByTestId('image-input').setInputFiles(join(TMP, `${name}.img`));
+  await expect(page.getByTestId('inode-forkoff')).toHaveText(dbNum(first.fields['core.forkoff']));
+});
+
+/** The names in a directory, from the kernel's listing. */
+function children(listing, dir) {
+  const prefix = dir === '/' ? '/' : `${dir}/`;
+  return listing.filter((e) => e.path !== dir && e.path.startsWith(prefix) && !e.path.slice(prefix.length).includes('/'))
+    .map((e) => e.path.slice(prefix.length)).sort();
+}
+
+test('directories list the entries the kernel lists, in every format', async ({ page }) => {
+  const name = 'v5-formats';
+  const listing = kernelListing(name);
+  await open(page, name);
+  for (const dir of ['/', '/dirs/sf', '/dirs/block40', '/files', '/special']) {
+    await page.evaluate((h) => { window.location.hash = h; }, `#/path${dir === '/' ? '/' : dir}`);
+    await expect(page.getByTestId('dir-path')).toHaveText(dir);
+    const want = children(listing, dir);
+    await expect(page.getByTestId('dir-entry')).toHaveCount(want.length);
+    const got = await page.getByTestId('dir-entry').evaluateAll((els) => els.map((e) => e.dataset.name));
+    expect(got.sort(), dir).toEqual(want);
+  }
+});
+
+test('a node directory of thousands of entries is virtualised and scrolls to its last entry', async ({ page }) => {
+  const name = 'v5-formats';
+  const listing = kernelListing(name);
+  await open(page, name);
+  const dir = '/dirs/node3200';
+  const want = children(listing, dir);
+  expect(want.length).toBeGreaterThan(3000);
+  await page.evaluate((h) => { window.location.hash = h; }, `#/path${dir}`);
+  await expect(page.getByTestId('dir-path')).toHaveText(dir);
+  await expect(page.getByTestId('dir-count')).toHaveText(String(want.length));
+  const rendered = await page.getByTestId('dir-entry').count();
+  expect(rendered).toBeLessThan(200);
+  await page.getByTestId('dir-list').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+  const lastShown = page.getByTestId('dir-entry').last();
+  const names = await page.getByTestId('dir-entry').evaluateAll((els) => els.map((e) => e.dataset.name));
+  // The entries are in directory order; every name shown is one of the kernel's.
+  for (const n of names) expect(want).toContain(n);
+  await expect(lastShown).toBeVisible();
+});
+
+test('following a file from its directory, back and forward work', async ({ page }) => {
+  const name = 'v5-formats';
+  const listing = kernelListing(name);
+  await open(page, name);
+  await page.evaluate(() => { window.location.hash = '#/path/files'; });
+  await expect(page.getByTestId('dir-path')).toHaveText('/files');
+  const file = listing.find((e) => e.path === '/files/small');
+  await page.locator('[data-testid="dir-entry"][data-name="small"] a.ename').click();
+  await expect(page.getByTestId('inode-size')).toHaveText(String(file.size));
+  await page.goBack();
+  await expect(page.getByTestId('dir-path')).toHaveText('/files');
+  await page.goForward();
+  await expect(page.getByTestId('inode-size')).toHaveText(String(file.size));
+});
+
+test('xattr values are shown on demand and symlink targets and devices match the kernel', async ({ page }) => {
+  const name = 'v5-formats';
+  const listing = kernelListing(name);
+  await open(page, name);
+  const link = listing.find((e) => e.type === 'symlink' && e.target.length > 500);
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${link.ino}`);
+  await expect(page.getByTestId('symlink-target')).toHaveText(link.target);
+  const dev = listing.find((e) => e.type === 'chardev');
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${dev.ino}`);
+  await expect(page.getByTestId('rdev')).toHaveText(`${dev.rdev[0]}:${dev.rdev[1]}`);
+  const withX = listing.find((e) => Object.keys(e.xattrs_sha256).length > 0 && Object.keys(e.xattrs_sha256).length < 10);
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${withX.ino}`);
+  const names = Object.keys(withX.xattrs_sha256).sort();
+  const shown = await page.getByTestId('xattr').evaluateAll((els) => els.map((e) => e.dataset.name));
+  expect(shown.sort()).toEqual(names);
+  await expect(page.getByTestId('xattr-value')).toHaveCount(0);
+  await page.locator(`[data-testid="xattr"][data-name="${names[0]}"] button`).first().click();
+  await expect(page.getByTestId('xattr-value')).toHaveCount(1);
+});
+
+test('the allocation groups view shows every AG', async ({ page }) => {
+  await open(page, 'v5-1k-rmap');
+  await page.evaluate(() => { window.location.hash = '#/ag'; });
+  await expect(page.getByTestId('ag')).toHaveCount(4);
+});
+
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+async function downloadSha256(page, click) {
+  const wait = page.waitForEvent('download');
+  await click();
+  const dl = await wait;
+  return createHash('sha256').update(readFileSync(await dl.path())).digest('hex');
+}
+
+test('downloaded files and xattr values hash as the kernel reads them', async ({ page }) => {
+  const name = 'v5-formats';
+  const listing = kernelListing(name);
+  await open(page, name);
+  for (const path of ['/files/multi-extent', '/files/sparse']) {
+    const e = listing.find((x) => x.path === path);
+    expect(e, path).toBeTruthy();
+    await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${e.ino}`);
+    await expect(page.getByTestId('inode-size')).toHaveText(String(e.size));
+    const sha = await downloadSha256(page, () => page.getByTestId('download-file').click());
+    expect(sha, path).toBe(e.sha256);
+  }
+  const r = listing.find((x) => x.path === '/xattrs/remote');
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${r.ino}`);
+  for (const [xname, want] of Object.entries(r.xattrs_sha256)) {
+    const sha = await downloadSha256(page, () => page.locator(`[data-testid="xattr"][data-name="${xname}"] button`).nth(1).click());
+    expect(sha, xname).toBe(want);
+  }
+});
