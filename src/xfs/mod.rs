@@ -20,6 +20,7 @@
     clippy::cast_possible_wrap
 )]
 
+pub mod dahash;
 pub mod error;
 pub mod format;
 pub mod fs;

@@ -2,3 +2,6 @@
 //! field names. Nothing here validates: see the modules one level up.
 
 pub mod sb;
+pub mod attr;
+pub mod da;
+pub mod dir2;
