@@ -44,6 +44,7 @@ pub fn parent_hashname(name: &[u8], parent_ino: u64, ascii_ci: bool) -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 
@@ -67,7 +68,6 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
     fn byte_form_equals_the_kernel_form() {
         let mut x = 0x1234_5678u32;
         for len in 0..300usize {

@@ -20,13 +20,17 @@
     clippy::cast_possible_wrap
 )]
 
+pub mod dabtree;
 pub mod dahash;
+pub mod dir;
 pub mod error;
 pub mod format;
 pub mod fs;
 pub mod image;
 pub mod read;
 pub mod sb;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod types;
 
 pub use error::{Error, Location, Result};
