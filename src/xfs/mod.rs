@@ -20,13 +20,16 @@
     clippy::cast_possible_wrap
 )]
 
+pub mod bmap;
 pub mod dabtree;
 pub mod dahash;
 pub mod dir;
 pub mod error;
+pub mod file;
 pub mod format;
 pub mod fs;
 pub mod image;
+pub mod inode;
 pub mod read;
 pub mod sb;
 #[cfg(test)]

@@ -3,5 +3,6 @@
 
 pub mod attr;
 pub mod da;
+pub mod dinode;
 pub mod dir2;
 pub mod sb;
