@@ -25,12 +25,15 @@ use std::collections::HashSet;
 
 use zerocopy::FromBytes;
 
+use crate::xfs::bmap::{Fork, WhichFork};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::da::{
     XfsDa3Blkinfo, XfsDa3NodeHdr, XfsDaBlkinfo, XfsDaNodeEntry, XfsDaNodeHdr, XFS_DA3_CRC_OFF,
     XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC, XFS_DA_NODE_MAXDEPTH,
 };
-use crate::xfs::fs::{verify_v5, Owner, V5Check};
+use crate::xfs::fs::{verify_v5, Fs, Owner, V5Check};
+use crate::xfs::inode::Inode;
+use crate::xfs::read::ReadAt;
 use crate::xfs::sb::Geometry;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
 
@@ -494,4 +497,35 @@ pub fn find_leaf<S: ForkSource + ?Sized>(
             dg.owner.0, XFS_DA_NODE_MAXDEPTH
         ),
     ))
+}
+
+/// One fork of an inode read from the filesystem.
+pub struct InodeFork<'a, R: ReadAt> {
+    pub fs: &'a Fs<R>,
+    pub inode: &'a Inode,
+    pub which: WhichFork,
+}
+
+impl<R: ReadAt> InodeFork<'_, R> {
+    fn fork(&self) -> Option<&Fork> {
+        self.inode.fork(self.which)
+    }
+}
+
+impl<R: ReadAt> ForkSource for InodeFork<'_, R> {
+    fn map(&self, file_block: u64) -> Option<(FsBlock, u64)> {
+        let (fsb, left, _) = self.fork()?.map(file_block)?;
+        Some((fsb, left))
+    }
+
+    fn runs(&self) -> Vec<(u64, u64)> {
+        self.fork()
+            .map(|f| f.extents().iter().map(|e| (e.file_block, e.len)).collect())
+            .unwrap_or_default()
+    }
+
+    fn read(&self, file_block: u64, count: u32) -> Result<Vec<u8>> {
+        self.fs
+            .read_fork_blocks(self.inode, self.which, file_block, count)
+    }
 }

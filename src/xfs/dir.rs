@@ -30,14 +30,17 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 use zerocopy::FromBytes;
 
+use crate::xfs::bmap::{Fork, WhichFork};
 use crate::xfs::dabtree::{
     blkinfo_size, check_v5_header, find_leaf, read_blkinfo, read_da_block, walk_leaves, DaBuf,
-    DaGeometry, ForkSource, Problems,
+    DaGeometry, ForkSource, InodeFork, Problems,
 };
 use crate::xfs::dahash::dir_hashname;
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::dir2::*;
-use crate::xfs::fs::{be16, be32, be64};
+use crate::xfs::fs::{be16, be32, be64, Fs};
+use crate::xfs::inode::{FileType, Inode};
+use crate::xfs::read::ReadAt;
 use crate::xfs::sb::Geometry;
 use crate::xfs::types::{Daddr, Ino};
 
@@ -268,7 +271,7 @@ pub struct ForkAt {
 }
 
 impl ForkAt {
-    fn bad(&self, structure: &'static str, off: usize, detail: impl Into<String>) -> Error {
+    pub fn bad(&self, structure: &'static str, off: usize, detail: impl Into<String>) -> Error {
         Error::corrupt(
             structure,
             Location::InStructure {
@@ -1446,6 +1449,81 @@ fn pick(
     folded
 }
 
+// ---------------------------------------------------------------------------
+// On an opened filesystem
+
+fn inode_fork_at(inode: &Inode, offset: Option<u32>) -> ForkAt {
+    ForkAt {
+        daddr: inode.location.daddr,
+        byte: (inode.location.byte_offset % 512).saturating_add(u64::from(offset.unwrap_or(0))),
+    }
+}
+
+/// The data fork of a directory inode, as the directory reader takes it.
+pub fn dir_fork(inode: &Inode) -> Result<DirFork<'_>> {
+    let ino = inode.ino.0;
+    let bad = |d: String| {
+        Error::corrupt(
+            "directory",
+            Location::Daddr {
+                daddr: inode.location.daddr.0,
+            },
+            format!("inode {ino}: {d}"),
+        )
+    };
+    if inode.file_type() != FileType::Dir {
+        return Err(bad(format!(
+            "is a {}, not a directory",
+            inode.file_type().name()
+        )));
+    }
+    match &inode.data {
+        Fork::Local { bytes } => Ok(DirFork::Local {
+            bytes,
+            at: inode_fork_at(inode, Some(inode.layout.data_fork_offset)),
+        }),
+        Fork::Extents { .. } | Fork::Btree { .. } => Ok(DirFork::Blocks {
+            di_size: inode.core.size,
+        }),
+        Fork::Corrupt { error, .. } => Err(error.clone()),
+        f => Err(bad(format!(
+            "directory data fork has format {} ({})",
+            f.format(),
+            crate::xfs::inode::format_name(f.format())
+        ))),
+    }
+}
+
+impl<R: ReadAt> Fs<R> {
+    /// The directory geometry for directory inode `owner`.
+    pub fn dir_geometry(&self, owner: Ino) -> DirGeometry {
+        DirGeometry::new(&self.geo, &self.sb, owner)
+    }
+
+    /// Every entry of a directory (`.` and `..` included), with what was
+    /// found wrong.
+    pub fn read_dir(&self, inode: &Inode) -> Result<DirListing> {
+        let fork = dir_fork(inode)?;
+        let src = InodeFork {
+            fs: self,
+            inode,
+            which: WhichFork::Data,
+        };
+        read_dir(&src, &self.geo, &self.dir_geometry(inode.ino), fork)
+    }
+
+    /// Look one name up in a directory by its hash.
+    pub fn dir_lookup(&self, inode: &Inode, name: &[u8]) -> Result<Option<DirEntry>> {
+        let fork = dir_fork(inode)?;
+        let src = InodeFork {
+            fs: self,
+            inode,
+            which: WhichFork::Data,
+        };
+        lookup(&src, &self.geo, &self.dir_geometry(inode.ino), fork, name)
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -1548,8 +1626,6 @@ mod tests {
             di_size,
         }
     }
-
-    use crate::xfs::fs::Fs;
 
     const FIXTURES: &[&str] = &[
         "v5-formats",

@@ -20,6 +20,7 @@
     clippy::cast_possible_wrap
 )]
 
+pub mod attr;
 pub mod bmap;
 pub mod dabtree;
 pub mod dahash;
@@ -34,6 +35,7 @@ pub mod read;
 pub mod sb;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod tree;
 pub mod types;
 
 pub use error::{Error, Location, Result};
