@@ -10,21 +10,16 @@ use super::open_fs;
 
 /// Turn the command-line target into an inode number: a number is an inode
 /// number; anything else is a path, looked up from the root directory.
-pub fn resolve_target<R: ReadAt>(
-    _fs: &Fs<R>,
-    target: &str,
-    force_ino: bool,
-) -> Result<Ino, String> {
+pub fn resolve_target<R: ReadAt>(fs: &Fs<R>, target: &str, force_ino: bool) -> Result<Ino, String> {
     if let Ok(n) = target.parse::<u64>() {
         return Ok(Ino(n));
     }
     if force_ino {
         return Err(format!("{target}: not an inode number"));
     }
-    // Path lookup comes with the directory reader.
-    Err(format!(
-        "{target}: path lookup is not available yet; give an inode number"
-    ))
+    fs.lookup_path(target.as_bytes())
+        .map(|i| i.ino)
+        .map_err(|e| format!("{target}: {e}"))
 }
 
 pub fn run(path: &Path, target: &str, force_ino: bool) -> Result<(), String> {

@@ -20,8 +20,10 @@ struct Cli {
 
 mod ag;
 mod cat;
+mod getfattr;
 mod info;
 mod inode;
+mod ls;
 
 /// One variant per command; each command lives in its own module.
 #[derive(Subcommand)]
@@ -76,6 +78,33 @@ enum Command {
         #[arg(long)]
         ino: bool,
     },
+    /// List a directory (or one file), or with -R a whole subtree, like
+    /// `ls -l`; `--json` prints one object per line.
+    Ls {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// A path from the root directory (default `/`); symlinks are not
+        /// followed.
+        path: Option<std::ffi::OsString>,
+        /// The whole subtree, PATH itself included, sorted by path.
+        #[arg(short = 'R', long)]
+        recursive: bool,
+        /// One JSON object per line: path, ino, type, mode, nlink, uid, gid,
+        /// size, sha256 (files), target (symlinks), rdev (devices),
+        /// xattrs_sha256.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the extended attributes of a file like `getfattr -d -m - -e hex`,
+    /// or write one value (NAME, e.g. `user.color`) raw to stdout.
+    Getfattr {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// A path from the root directory.
+        path: std::ffi::OsString,
+        /// One attribute's full Linux name.
+        name: Option<std::ffi::OsString>,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -101,6 +130,13 @@ pub fn main() -> ExitCode {
         ),
         Command::Inode { image, ino, json } => inode::run(&image, ino, json),
         Command::Cat { image, target, ino } => cat::run(&image, &target, ino),
+        Command::Ls {
+            image,
+            path,
+            recursive,
+            json,
+        } => ls::run(&image, path.as_deref(), recursive, json),
+        Command::Getfattr { image, path, name } => getfattr::run(&image, &path, name.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

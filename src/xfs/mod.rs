@@ -21,7 +21,11 @@
 )]
 
 pub mod ag;
+pub mod attr;
 pub mod bmap;
+pub mod dabtree;
+pub mod dahash;
+pub mod dir;
 pub mod error;
 pub mod file;
 pub mod format;
@@ -30,6 +34,9 @@ pub mod image;
 pub mod inode;
 pub mod read;
 pub mod sb;
+#[cfg(test)]
+pub(crate) mod testutil;
+pub mod tree;
 pub mod types;
 
 pub use error::{Error, Location, Result};

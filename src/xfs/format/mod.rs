@@ -3,5 +3,8 @@
 
 pub mod ag;
 pub mod btree;
+pub mod attr;
+pub mod da;
 pub mod dinode;
+pub mod dir2;
 pub mod sb;

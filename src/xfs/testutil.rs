@@ -1,0 +1,159 @@
+//! Test helpers for the core's unit tests: fixture images (decompressed once
+//! into the temp directory) and a fork source built from `xfs_db bmap`
+//! lines, so that format parsers can be tested on real blocks without the
+//! inode reader.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+use std::path::{Path, PathBuf};
+
+use crate::xfs::dabtree::ForkSource;
+use crate::xfs::error::Result;
+use crate::xfs::fs::Fs;
+use crate::xfs::image::Image;
+use crate::xfs::read::FileReader;
+use crate::xfs::types::FsBlock;
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The decompressed image of fixture `name`.
+pub fn image_path(name: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!(
+        "xfs-explorer-unit-fixtures-{}",
+        env!("CARGO_PKG_VERSION")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = fixtures_dir().join(format!("{name}.img.zst"));
+    let out = dir.join(format!("{name}.img"));
+    let fresh = |o: &Path| -> bool {
+        let (Ok(a), Ok(b)) = (std::fs::metadata(o), std::fs::metadata(&src)) else {
+            return false;
+        };
+        a.modified().unwrap() >= b.modified().unwrap()
+    };
+    if fresh(&out) {
+        return out;
+    }
+    let input = std::fs::File::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(input)).unwrap();
+    let tmp = dir.join(format!("{name}.img.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).unwrap();
+    std::io::copy(&mut dec, &mut f).unwrap();
+    drop(f);
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+pub fn fixture_fs(name: &str) -> Fs<FileReader> {
+    let r = FileReader::open(&image_path(name)).unwrap();
+    Fs::open(Image::new(r)).unwrap()
+}
+
+/// A fork given by `(file_block, fs block, len)` extents.
+pub struct TestFork<'a> {
+    pub fs: &'a Fs<FileReader>,
+    pub extents: Vec<(u64, u64, u64)>,
+}
+
+impl TestFork<'_> {
+    /// Parse `xfs_db bmap` lines: `data offset 0 startblock 26 (0/26) count 4 flag 0`.
+    pub fn from_bmap<'a>(fs: &'a Fs<FileReader>, lines: &[&str]) -> TestFork<'a> {
+        let mut extents = Vec::new();
+        for l in lines {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.len() >= 8 && w[1] == "offset" && w[3] == "startblock" && w[6] == "count" {
+                extents.push((
+                    w[2].parse().unwrap(),
+                    w[4].parse().unwrap(),
+                    w[7].parse().unwrap(),
+                ));
+            }
+        }
+        TestFork { fs, extents }
+    }
+}
+
+impl ForkSource for TestFork<'_> {
+    fn map(&self, file_block: u64) -> Option<(FsBlock, u64)> {
+        self.extents
+            .iter()
+            .find(|&&(f, _, l)| file_block >= f && file_block < f + l)
+            .map(|&(f, s, l)| (FsBlock(s + file_block - f), l - (file_block - f)))
+    }
+
+    fn runs(&self) -> Vec<(u64, u64)> {
+        let mut r: Vec<(u64, u64)> = self.extents.iter().map(|&(f, _, l)| (f, l)).collect();
+        r.sort_unstable();
+        r
+    }
+
+    fn read(&self, file_block: u64, count: u32) -> Result<Vec<u8>> {
+        let bs = usize::try_from(self.fs.geo.blocksize).unwrap();
+        let mut out = Vec::new();
+        for i in 0..u64::from(count) {
+            match self.map(file_block + i) {
+                Some((fsb, _)) => out.extend(self.fs.read_fsblocks("test fork", fsb, 1)?),
+                None => out.extend(vec![0u8; bs]),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The sections of an `xfsdb-dirattr.txt` oracle: (kind, path, head lines,
+/// body lines).
+pub struct Section {
+    pub kind: String,
+    pub path: String,
+    pub head: Vec<String>,
+    pub body: Vec<String>,
+}
+
+pub fn dirattr_oracle(name: &str) -> Vec<Section> {
+    let p = fixtures_dir().join(format!("{name}.xfsdb-dirattr.txt"));
+    let text = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut out: Vec<Section> = Vec::new();
+    let mut in_body = false;
+    for raw in text.split(|&b| b == b'\n') {
+        let line = String::from_utf8_lossy(raw).into_owned();
+        if let Some(rest) = line.strip_prefix("### ") {
+            let (k, p) = rest.split_once(' ').unwrap();
+            out.push(Section {
+                kind: k.into(),
+                path: p.into(),
+                head: Vec::new(),
+                body: Vec::new(),
+            });
+            in_body = false;
+        } else if line.starts_with("--- ") {
+            in_body = true;
+        } else if let Some(s) = out.last_mut() {
+            if line.is_empty() {
+                continue;
+            }
+            if in_body {
+                s.body.push(line);
+            } else {
+                s.head.push(line);
+            }
+        }
+    }
+    out
+}
+
+/// `name = value` from head lines.
+pub fn head_value<'a>(s: &'a Section, key: &str) -> Option<&'a str> {
+    s.head.iter().find_map(|l| {
+        let (k, v) = l.split_once(" = ")?;
+        (k.trim() == key).then(|| v.split_whitespace().next().unwrap_or(""))
+    })
+}
