@@ -140,7 +140,7 @@ pub fn inode_view(i: &Inode, path: Option<String>) -> InodeView {
     InodeView {
         ino: i.ino.0,
         path,
-        kind: i.file_type().name().to_string(),
+        kind: kind_name(i.file_type()).to_string(),
         fields: f,
         format: c.format,
         format_name: format_name(c.format).to_string(),
@@ -234,23 +234,150 @@ pub fn ag_view(s: &AgSummary) -> AgView {
 }
 
 use crate::web::blob_reader::BlobReader;
-use crate::web::protocol::Response;
+use crate::web::protocol::{DirView, EntryView, Response, XattrName};
+use crate::xfs::attr::{linux_xattrs, AttrValue};
 use crate::xfs::fs::Fs;
+use crate::xfs::inode::FileType;
+use crate::xfs::types::Ino;
 
-/// The xattr names of an inode (values are fetched on demand).
-pub fn add_xattrs(_fs: &Fs<BlobReader>, _i: &Inode, _v: &mut InodeView) {}
-
-/// Resolve a path: a directory's listing, or an inode view.
-pub fn path(_fs: &Fs<BlobReader>, path: &str) -> Response {
+fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
     Response::ViewError {
-        what: path.to_string(),
-        message: "directories are not readable yet".into(),
+        what: what.into(),
+        message: message.to_string(),
     }
 }
 
-pub fn xattr_value(_fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
-    Response::ViewError {
-        what: format!("inode {ino} xattr {name}"),
-        message: "xattrs are not readable yet".into(),
+/// An inode with its symlink target and xattr names, as the inspector shows it.
+pub fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
+    match fs.inode(Ino(ino)) {
+        Ok(i) => Response::Inode(Box::new(inode_full(fs, &i, path))),
+        Err(e) => view_error(format!("inode {ino}"), e),
+    }
+}
+
+fn inode_full(fs: &Fs<BlobReader>, i: &Inode, path: Option<String>) -> InodeView {
+    let mut v = inode_view(i, path);
+    if i.file_type() == FileType::Symlink {
+        match fs.symlink_target(i) {
+            Ok(t) => v.symlink = Some(String::from_utf8_lossy(&t).into_owned()),
+            Err(e) => v.problems.push(e.to_string()),
+        }
+    }
+    if i.attr.is_some() {
+        match fs.read_attrs(i) {
+            Ok(listing) => {
+                v.xattrs = linux_xattrs(&listing)
+                    .into_iter()
+                    .map(|x| XattrName {
+                        name: String::from_utf8_lossy(&x.name).into_owned(),
+                        value_len: x.entry.value.len(),
+                        remote: matches!(x.entry.value, AttrValue::Remote { .. }),
+                    })
+                    .collect();
+                if !listing.problems.is_empty() {
+                    v.xattr_error = Some(
+                        listing
+                            .problems
+                            .iter()
+                            .map(|e| e.to_string())
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    );
+                }
+            }
+            Err(e) => v.xattr_error = Some(e.to_string()),
+        }
+    }
+    v
+}
+
+/// Resolve a path: a directory's listing, or an inode view.
+pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
+    let i = match fs.lookup_path(path.as_bytes()) {
+        Ok(i) => i,
+        Err(e) => return view_error(path, e),
+    };
+    if i.file_type() != FileType::Dir {
+        return Response::Inode(Box::new(inode_full(fs, &i, Some(path.to_string()))));
+    }
+    let listing = match fs.read_dir(&i) {
+        Ok(l) => l,
+        Err(e) => return view_error(path, e),
+    };
+    let entries = listing
+        .entries
+        .iter()
+        .filter(|e| e.name != b"." && e.name != b"..")
+        .map(|e| {
+            let (kind, size, mode, error) = match fs.inode(e.ino) {
+                Ok(c) => (
+                    kind_name(c.file_type()).to_string(),
+                    Some(c.core.size),
+                    Some(c.core.perm()),
+                    None,
+                ),
+                Err(err) => (
+                    e.ftype.map_or("unknown", |f| f.name()).to_string(),
+                    None,
+                    None,
+                    Some(err.to_string()),
+                ),
+            };
+            EntryView {
+                name: String::from_utf8_lossy(&e.name).into_owned(),
+                ino: e.ino.0,
+                kind,
+                size,
+                mode,
+                error,
+            }
+        })
+        .collect();
+    Response::Dir(Box::new(DirView {
+        path: path.to_string(),
+        ino: i.ino.0,
+        format: listing.format.name().to_string(),
+        entries,
+        problems: listing.problems.iter().map(|e| e.to_string()).collect(),
+    }))
+}
+
+/// The listing's names for file types (as `ls --json` prints them).
+fn kind_name(t: FileType) -> &'static str {
+    match t {
+        FileType::Dir => "dir",
+        FileType::File => "file",
+        FileType::Symlink => "symlink",
+        FileType::CharDev => "chardev",
+        FileType::BlockDev => "blockdev",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::Unknown(_) => "unknown",
+    }
+}
+
+pub fn xattr_value(fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
+    let what = format!("inode {ino} xattr {name}");
+    let i = match fs.inode(Ino(ino)) {
+        Ok(i) => i,
+        Err(e) => return view_error(what, e),
+    };
+    let listing = match fs.read_attrs(&i) {
+        Ok(l) => l,
+        Err(e) => return view_error(what, e),
+    };
+    match linux_xattrs(&listing)
+        .into_iter()
+        .find(|x| x.name == name.as_bytes())
+    {
+        Some(x) => match fs.linux_xattr_value(&i, &x) {
+            Ok(value) => Response::XattrValue {
+                ino,
+                name: name.to_string(),
+                value,
+            },
+            Err(e) => view_error(what, e),
+        },
+        None => view_error(what, "no such attribute"),
     }
 }

@@ -86,23 +86,6 @@ fn with_fs(what: &str, f: impl FnOnce(&Fs<BlobReader>) -> Response) -> Response 
     })
 }
 
-fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
-    match fs.inode(Ino(ino)) {
-        Ok(i) => {
-            let mut v = views::inode_view(&i, path);
-            if i.file_type() == crate::xfs::inode::FileType::Symlink {
-                match fs.symlink_target(&i) {
-                    Ok(t) => v.symlink = Some(String::from_utf8_lossy(&t).into_owned()),
-                    Err(e) => v.problems.push(e.to_string()),
-                }
-            }
-            views::add_xattrs(fs, &i, &mut v);
-            Response::Inode(Box::new(v))
-        }
-        Err(e) => view_error(format!("inode {ino}"), e),
-    }
-}
-
 fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<BlobReader>, ino: u64) {
     let i = match fs.inode(Ino(ino)) {
         Ok(i) => i,
@@ -174,7 +157,7 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             );
             open(blob, name)
         }
-        Request::Inode { ino } => with_fs("inode", |fs| inode(fs, ino, None)),
+        Request::Inode { ino } => with_fs("inode", |fs| views::inode(fs, ino, None)),
         Request::Path { path } => with_fs("path", |fs| views::path(fs, &path)),
         Request::XattrValue { ino, name } => {
             with_fs("xattr", |fs| views::xattr_value(fs, ino, &name))

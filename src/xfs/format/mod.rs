@@ -2,8 +2,8 @@
 //! field names. Nothing here validates: see the modules one level up.
 
 pub mod ag;
-pub mod btree;
 pub mod attr;
+pub mod btree;
 pub mod da;
 pub mod dinode;
 pub mod dir2;
