@@ -472,6 +472,7 @@ pub struct LogDecode {
     pub head_tail: HeadTail,
     /// Records read between tail and head.
     pub records: u64,
+    pub record_list: Vec<trans::RecordInfo>,
     /// Records whose CRC matched / carried no CRC.
     pub records_crc_ok: u64,
     pub records_no_crc: u64,
@@ -515,6 +516,7 @@ pub fn decode_dev<R: ReadAt>(
         location,
         head_tail: out.head_tail,
         records: out.records,
+        record_list: out.record_list,
         records_crc_ok: out.records_crc_ok,
         records_no_crc: out.records_no_crc,
         crc_mismatches: out.crc_mismatches,
@@ -604,6 +606,7 @@ impl Serialize for LogJson<'_> {
         m.serialize_entry("records", &d.records)?;
         m.serialize_entry("transactions", &TransactionsJson(&d.transactions, self.ctx))?;
         m.serialize_entry("log", &d.location)?;
+        m.serialize_entry("record_list", &d.record_list)?;
         m.serialize_entry("zeroed", &ht.zeroed)?;
         m.serialize_entry("last_record", &ht.last_record)?;
         m.serialize_entry("torn_write", &ht.torn_write)?;

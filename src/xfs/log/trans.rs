@@ -465,10 +465,26 @@ impl Assembler {
     }
 }
 
+/// One record read between tail and head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RecordInfo {
+    pub lsn: Lsn,
+    /// Log block of its header.
+    pub block: u32,
+    /// `h_len`: bytes of data.
+    pub len: u32,
+    pub num_logops: u32,
+    /// Header sectors.
+    pub hblks: u32,
+    pub tail_lsn: Lsn,
+    pub crc: super::CrcCheck,
+}
+
 /// What walking the live log produced.
 pub struct WalkOutput {
     pub head_tail: HeadTail,
     pub records: u64,
+    pub record_list: Vec<RecordInfo>,
     pub records_crc_ok: u64,
     pub records_no_crc: u64,
     pub crc_mismatches: Vec<CrcMismatch>,
@@ -508,6 +524,7 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
     let empty = |ht: HeadTail| WalkOutput {
         head_tail: ht,
         records: 0,
+        record_list: Vec::new(),
         records_crc_ok: 0,
         records_no_crc: 0,
         crc_mismatches: Vec::new(),
@@ -566,6 +583,15 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
             match rec {
                 Ok(r) => {
                     out.records = out.records.saturating_add(1);
+                    out.record_list.push(RecordInfo {
+                        lsn: r.header.lsn,
+                        block: pos,
+                        len: r.header.len,
+                        num_logops: r.header.num_logops,
+                        hblks: r.header.hblks,
+                        tail_lsn: r.header.tail_lsn,
+                        crc: r.crc,
+                    });
                     match r.crc {
                         super::CrcCheck::Ok | super::CrcCheck::OkShortHeader => {
                             out.records_crc_ok = out.records_crc_ok.saturating_add(1)
