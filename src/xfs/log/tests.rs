@@ -237,7 +237,7 @@ fn ctx() -> ItemContext {
         agblocks: 4096,
         agblklog: 12,
         ftype: true,
-        dir_names: false,
+        detail: false,
     }
 }
 
