@@ -526,6 +526,23 @@ pub fn decode<R: ReadAt>(fs: &Fs<R>, opts: DecodeOptions) -> Result<LogDecode> {
     decode_dev(&dev, location, ctx)
 }
 
+/// Decode one transaction again, from its start record to its commit
+/// record only (for example with details, after a plain [`decode`] of a big
+/// log). `None` when the log no longer holds it.
+pub fn decode_transaction<R: ReadAt>(
+    fs: &Fs<R>,
+    t: &Transaction,
+    opts: DecodeOptions,
+) -> Result<Option<Transaction>> {
+    let Some(commit) = t.commit_lsn else {
+        return Ok(None);
+    };
+    let dev = LogDev::of_fs(fs)?;
+    let ctx = ItemContext::of(fs, opts);
+    let found = trans::walk_range(&dev, t.start_lsn.block, commit.block, ctx)?;
+    Ok(found.into_iter().find(|x| x.tid == t.tid))
+}
+
 /// [`decode`] on an already opened log.
 pub fn decode_dev<R: ReadAt>(
     dev: &LogDev<'_, R>,

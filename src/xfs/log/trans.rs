@@ -807,3 +807,32 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
         return Ok(out);
     }
 }
+
+/// Decode only the records from log block `from` through the record that
+/// starts at log block `last` (around the ring), and return the
+/// transactions that start and commit among them. For looking at one
+/// transaction again in detail without walking the whole log.
+pub fn walk_range<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    from: u32,
+    last: u32,
+    ctx: ItemContext,
+) -> Result<Vec<Transaction>> {
+    let mut reader = RecordReader::new();
+    let mut asm = Assembler::new(ctx);
+    let mut pos = from;
+    // The last record is included: walk until its start has been read.
+    let mut left = dev.distance(from, last).saturating_add(1);
+    while left > 0 {
+        let r = reader.read(dev, pos)?;
+        asm.push_record(&r.header, reader.data());
+        if pos == last {
+            break;
+        }
+        let n = r.header.total_bbs().max(1);
+        left = left.saturating_sub(n);
+        pos = dev.wrap(pos, n);
+    }
+    let (done, _, _, _, _) = asm.finish();
+    Ok(done)
+}
