@@ -324,7 +324,7 @@ fn write_transaction(
             }
         }
         if it.kind.is_intent() {
-            match it.link {
+            match it.link() {
                 Some(l) => {
                     let _ = write!(line, "  (done in #{} item {})", l.transaction, l.item);
                 }

@@ -181,7 +181,7 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
         }
         _ => {}
     }
-    if let Some(l) = &it.link {
+    if let Some(l) = &it.link() {
         key(out, ",\"intent\":");
         serde_into(out, l)?;
     }

@@ -238,6 +238,23 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
             .saturating_add(u64::from(blk).saturating_mul(u64::from(BBSIZE)))
     }
 
+    /// Read the blocks from `blk` into `buf` (a whole number of blocks, not
+    /// wrapping) straight from the image, bypassing the window.
+    pub fn read_direct(&self, blk: u32, buf: &mut [u8]) -> Result<()> {
+        let count = u32::try_from(buf.len() / 512).unwrap_or(u32::MAX);
+        if blk.checked_add(count).is_none_or(|e| e > self.len) {
+            return Err(Error::corrupt(
+                "log",
+                self.location(blk),
+                format!(
+                    "{count} blocks from log block {blk} run past the end of the log ({} blocks)",
+                    self.len
+                ),
+            ));
+        }
+        self.img.read_into("log", self.byte_of(blk), buf)
+    }
+
     /// Read `count` blocks from `blk` without wrapping, into `out`
     /// (replacing its contents), using the sequential window when it helps.
     pub fn read_straight(&self, blk: u32, count: u32, out: &mut Vec<u8>) -> Result<()> {

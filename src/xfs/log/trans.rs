@@ -151,6 +151,7 @@ impl Open {
             let item = decode_item_lens(&p.regions, &p.lens, p.declared, self.t.order, ctx);
             self.t.items.push(item);
             pool.give(p.regions);
+            pool.give_lens(p.lens);
         }
     }
 
@@ -207,11 +208,13 @@ impl Open {
                 let kind = ItemKind(self.t.order.u16(payload, 0).unwrap_or(0));
                 let mut regions = pool.list();
                 regions.push(pool.copy(payload, &mut self.t.problems));
+                let mut lens = pool.lens();
+                lens.push(len);
                 self.pending = Some(Pending {
                     declared,
                     keep: needs_data(kind, ctx),
                     regions,
-                    lens: vec![len],
+                    lens,
                 });
             }
         }
@@ -362,6 +365,7 @@ impl Open {
 struct Pool {
     bufs: Vec<Vec<u8>>,
     lists: Vec<Vec<Vec<u8>>>,
+    lens: Vec<Vec<u32>>,
 }
 
 impl Pool {
@@ -385,6 +389,17 @@ impl Pool {
 
     fn list(&mut self) -> Vec<Vec<u8>> {
         self.lists.pop().unwrap_or_default()
+    }
+
+    fn lens(&mut self) -> Vec<u32> {
+        self.lens.pop().unwrap_or_default()
+    }
+
+    fn give_lens(&mut self, mut v: Vec<u32>) {
+        if self.lens.len() < 64 {
+            v.clear();
+            self.lens.push(v);
+        }
     }
 
     fn give(&mut self, mut regions: Vec<Vec<u8>>) {
