@@ -23,6 +23,10 @@ fn ts(t: &Timestamp) -> String {
 
 pub fn fork_view(f: &Fork) -> ForkView {
     let extents = f.extents();
+    let local_bytes = match f {
+        Fork::Local { bytes } => bytes.clone(),
+        _ => Vec::new(),
+    };
     let (local_len, btree_level, error) = match f {
         Fork::Local { bytes } => (u64::try_from(bytes.len()).ok(), None, None),
         Fork::Btree { root_level, .. } => (None, Some(*root_level), None),
@@ -45,6 +49,7 @@ pub fn fork_view(f: &Fork) -> ForkView {
             .collect(),
         extent_count: u64::try_from(extents.len()).unwrap_or(u64::MAX),
         local_len,
+        local_bytes,
         btree_level,
         error,
     }
@@ -379,5 +384,39 @@ pub fn xattr_value(fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
             Err(e) => view_error(what, e),
         },
         None => view_error(what, "no such attribute"),
+    }
+}
+
+/// The subdirectories of `path`, sorted by name.
+pub fn tree_children(fs: &Fs<BlobReader>, path: &str) -> Response {
+    let result = fs
+        .lookup_path(path.as_bytes())
+        .and_then(|i| fs.read_dir(&i));
+    match result {
+        Ok(listing) => {
+            let mut dirs: Vec<String> = listing
+                .entries
+                .iter()
+                .filter(|e| e.name != b"." && e.name != b"..")
+                .filter(|e| match e.ftype {
+                    Some(t) => t.name() == "dir",
+                    None => fs
+                        .inode(e.ino)
+                        .is_ok_and(|i| i.file_type() == FileType::Dir),
+                })
+                .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+                .collect();
+            dirs.sort();
+            Response::TreeChildren {
+                path: path.to_string(),
+                dirs,
+                error: None,
+            }
+        }
+        Err(e) => Response::TreeChildren {
+            path: path.to_string(),
+            dirs: Vec::new(),
+            error: Some(e.to_string()),
+        },
     }
 }

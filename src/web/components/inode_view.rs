@@ -64,6 +64,9 @@ fn fork_table(f: &ForkView, which: &str) -> Html {
                 if let Some(n) = f.local_len { <span class="muted">{ format!(" · {n} bytes inline") }</span> }
             </h3>
             if let Some(e) = &f.error { <p class="bad">{ e }</p> }
+            if !f.local_bytes.is_empty() {
+                <pre class="hexdump" data-testid={format!("{which}-fork-bytes")}>{ hexdump(&f.local_bytes) }</pre>
+            }
             if !f.extents.is_empty() {
                 <table class="extents">
                     <thead><tr><th>{ "file block" }</th><th>{ "start (fsblock)" }</th><th>{ "length" }</th><th>{ "state" }</th></tr></thead>
@@ -80,6 +83,26 @@ fn fork_table(f: &ForkView, which: &str) -> Html {
             if more { <p class="muted">{ format!("{} of {} extents shown", f.extents.len(), f.extent_count) }</p> }
         </div>
     }
+}
+
+/// A classic hex dump: offset, 16 bytes in hex, then as ASCII.
+pub fn hexdump(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, row) in bytes.chunks(16).enumerate() {
+        let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+        let text: String = row
+            .iter()
+            .map(|b| {
+                if b.is_ascii_graphic() || *b == b' ' {
+                    char::from(*b)
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        out.push_str(&format!("{:04x}  {:<48}  {text}\n", i * 16, hex.join(" ")));
+    }
+    out
 }
 
 /// Text if the value is printable UTF-8, else hex.
