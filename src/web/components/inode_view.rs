@@ -59,7 +59,8 @@ fn fork_table(f: &ForkView, which: &str) -> Html {
     let more = f.extent_count > u64::try_from(f.extents.len()).unwrap_or(u64::MAX);
     html! {
         <div class="fork">
-            <h3>{ format!("{which} fork: {} (format {}) · {} extents", f.format_name, f.format, f.extent_count) }
+            <h3>{ format!("{which} fork: {} (format {})", f.format_name, f.format) }
+                if f.format == 2 || f.format == 3 { <span class="muted">{ format!(" · {} extents", f.extent_count) }</span> }
                 if let Some(lv) = f.btree_level { <span class="muted">{ format!(" · bmbt root level {lv}") }</span> }
                 if let Some(n) = f.local_len { <span class="muted">{ format!(" · {n} bytes inline") }</span> }
             </h3>
