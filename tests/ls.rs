@@ -381,3 +381,163 @@ fn a_damaged_inode_and_a_damaged_attr_block_are_error_lines() {
     );
     std::fs::remove_file(p).ok();
 }
+
+/// v4 (no FTYPE, no CRCs; populated by mkfs.xfs -p and xfs_db attr_set, as
+/// this kernel does not mount v4): every path and inode number equals
+/// `xfs_db ncheck`, and nothing is reported wrong.
+#[test]
+fn v4_listing_equals_xfs_db_ncheck() {
+    let name = "v4-dirs";
+    let img = image(name);
+    let (ok, out, err) = run_cli(&["ls", "-R", "--json", img.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let (ours, errors) = by_path(&parse_lines(&out));
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut want: BTreeMap<String, u64> = BTreeMap::new();
+    for l in oracle(name, "ncheck.txt").lines() {
+        let (ino, path) = l.trim().split_once(char::is_whitespace).unwrap();
+        // ncheck names a directory "dir/."
+        let path = path.trim();
+        let path = path.strip_suffix("/.").unwrap_or(path);
+        want.insert(format!("/{path}"), ino.parse().unwrap());
+    }
+    assert!(want.len() > 2000);
+    let got: BTreeMap<String, u64> = ours
+        .iter()
+        .filter(|(p, _)| *p != "/")
+        .map(|(p, v)| (p.clone(), v["ino"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// The bytes of `xfs_db ... type data ... print` lines (`000: 76767676 ...`).
+fn xfs_db_data(lines: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for l in lines {
+        let Some((_, hex)) = l.split_once(": ") else {
+            continue;
+        };
+        for word in hex.split_whitespace() {
+            for i in (0..word.len()).step_by(2) {
+                out.push(u8::from_str_radix(&word[i..i + 2], 16).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// v4 attribute values: local ones as `xfs_db print` shows them, remote
+/// ones (no block headers on v4) as the raw blocks `xfs_db` dumps.
+#[test]
+fn v4_attr_values_equal_xfs_db() {
+    let name = "v4-dirs";
+    let img = image(name);
+    let img = img.to_str().unwrap();
+    let text = oracle(name, "xfsdb-dirattr.txt");
+    let section: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "### attr /attrs/remote")
+        .skip(1)
+        .take_while(|l| !l.starts_with("### "))
+        .collect();
+    // Remote blocks, in order, per value.
+    let mut remote: BTreeMap<(u64, u64), Vec<u8>> = BTreeMap::new();
+    let mut cur: Option<(u64, u64)> = None;
+    let mut lines = Vec::new();
+    for l in section.iter().chain(std::iter::once(&"--- end")) {
+        if let Some(rest) = l.strip_prefix("--- ") {
+            if let Some(k) = cur.take() {
+                remote.entry(k).or_default().extend(xfs_db_data(&lines));
+            }
+            lines.clear();
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            if w.first() == Some(&"remote") {
+                cur = Some((xfs_db_number(w[1]).unwrap(), w[2].parse().unwrap()));
+            }
+        } else if cur.is_some() {
+            lines.push(*l);
+        }
+    }
+    // Names and value lengths from the leaf print.
+    let names: Vec<String> = section
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("nvlist[")
+                .and_then(|r| r.split_once("].name = "))
+        })
+        .map(|(_, n)| xfs_db_string(n))
+        .collect();
+    let lens: Vec<u64> = section
+        .iter()
+        .filter_map(|l| {
+            l.split_once("].valuelen = ")
+                .map(|(_, v)| v.parse().unwrap())
+        })
+        .collect();
+    let blks: BTreeMap<usize, u64> = section
+        .iter()
+        .filter_map(|l| {
+            let (i, v) = l.strip_prefix("nvlist[")?.split_once("].valueblk = ")?;
+            Some((i.parse().unwrap(), xfs_db_number(v).unwrap()))
+        })
+        .collect();
+    assert_eq!(names.len(), 3);
+    let mut remote_seen = 0;
+    for (i, n) in names.iter().enumerate() {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_xfs-explorer"))
+            .args(["getfattr", img, "/attrs/remote", &format!("user.{n}")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{n}");
+        assert_eq!(out.stdout.len() as u64, lens[i], "{n}");
+        if let Some(b) = blks.get(&i) {
+            let raw = &remote[&(*b, lens[i])];
+            assert_eq!(out.stdout, raw[..out.stdout.len()], "{n}");
+            remote_seen += 1;
+        } else {
+            let v = section
+                .iter()
+                .find_map(|l| l.strip_prefix(&format!("nvlist[{i}].value = ")))
+                .unwrap();
+            assert_eq!(out.stdout, xfs_db_string(v).as_bytes(), "{n}");
+        }
+    }
+    assert_eq!(remote_seen, 2);
+}
+
+/// ASCII-CI names resolve case-insensitively, as xfs_db's lookup does
+/// (`v5-ci.lookups.txt`); this kernel does not mount ASCII-CI.
+#[test]
+fn ascii_ci_lookups_equal_xfs_db() {
+    let name = "v5-ci";
+    let img = image(name);
+    let mut n = 0;
+    for l in oracle(name, "lookups.txt").lines() {
+        let (path, want) = l.split_once('\t').unwrap();
+        let (ok, out, err) = run_cli(&["ls", "--json", img.to_str().unwrap(), path]);
+        if want == "ENOENT" {
+            assert!(
+                !ok && err.contains("no such file or directory"),
+                "{path}: {err}"
+            );
+            continue;
+        }
+        assert!(ok, "{path}: {err}");
+        let lines = parse_lines(&out);
+        // A directory lists its entries; ask for the inode of the path itself.
+        let ino = if lines.len() == 1 && lines[0]["path"] == path {
+            lines[0]["ino"].as_u64().unwrap()
+        } else {
+            let (ok, out, _) = run_cli(&["ls", "-R", "--json", img.to_str().unwrap(), path]);
+            assert!(ok);
+            parse_lines(&out)[0]["ino"].as_u64().unwrap()
+        };
+        assert_eq!(ino.to_string(), want, "{path}");
+        n += 1;
+    }
+    assert!(n >= 8);
+    // And the whole tree reads without a problem.
+    let (ok, out, err) = run_cli(&["ls", "-R", "--json", img.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.lines().count() > 3400);
+}

@@ -238,13 +238,14 @@ fn entry_text(m: &Map<String, Value>) -> String {
         ),
         None => g("size").to_string(),
     };
+    let n = |k: &str| g(k).as_u64().unwrap_or(0);
     let mut s = format!(
         "{:>10} {} {:>3} {:>5} {:>5} {:>12} {}",
-        g("ino"),
+        n("ino"),
         mode_text(t, perm),
-        g("nlink"),
-        g("uid"),
-        g("gid"),
+        n("nlink"),
+        n("uid"),
+        n("gid"),
         size,
         g("path").as_str().unwrap_or("")
     );
