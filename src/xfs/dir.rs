@@ -1524,7 +1524,7 @@ impl<R: ReadAt> Fs<R> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(
     clippy::unwrap_used,
     clippy::expect_used,
