@@ -1530,7 +1530,9 @@ impl<R: ReadAt> Fs<R> {
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
-    clippy::arithmetic_side_effects
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
 )]
 mod tests {
     use super::*;
@@ -1695,5 +1697,321 @@ mod tests {
             formats.into_iter().collect::<Vec<_>>(),
             ["block", "leaf", "node", "shortform"]
         );
+    }
+
+    fn section(name: &str, path: &str) -> Section {
+        dirattr_oracle(name)
+            .into_iter()
+            .find(|s| s.kind == "dir" && s.path == path)
+            .unwrap()
+    }
+
+    fn open_dir<'a>(fs: &'a Fs<FileReader>, name: &str, path: &str) -> (Opened<'a>, Vec<DbEntry>) {
+        let s = section(name, path);
+        let db = parse_ls(&s.body);
+        (open(fs, &s, &db), db)
+    }
+
+    fn err_text<T: std::fmt::Debug>(r: Result<T>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn damaged_data_blocks_give_clear_errors() {
+        let fs = fixture_fs("v5-formats");
+        let (o, _) = open_dir(&fs, "v5-formats", "/dirs/leaf400");
+        let buf = read_da_block(&o.fork, &fs.geo, &o.dg.da, DATA, 1).unwrap();
+        let good = parse_data_block(&buf, &o.dg, false).unwrap();
+        assert!(good.problems.is_empty() && good.entries.len() > 20);
+
+        let mut b = buf.clone();
+        b.bytes[0] = b'Q';
+        fix_crc(&mut b.bytes, 4);
+        let e = err_text(parse_data_block(&b, &o.dg, false));
+        assert!(e.contains("magic 0x51444433, expected 0x58444433"), "{e}");
+
+        let mut b = buf.clone();
+        b.bytes[300] ^= 1;
+        let e = err_text(parse_data_block(&b, &o.dg, false));
+        assert!(
+            e.contains("CRC stored") && e.contains(&format!("daddr {}", b.daddr.0)),
+            "{e}"
+        );
+
+        let mut dg = o.dg;
+        dg.da.owner = Ino(12345);
+        let e = err_text(parse_data_block(&buf, &dg, false));
+        assert!(
+            e.contains("owner inode") && e.contains("expected 12345"),
+            "{e}"
+        );
+
+        let mut b = buf.clone();
+        b.daddr = Daddr(b.daddr.0 + 8);
+        let e = err_text(parse_data_block(&b, &o.dg, false));
+        assert!(e.contains("blkno"), "{e}");
+
+        // The last entry's name made longer than the block has room for.
+        let (last, _) = good.entries.last().unwrap();
+        let mut b = buf.clone();
+        b.bytes[last + 8] = 255;
+        fix_crc(&mut b.bytes, 4);
+        let d = parse_data_block(&b, &o.dg, false).unwrap();
+        assert_eq!(d.entries.len(), good.entries.len() - 1);
+        let p = d.problems[0].to_string();
+        assert!(p.contains(&format!("entry at {last}")), "{p}");
+
+        // An empty name.
+        let (first, _) = good.entries[3];
+        let mut b = buf.clone();
+        b.bytes[first + 8] = 0;
+        fix_crc(&mut b.bytes, 4);
+        let d = parse_data_block(&b, &o.dg, false).unwrap();
+        assert!(d.problems[0].to_string().contains("empty name"));
+        assert_eq!(d.entries.len(), 3);
+
+        // An unused region running past the end of the block (in the last,
+        // partly used, data block).
+        let buf = read_da_block(&o.fork, &fs.geo, &o.dg.da, DATA, 3).unwrap();
+        let good = parse_data_block(&buf, &o.dg, false).unwrap();
+        let (uoff, _) = good.unused[0];
+        let mut b = buf.clone();
+        b.bytes[uoff + 2..uoff + 4].copy_from_slice(&0xfff8u16.to_be_bytes());
+        fix_crc(&mut b.bytes, 4);
+        let d = parse_data_block(&b, &o.dg, false).unwrap();
+        assert!(
+            d.problems
+                .iter()
+                .any(|p| p.to_string().contains("length 65528")),
+            "{:?}",
+            d.problems
+        );
+
+        // bestfree pointing at something that is not free.
+        let mut b = buf.clone();
+        b.bytes[48..50].copy_from_slice(&64u16.to_be_bytes());
+        fix_crc(&mut b.bytes, 4);
+        let d = parse_data_block(&b, &o.dg, false).unwrap();
+        assert!(d
+            .problems
+            .iter()
+            .any(|p| p.to_string().contains("is not an unused region")));
+    }
+
+    #[test]
+    fn counts_too_large_are_errors() {
+        let fs = fixture_fs("v5-formats");
+        let (o, _) = open_dir(&fs, "v5-formats", "/dirs/block40");
+        let buf = read_da_block(&o.fork, &fs.geo, &o.dg.da, DATA, 0).unwrap();
+        let n = buf.bytes.len();
+        let mut b = buf.clone();
+        b.bytes[n - 8..n - 4].copy_from_slice(&u32::MAX.to_be_bytes());
+        fix_crc(&mut b.bytes, 4);
+        let e = err_text(parse_data_block(&b, &o.dg, true));
+        assert!(
+            e.contains("leaf count 4294967295") && e.contains("does not fit"),
+            "{e}"
+        );
+
+        let (o, _) = open_dir(&fs, "v5-formats", "/dirs/leaf400");
+        let leaf = o.dg.leaf_dablk();
+        let buf = read_da_block(&o.fork, &fs.geo, &o.dg.da, LEAF, leaf).unwrap();
+        assert!(parse_leaf(&buf, &o.dg, true).unwrap().problems.is_empty());
+        let mut b = buf.clone();
+        b.bytes[56..58].copy_from_slice(&0xffffu16.to_be_bytes());
+        fix_crc(&mut b.bytes, 12);
+        let e = err_text(parse_leaf(&b, &o.dg, true));
+        assert!(
+            e.contains("count 65535") && e.contains("does not fit"),
+            "{e}"
+        );
+        let mut b = buf.clone();
+        let n = b.bytes.len();
+        b.bytes[n - 4..].copy_from_slice(&100_000u32.to_be_bytes());
+        fix_crc(&mut b.bytes, 12);
+        let e = err_text(parse_leaf(&b, &o.dg, true));
+        assert!(e.contains("bestcount 100000"), "{e}");
+        // A leaf1 block where a leafn is expected.
+        let e = err_text(parse_leaf(&buf, &o.dg, false));
+        assert!(e.contains("magic 0x3df1, expected 0x3dff"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_hash_and_a_lost_entry_are_reported() {
+        let fs = fixture_fs("v5-formats");
+        let (o, db) = open_dir(&fs, "v5-formats", "/dirs/leaf400");
+        let buf = read_da_block(&o.fork, &fs.geo, &o.dg.da, DATA, 1).unwrap();
+        let good = parse_data_block(&buf, &o.dg, false).unwrap();
+        // Rename one entry in place (same length): its leaf hash is wrong now.
+        let (off, e) = &good.entries[5];
+        let mut b = buf.bytes.clone();
+        b[off + 9] ^= 0x20;
+        fix_crc(&mut b, 4);
+        let p = Patched {
+            inner: &o.fork,
+            patches: [(1u64, b)].into_iter().collect(),
+        };
+        let l = read_dir(&p, &fs.geo, &o.dg, o.dir_fork()).unwrap();
+        assert_eq!(l.entries.len(), db.len());
+        assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
+        let t = l.problems[0].to_string();
+        assert!(
+            t.contains("whose hash is")
+                && t.contains(&String::from_utf8_lossy(&e.name[1..]).to_string()),
+            "{t}"
+        );
+        // The old name is no longer found, the new one only by a full read.
+        assert!(lookup(&p, &fs.geo, &o.dg, o.dir_fork(), &e.name)
+            .unwrap()
+            .is_none());
+
+        // Turn the same entry into free space: its leaf entry points nowhere.
+        let mut b = buf.bytes.clone();
+        let size = o.dg.data_entsize(e.name.len());
+        b[*off..off + 2].copy_from_slice(&0xffffu16.to_be_bytes());
+        b[off + 2..off + 4].copy_from_slice(&u16::try_from(size).unwrap().to_be_bytes());
+        let tag = off + size - 2;
+        b[tag..tag + 2].copy_from_slice(&u16::try_from(*off).unwrap().to_be_bytes());
+        fix_crc(&mut b, 4);
+        let p = Patched {
+            inner: &o.fork,
+            patches: [(1u64, b)].into_iter().collect(),
+        };
+        let l = read_dir(&p, &fs.geo, &o.dg, o.dir_fork()).unwrap();
+        assert_eq!(l.entries.len(), db.len() - 1);
+        assert!(
+            l.problems
+                .iter()
+                .any(|p| p.to_string().contains("where no entry starts")),
+            "{:?}",
+            l.problems
+        );
+    }
+
+    #[test]
+    fn da_node_loops_and_bad_levels_are_reported_not_followed() {
+        let fs = fixture_fs("v5-formats");
+        let (o, db) = open_dir(&fs, "v5-formats", "/dirs/node3200");
+        let root = o.dg.leaf_dablk();
+        let buf = read_da_block(&o.fork, &fs.geo, &o.dg.da, "test", root).unwrap();
+        let node = crate::xfs::dabtree::parse_node(&buf, &o.dg.da).unwrap();
+        assert_eq!(node.level, 1);
+        assert!(node.entries.len() > 2);
+        // The first child pointer points back at the root.
+        let mut b = buf.bytes.clone();
+        b[64 + 4..64 + 8].copy_from_slice(&u32::try_from(root).unwrap().to_be_bytes());
+        fix_crc(&mut b, 12);
+        let p = Patched {
+            inner: &o.fork,
+            patches: [(root, b)].into_iter().collect(),
+        };
+        let l = read_dir(&p, &fs.geo, &o.dg, o.dir_fork()).unwrap();
+        assert_eq!(
+            l.entries.len(),
+            db.len(),
+            "the data blocks are all still read"
+        );
+        assert!(
+            l.problems
+                .iter()
+                .any(|p| p.to_string().contains("reached twice")),
+            "{:?}",
+            &l.problems[..3.min(l.problems.len())]
+        );
+        // A lookup whose hash goes down the first child fails cleanly.
+        let first = db
+            .iter()
+            .find(|d| o.dg.hash(&d.name) <= node.entries[0].0 && d.name.len() > 2)
+            .unwrap();
+        let e = err_text(lookup(&p, &fs.geo, &o.dg, o.dir_fork(), &first.name));
+        assert!(e.contains("loop") || e.contains("level"), "{e}");
+
+        // Level out of range, count 0.
+        for (at, v, want) in [(58usize, 9u16, "level 9"), (56, 0, "count 0")] {
+            let mut b = buf.clone();
+            b.bytes[at..at + 2].copy_from_slice(&v.to_be_bytes());
+            fix_crc(&mut b.bytes, 12);
+            let e = err_text(crate::xfs::dabtree::parse_node(&b, &o.dg.da));
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn damaged_shortform_directories_give_clear_errors() {
+        let fs = fixture_fs("v5-formats");
+        let (o, db) = open_dir(&fs, "v5-formats", "/dirs/sf");
+        let (bytes, at) = o.local.clone().unwrap();
+        let sf = parse_shortform(&bytes, &o.dg, at).unwrap();
+        assert_eq!(sf.entries.len(), db.len() - 2);
+        let mut b = bytes.clone();
+        b[0] += 5;
+        let e = err_text(parse_shortform(&b, &o.dg, at));
+        assert!(e.contains("past the end"), "{e}");
+        let mut b = bytes.clone();
+        b[6] = 0;
+        let e = err_text(parse_shortform(&b, &o.dg, at));
+        assert!(e.contains("entry 0 has an empty name"), "{e}");
+        let mut b = bytes.clone();
+        b[6] = 200;
+        let e = err_text(parse_shortform(&b, &o.dg, at));
+        assert!(e.contains("entry 0 ends at byte"), "{e}");
+        let e = err_text(parse_shortform(&bytes[..3], &o.dg, at));
+        assert!(e.contains("too short for the header"), "{e}");
+        // Offsets out of order and a wrong i8count are problems, not errors.
+        let mut b = bytes.clone();
+        b[7..9].copy_from_slice(&0u16.to_be_bytes());
+        let sf = parse_shortform(&b, &o.dg, at).unwrap();
+        assert!(sf.problems[0].to_string().contains("offset 0 overlaps"));
+        let mut b = bytes.clone();
+        b.truncate(b.len() - 1);
+        assert!(parse_shortform(&b, &o.dg, at).is_err());
+    }
+
+    /// Random damage (with the CRC made right again, so the checks behind it
+    /// run) never panics or loops, whatever it hits.
+    #[test]
+    fn random_damage_never_panics() {
+        let fs = fixture_fs("v5-formats");
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for (path, blocks) in [
+            ("/dirs/block40", vec![(0u64, 4usize)]),
+            ("/dirs/leaf400", vec![(1, 4), (8_388_608, 12)]),
+            (
+                "/dirs/node3200",
+                vec![(3, 4), (8_388_608, 12), (8_388_609, 12), (16_777_216, 4)],
+            ),
+        ] {
+            let (o, _) = open_dir(&fs, "v5-formats", path);
+            for (dablk, crc_off) in blocks {
+                let Ok(orig) = o.fork.read(dablk, o.dg.da.fsb_count) else {
+                    continue;
+                };
+                for _ in 0..150 {
+                    let mut b = orig.clone();
+                    for _ in 0..1 + rng.below(6) {
+                        let i = rng.below(b.len().min(512))
+                            + if rng.below(4) == 0 { b.len() - 512 } else { 0 };
+                        b[i] = rng.next() as u8;
+                    }
+                    fix_crc(&mut b, crc_off);
+                    let p = Patched {
+                        inner: &o.fork,
+                        patches: [(dablk, b)].into_iter().collect(),
+                    };
+                    let _ = read_dir(&p, &fs.geo, &o.dg, o.dir_fork());
+                    let _ = lookup(&p, &fs.geo, &o.dg, o.dir_fork(), b"node-entry");
+                }
+            }
+        }
+        let (o, _) = open_dir(&fs, "v5-formats", "/dirs/sf");
+        let (bytes, at) = o.local.clone().unwrap();
+        for _ in 0..2000 {
+            let mut b = bytes.clone();
+            for _ in 0..1 + rng.below(4) {
+                let i = rng.below(b.len());
+                b[i] = rng.next() as u8;
+            }
+            let _ = parse_shortform(&b, &o.dg, at);
+        }
     }
 }
