@@ -249,6 +249,22 @@ fn fsb_offset(name: &str, fsb: u64) -> u64 {
     (agno * agblocks + agbno) * blocksize
 }
 
+/// Byte offset of an inode, from the geometry in `NAME.sb.txt`.
+fn inode_offset(name: &str, ino: u64) -> u64 {
+    let sb = parse_xfs_db_print(&oracle(name, "sb.txt"));
+    let get = |k: &str| xfs_db_number(&sb.iter().find(|(key, _)| key == k).unwrap().1).unwrap();
+    let (agblklog, inopblog, agblocks, bs, isz) = (
+        get("agblklog"),
+        get("inopblog"),
+        get("agblocks"),
+        get("blocksize"),
+        get("inodesize"),
+    );
+    let agno = ino >> (agblklog + inopblog);
+    let agino = ino & ((1 << (agblklog + inopblog)) - 1);
+    (agno * agblocks + (agino >> inopblog)) * bs + (agino & ((1 << inopblog) - 1)) * isz
+}
+
 /// The extents `xfs_db bmap` recorded for `path` in the dirattr oracle.
 fn oracle_extents(name: &str, kind: &str, path: &str) -> Vec<(u64, u64, u64)> {
     let text = oracle(name, "xfsdb-dirattr.txt");
@@ -334,19 +350,7 @@ fn a_damaged_inode_and_a_damaged_attr_block_are_error_lines() {
         let o = usize::try_from(leaf).unwrap() + 4096 + 100;
         b[o] ^= 0xff;
         // An inode: overwrite its magic.
-        let sb = parse_xfs_db_print(&oracle(name, "sb.txt"));
-        let get = |k: &str| xfs_db_number(&sb.iter().find(|(key, _)| key == k).unwrap().1).unwrap();
-        let (agblklog, inopblog, agblocks, bs, isz) = (
-            get("agblklog"),
-            get("inopblog"),
-            get("agblocks"),
-            get("blocksize"),
-            get("inodesize"),
-        );
-        let agno = small_ino >> (agblklog + inopblog);
-        let agino = small_ino & ((1 << (agblklog + inopblog)) - 1);
-        let off =
-            (agno * agblocks + (agino >> inopblog)) * bs + (agino & ((1 << inopblog) - 1)) * isz;
+        let off = inode_offset(name, small_ino);
         b[usize::try_from(off).unwrap()] = b'X';
     });
     let (ok, out, _) = run_cli(&["ls", "-R", "--json", p.to_str().unwrap()]);
@@ -540,4 +544,40 @@ fn ascii_ci_lookups_equal_xfs_db() {
     let (ok, out, err) = run_cli(&["ls", "-R", "--json", img.to_str().unwrap()]);
     assert!(ok, "{err}");
     assert!(out.lines().count() > 3400);
+}
+
+/// A directory entry pointing back at an ancestor (a cycle) is reported
+/// where it is found and not followed; everything else is listed.
+#[test]
+fn a_directory_cycle_is_reported_not_followed() {
+    let name = "v5-formats";
+    let (kernel, _) = by_path(&parse_lines(&oracle(name, "ls.jsonl")));
+    let sf = kernel["/dirs/sf"]["ino"].as_u64().unwrap();
+    let up = kernel["/dirs"]["ino"].as_u64().unwrap();
+    let p = damaged_copy(name, "cycle", |b| {
+        // In the shortform /dirs/sf, "subdir" now names /dirs; the inode
+        // CRC is made right again so only the cycle is wrong.
+        let off = usize::try_from(inode_offset(name, sf)).unwrap();
+        let inode = &mut b[off..off + 512];
+        let at = inode.windows(6).position(|w| w == b"subdir").unwrap();
+        // name, then the file type byte, then a 4-byte inode number
+        inode[at + 7..at + 11].copy_from_slice(&u32::try_from(up).unwrap().to_be_bytes());
+        let crc = xfs_explorer::xfs::sb::crc_with_hole(inode, 100);
+        inode[100..104].copy_from_slice(&crc.to_le_bytes());
+    });
+    let (ok, out, _) = run_cli(&["ls", "-R", "--json", p.to_str().unwrap()]);
+    assert!(!ok);
+    let (ours, errors) = by_path(&parse_lines(&out));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["path"], "/dirs/sf/subdir");
+    let e = errors[0]["error"].as_str().unwrap();
+    assert!(
+        e.contains(&format!("directory inode {up} was already reached")),
+        "{e}"
+    );
+    // /dirs/sf/subdir is listed as what it now names; nothing below it.
+    assert_eq!(ours["/dirs/sf/subdir"]["ino"], up);
+    assert!(!ours.keys().any(|k| k.starts_with("/dirs/sf/subdir/")));
+    assert_eq!(ours.len(), kernel.len());
+    std::fs::remove_file(p).ok();
 }
