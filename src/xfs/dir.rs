@@ -2014,4 +2014,73 @@ mod tests {
             let _ = parse_shortform(&b, &o.dg, at);
         }
     }
+
+    /// Shortform directories with 8-byte inode numbers, from a 3000 GiB
+    /// kernel-made filesystem (`make-i8-oracle.sh` keeps only the inodes and
+    /// `xfs_db ls`).
+    #[test]
+    fn shortform_with_8_byte_inode_numbers_equals_xfs_db_ls() {
+        let text = std::fs::read_to_string(fixtures_dir().join("v5-i8.sfdir.txt")).unwrap();
+        let mut n = 0;
+        for sec in text.split("### dir ").skip(1) {
+            let (head, ls) = sec.split_once("--- ls\n").unwrap();
+            let line = |k: &str| {
+                head.lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .unwrap()
+                    .trim()
+                    .to_string()
+            };
+            let ino: u64 = line("inode ").parse().unwrap();
+            let size: usize = line("size ").parse().unwrap();
+            let hex = line("hex ");
+            let inode: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let dg = DirGeometry {
+                da: DaGeometry {
+                    fsb_size: 4096,
+                    fsb_count: 1,
+                    v5: true,
+                    uuid: [0; 16],
+                    owner: Ino(ino),
+                },
+                ftype: true,
+                ascii_ci: false,
+                blklog: 12,
+            };
+            let at = ForkAt {
+                daddr: Daddr(0),
+                byte: 176,
+            };
+            let bytes = &inode[176..176 + size];
+            let sf = parse_shortform(bytes, &dg, at).unwrap();
+            assert!(sf.i8count > 0);
+            assert!(sf.problems.is_empty(), "{:?}", sf.problems);
+            let lines: Vec<String> = ls.lines().map(str::to_string).collect();
+            let db = parse_ls(&lines);
+            assert_eq!(sf.parent.0, db[1].ino);
+            assert_eq!(sf.entries.len(), db.len() - 2);
+            for (e, d) in sf.entries.iter().zip(&db[2..]) {
+                assert_eq!(
+                    (e.name.as_slice(), e.ino.0, e.cookie),
+                    (d.name.as_slice(), d.ino, d.cookie)
+                );
+                assert_eq!(xfs_db_type(e.ftype.unwrap()), d.kind);
+            }
+            assert!(sf.entries.iter().any(|e| e.ino.0 > u64::from(u32::MAX)));
+            // A wrong i8count is a problem; i8count 0 reads the numbers as
+            // 4 bytes and the entries no longer fit.
+            let mut b = bytes.to_vec();
+            b[1] += 1;
+            let sf = parse_shortform(&b, &dg, at).unwrap();
+            assert!(sf.problems[0].to_string().contains("i8count"));
+            b[1] = 0;
+            let r = parse_shortform(&b, &dg, at);
+            assert!(r.is_err() || !r.unwrap().problems.is_empty());
+            n += 1;
+        }
+        assert_eq!(n, 2);
+    }
 }
