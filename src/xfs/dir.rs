@@ -1050,7 +1050,27 @@ fn read_block_dir<S: ForkSource + ?Sized>(
     let mut by_ptr: HashMap<u32, usize> = HashMap::new();
     let mut best_of: HashMap<u64, u16> = HashMap::new();
     let mut block_leaf = None;
-    for db in dir_blocks_in(dg, &runs, 0, dg.leaf_dablk()) {
+    // Data blocks lie below di_size (which ends the data space); anything
+    // mapped above it is reported, not read.
+    let fsbc = u64::from(dg.da.fsb_count);
+    let data_end = di_size
+        .div_ceil(blksize.max(1))
+        .saturating_mul(fsbc)
+        .min(dg.leaf_dablk());
+    let beyond = dir_blocks_in(dg, &runs, data_end, dg.leaf_dablk());
+    if let Some(first) = beyond.first() {
+        c.problem(Error::corrupt(
+            "directory",
+            Location::Daddr { daddr: 0 },
+            format!(
+                "inode {owner}: {} data block(s) mapped past the directory size {di_size} (first: block {first}); not read",
+                beyond.len()
+            ),
+        ));
+    }
+    let data_dbs = dir_blocks_in(dg, &runs, 0, data_end);
+    let ndata = data_dbs.last().map_or(0, |d| d.saturating_add(1));
+    for db in data_dbs {
         let Some(dablk) = dg.da.db_to_dablk(db) else {
             continue;
         };
@@ -1146,7 +1166,7 @@ fn read_block_dir<S: ForkSource + ?Sized>(
             c.problems(walk);
             c.problems(leaf_problems);
             leaf_entries = leaves;
-            check_free_blocks(src, geo, dg, &runs, &best_of, &mut c);
+            check_free_blocks(src, geo, dg, &runs, ndata, &best_of, &mut c);
         }
         DirFormat::Shortform => {}
     }
@@ -1240,7 +1260,7 @@ fn check_bests(
         let db = firstdb.saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
         let actual = best_of.get(&db).copied();
         let ok = match actual {
-            None => b == NULLDATAOFF || b == 0 && !best_of.contains_key(&db),
+            None => b == NULLDATAOFF,
             Some(a) => a == b,
         };
         if !ok {
@@ -1261,6 +1281,7 @@ fn check_free_blocks<S: ForkSource + ?Sized>(
     geo: &Geometry,
     dg: &DirGeometry,
     runs: &[(u64, u64)],
+    ndata: u64,
     best_of: &HashMap<u64, u16>,
     c: &mut Collector,
 ) {
@@ -1271,7 +1292,23 @@ fn check_free_blocks<S: ForkSource + ?Sized>(
         .checked_div(u64::from(dg.da.fsb_count))
         .unwrap_or(0);
     let mut covered = BTreeSet::new();
-    for db in dir_blocks_in(dg, runs, dg.free_dablk(), u64::MAX) {
+    // As many free-index blocks as the data blocks need, and one more.
+    let nfree = ndata.div_ceil(max.max(1)).saturating_add(1);
+    let free_end = dg
+        .free_dablk()
+        .saturating_add(nfree.saturating_mul(u64::from(dg.da.fsb_count)));
+    let beyond = dir_blocks_in(dg, runs, free_end, u64::MAX);
+    if !beyond.is_empty() {
+        c.problem(Error::corrupt(
+            FREE,
+            Location::Daddr { daddr: 0 },
+            format!(
+                "inode {owner}: {} free-index block(s) mapped past the {nfree} the data blocks need; not read",
+                beyond.len()
+            ),
+        ));
+    }
+    for db in dir_blocks_in(dg, runs, dg.free_dablk(), free_end) {
         let Some(dablk) = dg.da.db_to_dablk(db) else {
             continue;
         };
@@ -1334,12 +1371,12 @@ pub fn lookup<S: ForkSource + ?Sized>(
     fork: DirFork<'_>,
     name: &[u8],
 ) -> Result<Option<DirEntry>> {
-    let di_size = match fork {
+    match fork {
         DirFork::Local { .. } => {
             let l = read_dir(src, geo, dg, fork)?;
             return Ok(pick(dg, l.entries.into_iter(), name));
         }
-        DirFork::Blocks { di_size } => di_size,
+        DirFork::Blocks { .. } => {}
     };
     let owner = dg.da.owner.0;
     let runs = src.runs();
@@ -1350,7 +1387,6 @@ pub fn lookup<S: ForkSource + ?Sized>(
             format!("inode {owner}: a block directory with no blocks mapped"),
         )
     })?;
-    let _ = di_size;
     let hash = dg.hash(name);
     // Candidate dataptrs with this hash.
     let mut ptrs: Vec<u32> = Vec::new();
