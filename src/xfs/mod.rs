@@ -34,7 +34,7 @@ pub mod image;
 pub mod inode;
 pub mod read;
 pub mod sb;
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testutil;
 pub mod tree;
 pub mod types;
