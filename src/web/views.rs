@@ -255,7 +255,10 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 /// An inode with its symlink target and xattr names, as the inspector shows it.
 pub fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
     match fs.inode(Ino(ino)) {
-        Ok(i) => Response::Inode(Box::new(inode_full(fs, &i, path))),
+        Ok(mut i) => {
+            crate::xfs::reflink::mark_fork_shared(fs, &mut i.data);
+            Response::Inode(Box::new(inode_full(fs, &i, path)))
+        }
         Err(e) => view_error(format!("inode {ino}"), e),
     }
 }
@@ -298,11 +301,12 @@ fn inode_full(fs: &Fs<BlobReader>, i: &Inode, path: Option<String>) -> InodeView
 
 /// Resolve a path: a directory's listing, or an inode view.
 pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
-    let i = match fs.lookup_path(path.as_bytes()) {
+    let mut i = match fs.lookup_path(path.as_bytes()) {
         Ok(i) => i,
         Err(e) => return view_error(path, e),
     };
     if i.file_type() != FileType::Dir {
+        crate::xfs::reflink::mark_fork_shared(fs, &mut i.data);
         return Response::Inode(Box::new(inode_full(fs, &i, Some(path.to_string()))));
     }
     let listing = match fs.read_dir(&i) {

@@ -33,6 +33,7 @@ pub mod fs;
 pub mod image;
 pub mod inode;
 pub mod read;
+pub mod reflink;
 pub mod sb;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testutil;
