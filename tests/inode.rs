@@ -882,14 +882,14 @@ fn a_corrupt_remote_symlink_is_reported() {
 /// MD5 in-process for small files; big ones (hundreds of MiB of holes) go
 /// to coreutils' `md5sum`, which is much faster than unoptimised test code.
 enum Hasher {
-    Own(Md5),
+    Own(Box<Md5>),
     Child(std::process::Child),
 }
 
 impl Hasher {
     fn new(size: u64) -> Self {
         if size < 4 << 20 {
-            return Hasher::Own(Md5::new());
+            return Hasher::Own(Box::new(Md5::new()));
         }
         Hasher::Child(
             std::process::Command::new("md5sum")
