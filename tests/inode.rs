@@ -1140,3 +1140,102 @@ fn unwritten_and_past_eof_extents() {
     let i = fs.inode(Ino(ino_of(name, "./files/unwritten"))).unwrap();
     assert!(i.data.extents().iter().any(|e| e.unwritten));
 }
+
+/// One line of `xfs_io -c "fiemap -v"`: file sectors, device sectors (None
+/// for a hole), flags.
+struct Fiemap {
+    lo: u64,
+    hi: u64,
+    phys: Option<u64>,
+    flags: u64,
+}
+
+fn parse_fiemap(text: &str) -> BTreeMap<u64, Vec<Fiemap>> {
+    let mut out: BTreeMap<u64, Vec<Fiemap>> = BTreeMap::new();
+    let mut cur = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("### ino ") {
+            let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+            out.entry(n).or_default();
+            cur = Some(n);
+            continue;
+        }
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() < 3 || !w[0].ends_with(':') || w[0] == "EXT:" {
+            continue;
+        }
+        let range = w[1].trim_start_matches('[').trim_end_matches("]:");
+        let (lo, hi) = range.split_once("..").unwrap();
+        let (phys, flags) = if w[2] == "hole" {
+            (None, 0)
+        } else {
+            let p = w[2].split_once("..").unwrap().0.parse().unwrap();
+            (Some(p), num(w[4]))
+        };
+        out.get_mut(&cur.unwrap()).unwrap().push(Fiemap {
+            lo: lo.parse().unwrap(),
+            hi: hi.parse().unwrap(),
+            phys,
+            flags,
+        });
+    }
+    out
+}
+
+/// Extent maps, unwritten and shared flags against the kernel's FIEMAP.
+#[test]
+fn extents_and_sharing_equal_the_kernel_fiemap() {
+    const SHARED: u64 = 0x2000;
+    const UNWRITTEN: u64 = 0x800;
+    let mut files = 0;
+    let mut shared_seen = 0;
+    for name in fixtures_with("fiemap.txt") {
+        let fs = open(&name);
+        let spb = u64::from(fs.geo.blocksize) / 512;
+        for (ino, segs) in parse_fiemap(&oracle(&name, "fiemap.txt")) {
+            let ctx = format!("{name} inode {ino}");
+            let mut inode = fs.inode(Ino(ino)).unwrap();
+            fs.mark_shared(&mut inode).unwrap();
+            let ext = inode.data.extents();
+            for s in &segs {
+                // Every sector of the segment maps as the kernel says.
+                let mut x = s.lo;
+                while x <= s.hi {
+                    let fb = x / spb;
+                    match (inode.data.map(fb), s.phys) {
+                        (None, None) => x = (fb + 1) * spb,
+                        (Some((fsb, left, unwritten)), Some(p)) => {
+                            let daddr = fs.geo.fsb_to_daddr(fsb).unwrap().0 + x % spb;
+                            assert_eq!(daddr, p + (x - s.lo), "{ctx}: sector {x}");
+                            assert_eq!(unwritten, s.flags & UNWRITTEN != 0, "{ctx}: sector {x}");
+                            let e = ext
+                                .iter()
+                                .find(|e| e.file_block <= fb && fb < e.file_end())
+                                .unwrap();
+                            if s.flags & SHARED != 0 {
+                                assert_eq!(e.shared, Some(true), "{ctx}: sector {x}");
+                                shared_seen += 1;
+                            }
+                            x = (fb + left) * spb;
+                        }
+                        (ours, kernel) => {
+                            panic!("{ctx}: sector {x}: ours {ours:?}, kernel {kernel:?}")
+                        }
+                    }
+                }
+            }
+            // A shared extent overlaps at least one SHARED segment.
+            for e in ext.iter().filter(|e| e.shared == Some(true)) {
+                let (lo, hi) = (e.file_block * spb, e.file_end() * spb - 1);
+                assert!(
+                    segs.iter()
+                        .any(|s| s.flags & SHARED != 0 && s.lo <= hi && s.hi >= lo),
+                    "{ctx}: {e:?} shared but the kernel says not"
+                );
+            }
+            files += 1;
+        }
+    }
+    assert!(files > 100, "{files}");
+    assert!(shared_seen >= 10, "{shared_seen}");
+}

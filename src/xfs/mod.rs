@@ -28,6 +28,7 @@ pub mod fs;
 pub mod image;
 pub mod inode;
 pub mod read;
+pub mod reflink;
 pub mod sb;
 pub mod types;
 
