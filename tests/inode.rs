@@ -1239,3 +1239,77 @@ fn extents_and_sharing_equal_the_kernel_fiemap() {
     assert!(files > 100, "{files}");
     assert!(shared_seen >= 10, "{shared_seen}");
 }
+
+/// Random damage to the blocks of a two-level bmbt: an error or a map, never
+/// a panic or a hang.
+#[test]
+fn random_damage_to_bmbt_blocks_never_panics() {
+    let name = "v5-formats";
+    let ino = Ino(ino_of(name, "./files/btree"));
+    let fresh = Patched::new(name);
+    let i = fresh.fs.inode(ino).unwrap();
+    let Fork::Btree {
+        root_level, blocks, ..
+    } = &i.data
+    else {
+        panic!("{:?}", i.data)
+    };
+    assert_eq!(
+        *root_level, 2,
+        "the fixture's btree file should have a 2-level bmbt"
+    );
+    let bs = u64::from(fresh.fs.geo.blocksize);
+    let inode_off = fresh.fs.inode_offset(ino).unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut errors, mut maps) = (0, 0);
+    for _ in 0..300 {
+        let mut p = Patched::new(name);
+        for _ in 0..1 + next() % 3 {
+            let r = next();
+            let off = if r % 4 == 0 {
+                inode_off + 176 + next() % 192
+            } else {
+                let b = blocks[(next() % blocks.len() as u64) as usize];
+                let base = fresh.fs.geo.fsb_to_daddr(b).unwrap().0 * 512;
+                // Mostly the header and the first records/keys.
+                base + if r % 2 == 0 {
+                    next() % 128
+                } else {
+                    next() % bs
+                }
+            };
+            p.patch(off, &[(next() % 255 + 1) as u8]);
+        }
+        match p.fs.inode(ino) {
+            Ok(inode) => {
+                if inode.data.ok().is_ok() {
+                    maps += 1;
+                } else {
+                    errors += 1;
+                }
+                let mut seen = 0;
+                let _ = p.fs.read_file(&inode, &mut |c| {
+                    seen += c.len();
+                    if seen > 1 << 20 {
+                        return Err(xfs_explorer::xfs::Error::Io {
+                            offset: 0,
+                            len: 0,
+                            message: "enough".into(),
+                        });
+                    }
+                    Ok(())
+                });
+                let _ =
+                    p.fs.read_fork_blocks(&inode, WhichFork::Data, next() % 100_000, 3);
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    assert!(errors > 20 && maps > 20, "errors {errors}, maps {maps}");
+}
