@@ -23,6 +23,7 @@ mod cat;
 mod getfattr;
 mod info;
 mod inode;
+mod log;
 mod ls;
 
 /// One variant per command; each command lives in its own module.
@@ -95,6 +96,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The journal: head, tail, clean or dirty, every record's CRC, every
+    /// transaction and item, each logged buffer's dirty bitmap as runs of
+    /// 128-byte chunks, intents without done items, and totals.
+    Log {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// Print one JSON object: clean, head, tail, records, transactions.
+        #[arg(long)]
+        json: bool,
+        /// Name the fields (and directory entries) each buffer run covers.
+        #[arg(long)]
+        fields: bool,
+        /// Text: one line per transaction, no items.
+        #[arg(long)]
+        brief: bool,
+    },
     /// Show the extended attributes of a file like `getfattr -d -m - -e hex`,
     /// or write one value (NAME, e.g. `user.color`) raw to stdout.
     Getfattr {
@@ -136,6 +153,19 @@ pub fn main() -> ExitCode {
             recursive,
             json,
         } => ls::run(&image, path.as_deref(), recursive, json),
+        Command::Log {
+            image,
+            json,
+            fields,
+            brief,
+        } => log::run(
+            &image,
+            &log::Options {
+                json,
+                fields,
+                brief,
+            },
+        ),
         Command::Getfattr { image, path, name } => getfattr::run(&image, &path, name.as_deref()),
     };
     match result {

@@ -32,6 +32,7 @@ pub mod format;
 pub mod fs;
 pub mod image;
 pub mod inode;
+pub mod log;
 pub mod read;
 pub mod reflink;
 pub mod sb;

@@ -7,4 +7,5 @@ pub mod btree;
 pub mod da;
 pub mod dinode;
 pub mod dir2;
+pub mod log;
 pub mod sb;

@@ -1,0 +1,318 @@
+//! `xfs-explorer log`: the live part of the journal, every transaction and
+//! item, and what each logged buffer's dirty bitmap covers.
+
+use crate::xfs::log::bitmap::describe_run;
+use crate::xfs::log::items::{buf_type_name, ItemBody};
+use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, LogJson, Transaction};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+pub struct Options {
+    pub json: bool,
+    /// Name the fields (and directory entries) each buffer run covers.
+    pub fields: bool,
+    /// Text only: per-transaction summary lines without items.
+    pub brief: bool,
+}
+
+pub fn run(path: &Path, o: &Options) -> Result<(), String> {
+    let fs = super::open_fs(path)?;
+    let opts = DecodeOptions {
+        dir_names: o.fields,
+    };
+    let d = log::decode(&fs, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let ctx = ItemContext::of(&fs, opts);
+    let ctx = o.fields.then_some(&ctx);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    if o.json {
+        serde_json::to_writer(&mut out, &LogJson { d: &d, ctx }).map_err(|e| e.to_string())?;
+        out.write_all(b"\n").map_err(|e| e.to_string())?;
+    } else {
+        write_text(&mut out, &d, ctx, o.brief).map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())
+}
+
+fn lsn(l: crate::xfs::types::Lsn) -> String {
+    format!("{}:{}", l.cycle, l.block)
+}
+
+fn write_text(
+    out: &mut impl std::io::Write,
+    d: &LogDecode,
+    ctx: Option<&ItemContext>,
+    brief: bool,
+) -> std::io::Result<()> {
+    let ht = &d.head_tail;
+    writeln!(
+        out,
+        "log: daddr {} length {} blocks (512 bytes){}",
+        d.location.start_daddr.0,
+        d.location.len_bbs,
+        if d.location.v2 { ", v2" } else { ", v1" }
+    )?;
+    writeln!(
+        out,
+        "state: {}   head: cycle {} block {}   tail: cycle {} block {}",
+        if ht.clean { "clean" } else { "dirty" },
+        ht.head.cycle,
+        ht.head.block,
+        ht.tail.cycle,
+        ht.tail.block
+    )?;
+    if let Some(t) = &ht.torn_write {
+        writeln!(
+            out,
+            "torn write: record at block {} failed its CRC; head moved back from {}",
+            t.first_bad, t.old_head
+        )?;
+    }
+    if let Some(t) = &ht.tail_moved {
+        writeln!(out, "tail moved from {} to {}: {}", t.from, t.to, t.reason)?;
+    }
+    writeln!(
+        out,
+        "records: {} ({} CRC ok, {} without CRC, {} CRC mismatches)   transactions: {} committed, {} incomplete",
+        d.records,
+        d.records_crc_ok,
+        d.records_no_crc,
+        d.crc_mismatches.len(),
+        d.transactions.len(),
+        d.incomplete.len()
+    )?;
+    for m in &d.crc_mismatches {
+        writeln!(
+            out,
+            "  CRC mismatch: record {} at block {}: stored {:#010x}, computed {:#010x}",
+            lsn(m.lsn),
+            m.block,
+            m.stored,
+            m.computed
+        )?;
+    }
+    for (i, t) in d.transactions.iter().enumerate() {
+        write_transaction(out, i, t, ctx, brief)?;
+    }
+    for t in &d.incomplete {
+        writeln!(out, "incomplete (no commit record):")?;
+        write_transaction(out, usize::MAX, t, ctx, brief)?;
+    }
+    if !d.unfinished_intents.is_empty() {
+        writeln!(out, "unfinished intents (no done item in the live log):")?;
+        for i in &d.unfinished_intents {
+            writeln!(
+                out,
+                "  {} id {:#x} in transaction #{} (tid {:#x}) item {}",
+                i.kind.name(),
+                i.id,
+                i.at.transaction,
+                i.tid,
+                i.at.item
+            )?;
+        }
+    }
+    let s = &d.stats;
+    writeln!(
+        out,
+        "totals: {} transactions, {} ops, {} items, {} regions, {} bytes",
+        s.transactions, s.ops, s.items, s.regions, s.bytes
+    )?;
+    for (k, v) in &s.by_kind {
+        writeln!(
+            out,
+            "  {k:<9} {:>8} items {:>9} regions {:>12} bytes",
+            v.items, v.regions, v.bytes
+        )?;
+    }
+    if s.buffers.items > 0 {
+        writeln!(
+            out,
+            "  buffers by type: items, dirty 128-byte chunks, runs, bytes logged, regions walked chunk-at-a-time vs run-at-a-time"
+        )?;
+        for (k, v) in &s.by_buf_type {
+            writeln!(
+                out,
+                "  {k:<10} {:>7} {:>9} {:>8} {:>12}   {} vs {}",
+                v.items,
+                v.chunks_dirty,
+                v.runs,
+                v.bytes_logged,
+                v.regions_chunkwise,
+                v.regions_runwise
+            )?;
+        }
+    }
+    for p in &d.problems {
+        match p.block {
+            Some(b) => writeln!(out, "problem at log block {b}: {}", p.message)?,
+            None => writeln!(out, "problem: {}", p.message)?,
+        }
+    }
+    Ok(())
+}
+
+fn write_transaction(
+    out: &mut impl std::io::Write,
+    index: usize,
+    t: &Transaction,
+    ctx: Option<&ItemContext>,
+    brief: bool,
+) -> std::io::Result<()> {
+    let h = t.header;
+    let num = if index == usize::MAX {
+        String::new()
+    } else {
+        format!("#{index} ")
+    };
+    writeln!(
+        out,
+        "transaction {num}tid {:#x}  start {}  commit {}  type {}  num_items {}  items {}  regions {}  ops {}  bytes {}",
+        t.tid,
+        lsn(t.start_lsn),
+        t.commit_lsn.map_or("-".to_string(), lsn),
+        h.map_or("?".to_string(), |h| h.type_.to_string()),
+        h.map_or("?".to_string(), |h| h.num_items.to_string()),
+        t.items.len(),
+        t.regions(),
+        t.ops,
+        t.op_bytes
+    )?;
+    for p in &t.problems {
+        writeln!(out, "  problem: {p}")?;
+    }
+    if brief {
+        return Ok(());
+    }
+    for (i, it) in t.items.iter().enumerate() {
+        let mut line = format!("  {i:>4} {:<8} regions {}", it.kind.name(), it.regions);
+        match &it.body {
+            ItemBody::Buf(b) => {
+                let runs = b.runs();
+                let _ = write!(
+                    line,
+                    "  blkno {} len {} {}{} map {}",
+                    b.blkno,
+                    b.len,
+                    buf_type_name(b.buf_type),
+                    if b.cancel() { " CANCEL" } else { "" },
+                    b.map_size
+                );
+                let r: Vec<String> = runs
+                    .iter()
+                    .map(|r| format!("{}+{}", r.first, r.count))
+                    .collect();
+                let _ = write!(line, "  runs [{}]", r.join(" "));
+                writeln!(out, "{line}")?;
+                if let Some(ctx) = ctx {
+                    for r in runs {
+                        let f = describe_run(b, r, ctx);
+                        if !f.is_empty() {
+                            let (lo, hi) = r.bytes();
+                            writeln!(out, "         bytes {lo}..{hi}: {}", f.join(", "))?;
+                        }
+                    }
+                }
+                continue;
+            }
+            ItemBody::Inode(n) => {
+                let _ = write!(
+                    line,
+                    "  ino {} fields {:#x} dsize {} asize {}",
+                    n.ino, n.fields, n.dsize, n.asize
+                );
+                if let Some(c) = &n.core {
+                    let _ = write!(
+                        line,
+                        "  mode {:o} nlink {} size {} nblocks {}",
+                        c.mode, c.nlink, c.size, c.nblocks
+                    );
+                }
+            }
+            ItemBody::Icreate(c) => {
+                let _ = write!(
+                    line,
+                    "  ag {} agbno {} count {} isize {} length {}",
+                    c.ag, c.agbno, c.count, c.isize, c.length
+                );
+            }
+            ItemBody::ExtentFree(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| format!("{}+{}", x.start, x.len))
+                    .collect();
+                let _ = write!(line, "  id {:#x} extents [{}]", e.id, x.join(" "));
+            }
+            ItemBody::MapIntent(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{} owner {} block {} off {} len {}",
+                            x.op, x.owner, x.startblock, x.startoff, x.len
+                        )
+                    })
+                    .collect();
+                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+            }
+            ItemBody::RefcountIntent(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| format!("{} {}+{}", x.op, x.startblock, x.len))
+                    .collect();
+                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+            }
+            ItemBody::Done(dn) => {
+                let _ = write!(line, "  id {:#x}", dn.id);
+            }
+            ItemBody::Attri(a) => {
+                let _ = write!(
+                    line,
+                    "  id {:#x} {} ino {} name {:?} value {} bytes",
+                    a.id,
+                    a.op,
+                    a.ino,
+                    a.name.as_deref().unwrap_or(""),
+                    a.value_len
+                );
+            }
+            ItemBody::Xmi(x) => {
+                let _ = write!(
+                    line,
+                    "  id {:#x} inodes {} and {} blocks {}",
+                    x.id, x.inode1, x.inode2, x.blockcount
+                );
+            }
+            ItemBody::Dquot(q) => {
+                let _ = write!(
+                    line,
+                    "  id {} blkno {} boffset {}",
+                    q.id, q.blkno, q.boffset
+                );
+            }
+            ItemBody::Quotaoff(q) => {
+                let _ = write!(line, "  flags {:#x}", q.flags);
+            }
+            ItemBody::Unknown => {
+                let _ = write!(line, "  type {:#06x}", it.kind.0);
+            }
+            ItemBody::Corrupt(m) => {
+                let _ = write!(line, "  CORRUPT: {m}");
+            }
+        }
+        if it.kind.is_intent() {
+            match it.link {
+                Some(l) => {
+                    let _ = write!(line, "  (done in #{} item {})", l.transaction, l.item);
+                }
+                None => line.push_str("  (UNFINISHED)"),
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,1417 @@
+//! Log items: the regions of a transaction grouped by each item's own
+//! region count, decoded in the writer's byte order.
+//!
+//! ```text
+//!  region 0  format structure: {u16 type, u16 size (regions), ...} host order
+//!  region 1.. data: buffer chunks, inode core and forks, names, values ...
+//! ```
+//!
+//! Intents (EFI, RUI, CUI, BUI, ATTRI, XMI) promise work that done items
+//! (EFD, RUD, CUD, BUD, ATTRD, XMD) record as finished, matched by id.
+//! [`pair_intents`] links them; an intent with no done item in the live log
+//! is work recovery must finish.
+
+use super::bitmap::{self, fit_regions, runs, Run};
+use super::ItemContext;
+use crate::xfs::format::log::*;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use std::collections::HashMap;
+use zerocopy::byteorder::{BigEndian, ByteOrder, LittleEndian};
+use zerocopy::FromBytes;
+
+/// The byte order of the host that wrote the log items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    Little,
+    Big,
+}
+
+impl Order {
+    /// From `h_fmt`; IRIX and unknown writers were big-endian.
+    pub fn of_fmt(fmt: u32) -> Order {
+        if fmt == XLOG_FMT_LINUX_LE {
+            Order::Little
+        } else {
+            Order::Big
+        }
+    }
+
+    pub fn u16(self, b: &[u8], off: usize) -> Option<u16> {
+        let a: [u8; 2] = b.get(off..off.checked_add(2)?)?.try_into().ok()?;
+        Some(match self {
+            Order::Little => u16::from_le_bytes(a),
+            Order::Big => u16::from_be_bytes(a),
+        })
+    }
+
+    pub fn u32(self, b: &[u8], off: usize) -> Option<u32> {
+        let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
+        Some(match self {
+            Order::Little => u32::from_le_bytes(a),
+            Order::Big => u32::from_be_bytes(a),
+        })
+    }
+}
+
+/// An item type (`XFS_LI_*`); open, so unknown codes are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemKind(pub u16);
+
+impl ItemKind {
+    /// The short name used in JSON (`buf`, `inode`, `efi`, ...).
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            XFS_LI_BUF => "buf",
+            XFS_LI_INODE => "inode",
+            XFS_LI_ICREATE => "icreate",
+            XFS_LI_EFI => "efi",
+            XFS_LI_EFD => "efd",
+            XFS_LI_RUI => "rui",
+            XFS_LI_RUD => "rud",
+            XFS_LI_CUI => "cui",
+            XFS_LI_CUD => "cud",
+            XFS_LI_BUI => "bui",
+            XFS_LI_BUD => "bud",
+            XFS_LI_ATTRI => "attri",
+            XFS_LI_ATTRD => "attrd",
+            XFS_LI_XMI => "xmi",
+            XFS_LI_XMD => "xmd",
+            XFS_LI_DQUOT => "dquot",
+            XFS_LI_QUOTAOFF => "quotaoff",
+            XFS_LI_EFI_RT => "efi_rt",
+            XFS_LI_EFD_RT => "efd_rt",
+            XFS_LI_RUI_RT => "rui_rt",
+            XFS_LI_RUD_RT => "rud_rt",
+            XFS_LI_CUI_RT => "cui_rt",
+            XFS_LI_CUD_RT => "cud_rt",
+            XFS_LI_IUNLINK => "iunlink",
+            _ => "unknown",
+        }
+    }
+
+    /// For a done item, the type of the intent it completes.
+    pub fn intent_of_done(self) -> Option<ItemKind> {
+        let i = match self.0 {
+            XFS_LI_EFD => XFS_LI_EFI,
+            XFS_LI_EFD_RT => XFS_LI_EFI_RT,
+            XFS_LI_RUD => XFS_LI_RUI,
+            XFS_LI_RUD_RT => XFS_LI_RUI_RT,
+            XFS_LI_CUD => XFS_LI_CUI,
+            XFS_LI_CUD_RT => XFS_LI_CUI_RT,
+            XFS_LI_BUD => XFS_LI_BUI,
+            XFS_LI_ATTRD => XFS_LI_ATTRI,
+            XFS_LI_XMD => XFS_LI_XMI,
+            _ => return None,
+        };
+        Some(ItemKind(i))
+    }
+
+    pub fn is_intent(self) -> bool {
+        matches!(
+            self.0,
+            XFS_LI_EFI
+                | XFS_LI_EFI_RT
+                | XFS_LI_RUI
+                | XFS_LI_RUI_RT
+                | XFS_LI_CUI
+                | XFS_LI_CUI_RT
+                | XFS_LI_BUI
+                | XFS_LI_ATTRI
+                | XFS_LI_XMI
+        )
+    }
+}
+
+impl Serialize for ItemKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// Name of a buffer type (`blf_flags >> 11`).
+pub fn buf_type_name(t: u8) -> &'static str {
+    match t {
+        XFS_BLFT_UNKNOWN_BUF => "unknown",
+        XFS_BLFT_UDQUOT_BUF => "udquot",
+        XFS_BLFT_PDQUOT_BUF => "pdquot",
+        XFS_BLFT_GDQUOT_BUF => "gdquot",
+        XFS_BLFT_BTREE_BUF => "btree",
+        XFS_BLFT_AGF_BUF => "agf",
+        XFS_BLFT_AGFL_BUF => "agfl",
+        XFS_BLFT_AGI_BUF => "agi",
+        XFS_BLFT_DINO_BUF => "dinode",
+        XFS_BLFT_SYMLINK_BUF => "symlink",
+        XFS_BLFT_DIR_BLOCK_BUF => "dir_block",
+        XFS_BLFT_DIR_DATA_BUF => "dir_data",
+        XFS_BLFT_DIR_FREE_BUF => "dir_free",
+        XFS_BLFT_DIR_LEAF1_BUF => "dir_leaf1",
+        XFS_BLFT_DIR_LEAFN_BUF => "dir_leafn",
+        XFS_BLFT_DA_NODE_BUF => "da_node",
+        XFS_BLFT_ATTR_LEAF_BUF => "attr_leaf",
+        XFS_BLFT_ATTR_RMT_BUF => "attr_rmt",
+        XFS_BLFT_SB_BUF => "sb",
+        XFS_BLFT_RTBITMAP_BUF => "rtbitmap",
+        XFS_BLFT_RTSUMMARY_BUF => "rtsummary",
+        _ => "other",
+    }
+}
+
+/// Where an item is: transaction index (in commit order) and item index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ItemRef {
+    pub transaction: u32,
+    pub item: u32,
+}
+
+/// One log item.
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub kind: ItemKind,
+    /// Regions received.
+    pub regions: u16,
+    /// Regions the item says it has (its format structure's size field).
+    pub declared: u16,
+    /// Byte length of every region, format region first.
+    pub region_lens: Box<[u32]>,
+    pub body: ItemBody,
+    /// For an intent, its done item; for a done item, its intent.
+    pub link: Option<ItemRef>,
+}
+
+/// A directory entry or free space found in the logged bytes of a
+/// directory data block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DirEntryRef {
+    pub offset: u32,
+    pub len: u32,
+    /// `None` for free space.
+    pub name: Option<Box<str>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufItem {
+    /// Daddr of the buffer (or of this segment of a discontiguous buffer).
+    pub blkno: i64,
+    /// Length in 512-byte blocks.
+    pub len: u16,
+    /// `blf_flags` as logged (type in the top 5 bits).
+    pub flags: u16,
+    pub buf_type: u8,
+    pub map_size: u32,
+    /// The dirty bitmap words present in the item.
+    pub map: Box<[u32]>,
+    /// Entries found in logged directory data, when asked for.
+    pub dir_entries: Option<Box<[DirEntryRef]>>,
+}
+
+impl BufItem {
+    pub fn cancel(&self) -> bool {
+        self.flags & XFS_BLF_CANCEL != 0
+    }
+    pub fn runs(&self) -> Vec<Run> {
+        runs(&self.map)
+    }
+}
+
+/// The inode core as logged, host order converted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LogDinodeCore {
+    pub magic: u16,
+    pub mode: u16,
+    pub version: u8,
+    pub format: u8,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub size: u64,
+    pub nblocks: u64,
+    pub extsize: u32,
+    pub nextents: u64,
+    pub anextents: u32,
+    pub forkoff: u8,
+    pub aformat: u8,
+    pub flags: u16,
+    pub gen: u32,
+    /// Only in v3 cores.
+    pub flags2: Option<u64>,
+    pub ino: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InodeItem {
+    pub ino: u64,
+    /// `ilf_fields` (`XFS_ILOG_*`).
+    pub fields: u32,
+    pub dsize: u16,
+    pub asize: u16,
+    /// Daddr and length (blocks) of the inode cluster buffer.
+    pub blkno: i64,
+    pub cluster_len: i32,
+    pub boffset: i32,
+    /// Device number with XFS_ILOG_DEV.
+    pub rdev: Option<u32>,
+    /// 56 (64-bit layout) or 52 (32-bit layout).
+    pub format_len: u32,
+    pub core: Option<LogDinodeCore>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct IcreateItem {
+    pub ag: u32,
+    pub agbno: u32,
+    pub count: u32,
+    pub isize: u32,
+    pub length: u32,
+    pub gen: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FreeExtent {
+    /// AG-packed start block (rt block for the RT variants).
+    pub start: u64,
+    pub len: u32,
+}
+
+/// EFI or EFD (and their RT variants).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ExtentFreeItem {
+    /// EFI: its id; EFD: the id of the EFI it completes.
+    pub id: u64,
+    pub nextents: u32,
+    /// 64 or 32: which extent layout the region holds.
+    pub extent_bits: u32,
+    pub extents: Box<[FreeExtent]>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MapExtent {
+    pub owner: u64,
+    pub startblock: u64,
+    pub startoff: u64,
+    pub len: u32,
+    pub flags: u32,
+    /// The operation (low byte of the flags) in words.
+    pub op: &'static str,
+}
+
+/// RUI or BUI.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MapIntentItem {
+    pub id: u64,
+    pub nextents: u32,
+    pub extents: Box<[MapExtent]>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PhysExtent {
+    pub startblock: u64,
+    pub len: u32,
+    pub flags: u32,
+    pub op: &'static str,
+}
+
+/// CUI.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RefcountIntentItem {
+    pub id: u64,
+    pub nextents: u32,
+    pub extents: Box<[PhysExtent]>,
+}
+
+/// RUD, CUD, BUD, ATTRD, XMD: the id of the intent they complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DoneItem {
+    pub id: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AttriItem {
+    pub id: u64,
+    pub ino: u64,
+    pub igen: u32,
+    pub op_flags: u32,
+    pub op: &'static str,
+    pub name_len: u32,
+    /// PPTR_REPLACE only.
+    pub new_name_len: Option<u32>,
+    pub value_len: u32,
+    pub attr_filter: u32,
+    /// The name, lossily as text, cut at 256 bytes.
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct XmiItem {
+    pub id: u64,
+    pub inode1: u64,
+    pub inode2: u64,
+    pub igen1: u32,
+    pub igen2: u32,
+    pub startoff1: u64,
+    pub startoff2: u64,
+    pub blockcount: u64,
+    pub flags: u64,
+    pub isize1: i64,
+    pub isize2: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DquotItem {
+    pub id: u32,
+    pub blkno: i64,
+    /// Dquot buffer length in filesystem blocks.
+    pub len: i32,
+    pub boffset: u32,
+    /// `d_type` of the logged dquot (1 user, 2 project, 4 group), if present.
+    pub dq_type: Option<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct QuotaoffItem {
+    pub flags: u32,
+}
+
+/// What an item says, by type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ItemBody {
+    Buf(BufItem),
+    Inode(Box<InodeItem>),
+    Icreate(IcreateItem),
+    ExtentFree(ExtentFreeItem),
+    MapIntent(MapIntentItem),
+    RefcountIntent(RefcountIntentItem),
+    Done(DoneItem),
+    Attri(Box<AttriItem>),
+    Xmi(Box<XmiItem>),
+    Dquot(DquotItem),
+    Quotaoff(QuotaoffItem),
+    /// An item type this reader does not decode.
+    Unknown,
+    /// The format region could not be decoded.
+    Corrupt(String),
+}
+
+impl Item {
+    /// The intent or done id, for the intent/done kinds.
+    pub fn intent_id(&self) -> Option<u64> {
+        match &self.body {
+            ItemBody::ExtentFree(e) => Some(e.id),
+            ItemBody::MapIntent(m) => Some(m.id),
+            ItemBody::RefcountIntent(r) => Some(r.id),
+            ItemBody::Done(d) => Some(d.id),
+            ItemBody::Attri(a) => Some(a.id),
+            ItemBody::Xmi(x) => Some(x.id),
+            _ => None,
+        }
+    }
+
+    /// Bytes of all regions.
+    pub fn bytes(&self) -> u64 {
+        self.region_lens.iter().map(|l| u64::from(*l)).sum()
+    }
+
+    /// A problem with the item, if any (corrupt format, regions missing,
+    /// bitmap and regions disagreeing).
+    pub fn problem(&self) -> Option<String> {
+        if let ItemBody::Corrupt(m) = &self.body {
+            return Some(m.clone());
+        }
+        if self.regions != self.declared {
+            return Some(format!(
+                "{} of {} regions present",
+                self.regions, self.declared
+            ));
+        }
+        if let ItemBody::Buf(b) = &self.body {
+            return fit_regions(&b.map, self.region_lens.get(1..).unwrap_or(&[])).problem;
+        }
+        None
+    }
+}
+
+fn rmap_op(flags: u32) -> &'static str {
+    match flags & XFS_RMAP_EXTENT_TYPE_MASK {
+        1 => "map",
+        2 => "map_shared",
+        3 => "unmap",
+        4 => "unmap_shared",
+        5 => "convert",
+        6 => "convert_shared",
+        7 => "alloc",
+        8 => "free",
+        _ => "unknown",
+    }
+}
+
+fn bmap_op(flags: u32) -> &'static str {
+    match flags & 0xff {
+        1 => "map",
+        2 => "unmap",
+        _ => "unknown",
+    }
+}
+
+fn refcount_op(flags: u32) -> &'static str {
+    match flags & 0xff {
+        1 => "increase",
+        2 => "decrease",
+        3 => "alloc_cow",
+        4 => "free_cow",
+        _ => "unknown",
+    }
+}
+
+fn attri_op(flags: u32) -> &'static str {
+    match flags & 0xff {
+        1 => "set",
+        2 => "remove",
+        3 => "replace",
+        4 => "pptr_set",
+        5 => "pptr_remove",
+        6 => "pptr_replace",
+        _ => "unknown",
+    }
+}
+
+/// Decode one item from its regions.
+pub fn decode_item(regions: &[Vec<u8>], declared: u16, order: Order, ctx: &ItemContext) -> Item {
+    let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
+    let kind = ItemKind(order.u16(r0, 0).unwrap_or(0));
+    let body = match order {
+        Order::Little => decode_body::<LittleEndian>(kind, regions, ctx),
+        Order::Big => decode_body::<BigEndian>(kind, regions, ctx),
+    };
+    let body = body.unwrap_or_else(ItemBody::Corrupt);
+    Item {
+        kind,
+        regions: u16::try_from(regions.len()).unwrap_or(u16::MAX),
+        declared,
+        region_lens: regions
+            .iter()
+            .map(|r| u32::try_from(r.len()).unwrap_or(u32::MAX))
+            .collect(),
+        body,
+        link: None,
+    }
+}
+
+fn short(what: &str, need: usize, have: usize) -> String {
+    format!("{what} format region is {have} bytes, needs {need}")
+}
+
+fn read<'b, T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+    r: &'b [u8],
+    what: &str,
+) -> Result<&'b T, String> {
+    T::ref_from_prefix(r)
+        .map(|(t, _)| t)
+        .map_err(|_| short(what, core::mem::size_of::<T>(), r.len()))
+}
+
+fn decode_body<O: ByteOrder>(
+    kind: ItemKind,
+    regions: &[Vec<u8>],
+    ctx: &ItemContext,
+) -> Result<ItemBody, String> {
+    let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
+    let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
+    Ok(match kind.0 {
+        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx)?),
+        XFS_LI_INODE => ItemBody::Inode(Box::new(decode_inode::<O>(r0, r1)?)),
+        XFS_LI_ICREATE => {
+            let f: &XfsIcreateLog<O> = read(r0, "icreate")?;
+            ItemBody::Icreate(IcreateItem {
+                ag: f.icl_ag.get(),
+                agbno: f.icl_agbno.get(),
+                count: f.icl_count.get(),
+                isize: f.icl_isize.get(),
+                length: f.icl_length.get(),
+                gen: f.icl_gen.get(),
+            })
+        }
+        XFS_LI_EFI | XFS_LI_EFD | XFS_LI_EFI_RT | XFS_LI_EFD_RT => {
+            ItemBody::ExtentFree(decode_extent_free::<O>(r0)?)
+        }
+        XFS_LI_RUI | XFS_LI_RUI_RT | XFS_LI_BUI => {
+            let h: &XfsRuiLogFormat<O> = read(r0, kind.name())?;
+            let n = h.rui_nextents.get();
+            let rest = r0.get(16..).unwrap_or(&[]);
+            let want = usize::try_from(n).unwrap_or(usize::MAX).saturating_mul(32);
+            if rest.len() != want {
+                return Err(format!(
+                    "{} of {n} extents should be {} bytes, is {}",
+                    kind.name(),
+                    want.saturating_add(16),
+                    r0.len()
+                ));
+            }
+            let bmap = kind.0 == XFS_LI_BUI;
+            let extents = rest
+                .chunks_exact(32)
+                .filter_map(|c| XfsMapExtent::<O>::ref_from_bytes(c).ok())
+                .map(|e| {
+                    let flags = e.me_flags.get();
+                    MapExtent {
+                        owner: e.me_owner.get(),
+                        startblock: e.me_startblock.get(),
+                        startoff: e.me_startoff.get(),
+                        len: e.me_len.get(),
+                        flags,
+                        op: if bmap { bmap_op(flags) } else { rmap_op(flags) },
+                    }
+                })
+                .collect();
+            ItemBody::MapIntent(MapIntentItem {
+                id: h.rui_id.get(),
+                nextents: n,
+                extents,
+            })
+        }
+        XFS_LI_CUI | XFS_LI_CUI_RT => {
+            let h: &XfsRuiLogFormat<O> = read(r0, kind.name())?;
+            let n = h.rui_nextents.get();
+            let rest = r0.get(16..).unwrap_or(&[]);
+            let want = usize::try_from(n).unwrap_or(usize::MAX).saturating_mul(16);
+            if rest.len() != want {
+                return Err(format!(
+                    "cui of {n} extents should be {} bytes, is {}",
+                    want.saturating_add(16),
+                    r0.len()
+                ));
+            }
+            let extents = rest
+                .chunks_exact(16)
+                .filter_map(|c| XfsPhysExtent::<O>::ref_from_bytes(c).ok())
+                .map(|e| {
+                    let flags = e.pe_flags.get();
+                    PhysExtent {
+                        startblock: e.pe_startblock.get(),
+                        len: e.pe_len.get(),
+                        flags,
+                        op: refcount_op(flags),
+                    }
+                })
+                .collect();
+            ItemBody::RefcountIntent(RefcountIntentItem {
+                id: h.rui_id.get(),
+                nextents: n,
+                extents,
+            })
+        }
+        XFS_LI_RUD | XFS_LI_RUD_RT | XFS_LI_CUD | XFS_LI_CUD_RT | XFS_LI_BUD | XFS_LI_ATTRD
+        | XFS_LI_XMD => {
+            let d: &XfsRudLogFormat<O> = read(r0, kind.name())?;
+            ItemBody::Done(DoneItem {
+                id: d.rud_rui_id.get(),
+            })
+        }
+        XFS_LI_ATTRI => ItemBody::Attri(Box::new(decode_attri::<O>(r0, r1)?)),
+        XFS_LI_XMI => {
+            let x: &XfsXmiLogFormat<O> = read(r0, "xmi")?;
+            ItemBody::Xmi(Box::new(XmiItem {
+                id: x.xmi_id.get(),
+                inode1: x.xmi_inode1.get(),
+                inode2: x.xmi_inode2.get(),
+                igen1: x.xmi_igen1.get(),
+                igen2: x.xmi_igen2.get(),
+                startoff1: x.xmi_startoff1.get(),
+                startoff2: x.xmi_startoff2.get(),
+                blockcount: x.xmi_blockcount.get(),
+                flags: x.xmi_flags.get(),
+                isize1: x.xmi_isize1.get(),
+                isize2: x.xmi_isize2.get(),
+            }))
+        }
+        XFS_LI_DQUOT => {
+            let q: &XfsDqLogformat<O> = read(r0, "dquot")?;
+            ItemBody::Dquot(DquotItem {
+                id: q.qlf_id.get(),
+                blkno: q.qlf_blkno.get(),
+                len: q.qlf_len.get(),
+                boffset: q.qlf_boffset.get(),
+                // xfs_disk_dquot: d_magic "DQ" @0, d_version @2, d_type @3.
+                dq_type: r1
+                    .filter(|d| d.get(..2) == Some(b"DQ".as_slice()))
+                    .and_then(|d| d.get(3).copied()),
+            })
+        }
+        XFS_LI_QUOTAOFF => {
+            let q: &XfsQoffLogformat<O> = read(r0, "quotaoff")?;
+            ItemBody::Quotaoff(QuotaoffItem {
+                flags: q.qf_flags.get(),
+            })
+        }
+        _ => ItemBody::Unknown,
+    })
+}
+
+fn decode_buf<O: ByteOrder>(
+    r0: &[u8],
+    regions: &[Vec<u8>],
+    ctx: &ItemContext,
+) -> Result<BufItem, String> {
+    let f: &XfsBufLogFormat<O> = read(r0, "buffer")?;
+    let map_size = f.blf_map_size.get();
+    let words = usize::try_from(map_size).unwrap_or(usize::MAX);
+    let have = r0.len().saturating_sub(20) / 4;
+    if words > XFS_BLF_DATAMAP_SIZE {
+        return Err(format!(
+            "blf_map_size {map_size} is more than the {XFS_BLF_DATAMAP_SIZE} words a 64 KiB buffer needs"
+        ));
+    }
+    if have < words {
+        return Err(format!(
+            "buffer format region is {} bytes, too short for blf_map_size {map_size}",
+            r0.len()
+        ));
+    }
+    let map: Box<[u32]> = r0
+        .get(20..)
+        .unwrap_or(&[])
+        .chunks_exact(4)
+        .take(words)
+        .filter_map(|c| zerocopy::byteorder::U32::<O>::ref_from_bytes(c).ok())
+        .map(|w| w.get())
+        .collect();
+    let flags = f.blf_flags.get();
+    let buf_type = u8::try_from(flags >> XFS_BLFT_SHIFT).unwrap_or(0);
+    let mut b = BufItem {
+        blkno: f.blf_blkno.get(),
+        len: f.blf_len.get(),
+        flags,
+        buf_type,
+        map_size,
+        map,
+        dir_entries: None,
+    };
+    if ctx.dir_names
+        && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
+        && !b.cancel()
+    {
+        b.dir_entries = Some(dir_entries(&b, regions, ctx).into_boxed_slice());
+    }
+    Ok(b)
+}
+
+/// Entries and free space recognisable in the logged runs of a directory
+/// data block: each ends in a 2-byte tag holding its own offset, which is
+/// what makes a start found in the middle of the block trustworthy.
+fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -> Vec<DirEntryRef> {
+    let lens: Vec<u32> = regions
+        .iter()
+        .skip(1)
+        .map(|r| u32::try_from(r.len()).unwrap_or(u32::MAX))
+        .collect();
+    let fit = fit_regions(&b.map, &lens);
+    let hdr: u32 = if ctx.v5 { 64 } else { 16 };
+    let mut out = Vec::new();
+    // Glue the pieces of each run back together.
+    let mut i = 0usize;
+    while let Some(p) = fit.pieces.get(i) {
+        let start = p.first.saturating_mul(XFS_BLF_CHUNK);
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut end_chunk = p.first;
+        while let Some(q) = fit.pieces.get(i) {
+            if q.first != end_chunk {
+                break;
+            }
+            let r = regions
+                .get(usize::try_from(q.region).unwrap_or(usize::MAX))
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let n = usize::try_from(q.count.saturating_mul(XFS_BLF_CHUNK)).unwrap_or(0);
+            bytes.extend_from_slice(r.get(..n).unwrap_or(r));
+            end_chunk = q.first.saturating_add(q.count);
+            i = i.saturating_add(1);
+        }
+        scan_dir_run(&bytes, start, hdr, ctx.ftype, &mut out);
+        if out.len() > 4096 {
+            break;
+        }
+    }
+    out
+}
+
+fn scan_dir_run(bytes: &[u8], start: u32, hdr: u32, ftype: bool, out: &mut Vec<DirEntryRef>) {
+    let tag_at = |rel: usize| crate::xfs::fs::be16(bytes, rel);
+    let total = bytes.len();
+    let first = usize::try_from(hdr.saturating_sub(start)).unwrap_or(0);
+    let mut rel = first.next_multiple_of(8);
+    let mut chained = false;
+    while rel.saturating_add(8) <= total {
+        let off = u32::try_from(rel).unwrap_or(u32::MAX).saturating_add(start);
+        let Ok(off16) = u16::try_from(off) else { break };
+        let free = crate::xfs::fs::be16(bytes, rel) == Some(0xffff);
+        let (len, name) = if free {
+            let len = usize::from(crate::xfs::fs::be16(bytes, rel.saturating_add(2)).unwrap_or(0));
+            (len, None)
+        } else {
+            let namelen = usize::from(bytes.get(rel.saturating_add(8)).copied().unwrap_or(0));
+            let raw = 8usize
+                .saturating_add(1)
+                .saturating_add(namelen)
+                .saturating_add(usize::from(ftype))
+                .saturating_add(2);
+            let name = bytes
+                .get(rel.saturating_add(9)..rel.saturating_add(9).saturating_add(namelen))
+                .map(|n| String::from_utf8_lossy(n).into_owned());
+            (raw.next_multiple_of(8), name)
+        };
+        let ok_len =
+            len >= 8 && len % 8 == 0 && (free || name.as_deref().is_some_and(|n| !n.is_empty()));
+        let tag_pos = rel.saturating_add(len).saturating_sub(2);
+        let tag_ok = tag_at(tag_pos) == Some(off16);
+        let tag_unseen = tag_pos.saturating_add(2) > total;
+        if ok_len && (tag_ok || (chained && tag_unseen)) {
+            out.push(DirEntryRef {
+                offset: off,
+                len: u32::try_from(len).unwrap_or(u32::MAX),
+                name: if free {
+                    None
+                } else {
+                    name.map(String::into_boxed_str)
+                },
+            });
+            chained = true;
+            rel = rel.saturating_add(len);
+        } else {
+            chained = false;
+            rel = rel.saturating_add(8);
+        }
+    }
+}
+
+fn decode_inode<O: ByteOrder>(r0: &[u8], r1: Option<&[u8]>) -> Result<InodeItem, String> {
+    let mut item = if r0.len() == 52 {
+        let f: &XfsInodeLogFormat32<O> = read(r0, "inode")?;
+        InodeItem {
+            ino: f.ilf_ino.get(),
+            fields: f.ilf_fields.get(),
+            dsize: f.ilf_dsize.get(),
+            asize: f.ilf_asize.get(),
+            blkno: f.ilf_blkno.get(),
+            cluster_len: f.ilf_len.get(),
+            boffset: f.ilf_boffset.get(),
+            rdev: None,
+            format_len: 52,
+            core: None,
+        }
+    } else if r0.len() == 56 {
+        let f: &XfsInodeLogFormat<O> = read(r0, "inode")?;
+        InodeItem {
+            ino: f.ilf_ino.get(),
+            fields: f.ilf_fields.get(),
+            dsize: f.ilf_dsize.get(),
+            asize: f.ilf_asize.get(),
+            blkno: f.ilf_blkno.get(),
+            cluster_len: f.ilf_len.get(),
+            boffset: f.ilf_boffset.get(),
+            rdev: None,
+            format_len: 56,
+            core: None,
+        }
+    } else {
+        return Err(format!(
+            "inode format region is {} bytes, expected 56 (or 52 from a 32-bit host)",
+            r0.len()
+        ));
+    };
+    if item.fields & XFS_ILOG_DEV != 0 {
+        let off: usize = if item.format_len == 56 { 24 } else { 20 };
+        item.rdev = r0
+            .get(off..off.saturating_add(4))
+            .and_then(|b| zerocopy::byteorder::U32::<O>::ref_from_bytes(b).ok())
+            .map(|v| v.get());
+    }
+    if let Some(core) = r1 {
+        item.core = decode_core::<O>(core);
+    }
+    Ok(item)
+}
+
+fn decode_core<O: ByteOrder>(r: &[u8]) -> Option<LogDinodeCore> {
+    let v3 = r.len() >= 176;
+    let mut buf = [0u8; 176];
+    let n = r.len().min(176);
+    if n < XFS_LOG_DINODE_V2_SIZE {
+        return None;
+    }
+    buf.get_mut(..n)?.copy_from_slice(r.get(..n)?);
+    let d = XfsLogDinode::<O>::ref_from_bytes(&buf[..]).ok()?;
+    let flags2 = d.di_flags2.get();
+    let nrext64 = v3 && flags2 & crate::xfs::format::dinode::XFS_DIFLAG2_NREXT64 != 0;
+    Some(LogDinodeCore {
+        magic: d.di_magic.get(),
+        mode: d.di_mode.get(),
+        version: d.di_version,
+        format: d.di_format,
+        uid: d.di_uid.get(),
+        gid: d.di_gid.get(),
+        nlink: d.di_nlink.get(),
+        size: d.di_size.get(),
+        nblocks: d.di_nblocks.get(),
+        extsize: d.di_extsize.get(),
+        nextents: if nrext64 {
+            d.di_big_nextents.get()
+        } else {
+            u64::from(d.di_nextents.get())
+        },
+        anextents: if nrext64 {
+            d.di_nextents.get()
+        } else {
+            u32::from(d.di_anextents.get())
+        },
+        forkoff: d.di_forkoff,
+        aformat: d.di_aformat,
+        flags: d.di_flags.get(),
+        gen: d.di_gen.get(),
+        flags2: v3.then_some(flags2),
+        ino: v3.then(|| d.di_ino.get()),
+    })
+}
+
+fn decode_extent_free<O: ByteOrder>(r0: &[u8]) -> Result<ExtentFreeItem, String> {
+    let h: &XfsEfiLogFormat<O> = read(r0, "efi/efd")?;
+    let n = h.efi_nextents.get();
+    let nu = usize::try_from(n).unwrap_or(usize::MAX);
+    let rest = r0.get(16..).unwrap_or(&[]);
+    let (bits, size) = if rest.len() == nu.saturating_mul(16) {
+        (64, 16)
+    } else if rest.len() == nu.saturating_mul(12) {
+        (32, 12)
+    } else {
+        return Err(format!(
+            "extent-free item of {n} extents is {} bytes: neither 16 + 16·n nor 16 + 12·n",
+            r0.len()
+        ));
+    };
+    let extents = rest
+        .chunks_exact(size)
+        .filter_map(|c| {
+            XfsExtent32::<O>::ref_from_prefix(c)
+                .ok()
+                .map(|(e, _)| FreeExtent {
+                    start: e.ext_start.get(),
+                    len: e.ext_len.get(),
+                })
+        })
+        .collect();
+    Ok(ExtentFreeItem {
+        id: h.efi_id.get(),
+        nextents: n,
+        extent_bits: bits,
+        extents,
+    })
+}
+
+fn decode_attri<O: ByteOrder>(r0: &[u8], r1: Option<&[u8]>) -> Result<AttriItem, String> {
+    let a: &XfsAttriLogFormat<O> = read(r0, "attri")?;
+    let op_flags = a.alfi_op_flags.get();
+    let op = attri_op(op_flags);
+    let raw_len = a.alfi_name_len.get();
+    let (name_len, new_name_len) = if op_flags & 0xff == 6 {
+        // Two u16s in host order at @28 and @30.
+        let o = r0.get(28..32).unwrap_or(&[0; 4]);
+        let lo = zerocopy::byteorder::U16::<O>::ref_from_bytes(o.get(..2).unwrap_or(&[0; 2]))
+            .map(|v| v.get())
+            .unwrap_or(0);
+        let hi = zerocopy::byteorder::U16::<O>::ref_from_bytes(o.get(2..).unwrap_or(&[0; 2]))
+            .map(|v| v.get())
+            .unwrap_or(0);
+        (u32::from(lo), Some(u32::from(hi)))
+    } else {
+        (raw_len, None)
+    };
+    let name = r1.map(|n| {
+        let k = usize::try_from(name_len).unwrap_or(0).min(n.len()).min(256);
+        String::from_utf8_lossy(n.get(..k).unwrap_or(&[])).into_owned()
+    });
+    Ok(AttriItem {
+        id: a.alfi_id.get(),
+        ino: a.alfi_ino.get(),
+        igen: a.alfi_igen.get(),
+        op_flags,
+        op,
+        name_len,
+        new_name_len,
+        value_len: a.alfi_value_len.get(),
+        attr_filter: a.alfi_attr_filter.get(),
+        name,
+    })
+}
+
+/// An intent, where it is, and what it promised.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IntentRef {
+    pub kind: ItemKind,
+    pub id: u64,
+    pub tid: u32,
+    #[serde(flatten)]
+    pub at: ItemRef,
+}
+
+/// Link every done item to the latest earlier unfinished intent of its
+/// type with its id (ids are kernel addresses and are reused). Returns the
+/// intents left without a done item and the number of done items whose
+/// intent lies before the tail.
+pub fn pair_intents(ts: &mut [super::Transaction]) -> (Vec<IntentRef>, u64) {
+    let mut open: HashMap<(u16, u64), Vec<ItemRef>> = HashMap::new();
+    let mut pairs: Vec<(ItemRef, ItemRef)> = Vec::new();
+    let mut orphans = 0u64;
+    for (ti, t) in ts.iter().enumerate() {
+        let ti = u32::try_from(ti).unwrap_or(u32::MAX);
+        for (ii, item) in t.items.iter().enumerate() {
+            let at = ItemRef {
+                transaction: ti,
+                item: u32::try_from(ii).unwrap_or(u32::MAX),
+            };
+            let Some(id) = item.intent_id() else { continue };
+            if item.kind.is_intent() {
+                open.entry((item.kind.0, id)).or_default().push(at);
+            } else if let Some(ik) = item.kind.intent_of_done() {
+                match open.get_mut(&(ik.0, id)).and_then(Vec::pop) {
+                    Some(intent) => pairs.push((intent, at)),
+                    None => orphans = orphans.saturating_add(1),
+                }
+            }
+        }
+    }
+    fn get(ts: &mut [super::Transaction], r: ItemRef) -> Option<&mut Item> {
+        ts.get_mut(usize::try_from(r.transaction).ok()?)?
+            .items
+            .get_mut(usize::try_from(r.item).ok()?)
+    }
+    for (intent, done) in pairs {
+        if let Some(i) = get(ts, intent) {
+            i.link = Some(done);
+        }
+        if let Some(d) = get(ts, done) {
+            d.link = Some(intent);
+        }
+    }
+    let mut left: Vec<IntentRef> = open
+        .into_iter()
+        .flat_map(|((k, id), refs)| refs.into_iter().map(move |r| (k, id, r)))
+        .map(|(k, id, r)| IntentRef {
+            kind: ItemKind(k),
+            id,
+            tid: ts
+                .get(usize::try_from(r.transaction).unwrap_or(usize::MAX))
+                .map(|t| t.tid)
+                .unwrap_or(0),
+            at: r,
+        })
+        .collect();
+    left.sort_by_key(|i| (i.at.transaction, i.at.item));
+    (left, orphans)
+}
+
+/// An item as JSON, with its bitmap runs (and, given a context, the fields
+/// each run covers).
+pub struct ItemJson<'a> {
+    pub item: &'a Item,
+    pub ctx: Option<&'a ItemContext>,
+}
+
+impl Serialize for ItemJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let it = self.item;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("kind", &it.kind)?;
+        m.serialize_entry("regions", &it.regions)?;
+        if it.declared != it.regions {
+            m.serialize_entry("declared_regions", &it.declared)?;
+        }
+        m.serialize_entry("region_lens", &it.region_lens)?;
+        match &it.body {
+            ItemBody::Buf(b) => {
+                m.serialize_entry("blkno", &b.blkno)?;
+                m.serialize_entry("len", &b.len)?;
+                m.serialize_entry("flags", &b.flags)?;
+                m.serialize_entry("buf_type", buf_type_name(b.buf_type))?;
+                m.serialize_entry("cancel", &b.cancel())?;
+                if b.flags & XFS_BLF_INODE_BUF != 0 {
+                    m.serialize_entry("inode_buf", &true)?;
+                }
+                let dq = b.flags & (XFS_BLF_UDQUOT_BUF | XFS_BLF_PDQUOT_BUF | XFS_BLF_GDQUOT_BUF);
+                if dq != 0 {
+                    m.serialize_entry("dquot_flags", &dq)?;
+                }
+                m.serialize_entry("map_size", &b.map_size)?;
+                let runs = b.runs();
+                m.serialize_entry("runs", &runs)?;
+                let fit = fit_regions(&b.map, it.region_lens.get(1..).unwrap_or(&[]));
+                if fit.straddles > 0 {
+                    m.serialize_entry("straddles", &fit.straddles)?;
+                }
+                if let Some(p) = &fit.problem {
+                    m.serialize_entry("problem", p)?;
+                }
+                if let Some(ctx) = self.ctx {
+                    let fields: Vec<Vec<String>> = runs
+                        .iter()
+                        .map(|r| bitmap::describe_run(b, *r, ctx))
+                        .collect();
+                    m.serialize_entry("run_fields", &fields)?;
+                }
+            }
+            ItemBody::Inode(i) => {
+                m.serialize_entry("ino", &i.ino)?;
+                m.serialize_entry("fields", &i.fields)?;
+                m.serialize_entry("dsize", &i.dsize)?;
+                m.serialize_entry("asize", &i.asize)?;
+                m.serialize_entry("blkno", &i.blkno)?;
+                m.serialize_entry("cluster_len", &i.cluster_len)?;
+                m.serialize_entry("boffset", &i.boffset)?;
+                if let Some(r) = i.rdev {
+                    m.serialize_entry("rdev", &r)?;
+                }
+                if i.format_len != 56 {
+                    m.serialize_entry("format_len", &i.format_len)?;
+                }
+                if let Some(c) = &i.core {
+                    m.serialize_entry("core", c)?;
+                }
+            }
+            ItemBody::Icreate(c) => {
+                m.serialize_entry("ag", &c.ag)?;
+                m.serialize_entry("agbno", &c.agbno)?;
+                m.serialize_entry("count", &c.count)?;
+                m.serialize_entry("isize", &c.isize)?;
+                m.serialize_entry("length", &c.length)?;
+                m.serialize_entry("gen", &c.gen)?;
+            }
+            ItemBody::ExtentFree(e) => {
+                m.serialize_entry("id", &e.id)?;
+                m.serialize_entry("nextents", &e.nextents)?;
+                if e.extent_bits != 64 {
+                    m.serialize_entry("extent_bits", &e.extent_bits)?;
+                }
+                m.serialize_entry("extents", &e.extents)?;
+            }
+            ItemBody::MapIntent(e) => {
+                m.serialize_entry("id", &e.id)?;
+                m.serialize_entry("nextents", &e.nextents)?;
+                m.serialize_entry("extents", &e.extents)?;
+            }
+            ItemBody::RefcountIntent(e) => {
+                m.serialize_entry("id", &e.id)?;
+                m.serialize_entry("nextents", &e.nextents)?;
+                m.serialize_entry("extents", &e.extents)?;
+            }
+            ItemBody::Done(d) => m.serialize_entry("id", &d.id)?,
+            ItemBody::Attri(a) => {
+                m.serialize_entry("id", &a.id)?;
+                m.serialize_entry("ino", &a.ino)?;
+                m.serialize_entry("igen", &a.igen)?;
+                m.serialize_entry("op", a.op)?;
+                m.serialize_entry("op_flags", &a.op_flags)?;
+                m.serialize_entry("name_len", &a.name_len)?;
+                if let Some(n) = a.new_name_len {
+                    m.serialize_entry("new_name_len", &n)?;
+                }
+                m.serialize_entry("value_len", &a.value_len)?;
+                m.serialize_entry("attr_filter", &a.attr_filter)?;
+                if let Some(n) = &a.name {
+                    m.serialize_entry("name", n)?;
+                }
+            }
+            ItemBody::Xmi(x) => {
+                m.serialize_entry("id", &x.id)?;
+                m.serialize_entry("inode1", &x.inode1)?;
+                m.serialize_entry("inode2", &x.inode2)?;
+                m.serialize_entry("igen1", &x.igen1)?;
+                m.serialize_entry("igen2", &x.igen2)?;
+                m.serialize_entry("startoff1", &x.startoff1)?;
+                m.serialize_entry("startoff2", &x.startoff2)?;
+                m.serialize_entry("blockcount", &x.blockcount)?;
+                m.serialize_entry("flags", &x.flags)?;
+                m.serialize_entry("isize1", &x.isize1)?;
+                m.serialize_entry("isize2", &x.isize2)?;
+            }
+            ItemBody::Dquot(q) => {
+                m.serialize_entry("id", &q.id)?;
+                m.serialize_entry("blkno", &q.blkno)?;
+                m.serialize_entry("len", &q.len)?;
+                m.serialize_entry("boffset", &q.boffset)?;
+                if let Some(t) = q.dq_type {
+                    m.serialize_entry("dq_type", &t)?;
+                }
+            }
+            ItemBody::Quotaoff(q) => m.serialize_entry("qflags", &q.flags)?,
+            ItemBody::Unknown => m.serialize_entry("type_code", &it.kind.0)?,
+            ItemBody::Corrupt(msg) => {
+                m.serialize_entry("type_code", &it.kind.0)?;
+                m.serialize_entry("problem", msg)?;
+            }
+        }
+        if it.regions != it.declared {
+            m.serialize_entry(
+                "problem",
+                &format!("{} of {} regions present", it.regions, it.declared),
+            )?;
+        }
+        if it.kind.is_intent() {
+            m.serialize_entry("done", &it.link)?;
+        } else if let Some(l) = &it.link {
+            m.serialize_entry("intent", l)?;
+        }
+        m.end()
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ItemContext {
+        ItemContext {
+            v5: true,
+            blocklog: 12,
+            blocksize: 4096,
+            sectsize: 512,
+            inodesize: 512,
+            inopblog: 3,
+            agblocks: 4096,
+            agblklog: 12,
+            ftype: true,
+            dir_names: true,
+        }
+    }
+
+    fn le16(v: u16) -> [u8; 2] {
+        v.to_le_bytes()
+    }
+
+    #[test]
+    fn buffer_item_from_the_spec_example() {
+        let r0 = vec![
+            0x3c, 0x12, 0x02, 0x00, 0x00, 0x28, 0x01, 0x00, 0x01, 0x60, 0x09, 0, 0, 0, 0, 0, 1, 0,
+            0, 0, 1, 0, 0, 0,
+        ];
+        let item = decode_item(&[r0, vec![0; 128]], 2, Order::Little, &ctx());
+        assert_eq!(item.kind.name(), "buf");
+        let ItemBody::Buf(b) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!(b.blkno, 614_401);
+        assert_eq!(b.buf_type, XFS_BLFT_AGF_BUF);
+        assert_eq!(b.runs(), vec![Run { first: 0, count: 1 }]);
+        assert_eq!(item.problem(), None);
+        let f = bitmap::describe_run(b, Run { first: 0, count: 1 }, &ctx());
+        assert!(f.contains(&"agf_freeblks".to_string()), "{f:?}");
+    }
+
+    #[test]
+    fn big_endian_writer_is_honoured() {
+        let mut r0 = vec![0u8; 24];
+        r0[0..2].copy_from_slice(&XFS_LI_BUF.to_be_bytes());
+        r0[2..4].copy_from_slice(&2u16.to_be_bytes());
+        r0[4..6].copy_from_slice(&0x3800u16.to_be_bytes());
+        r0[6..8].copy_from_slice(&1u16.to_be_bytes());
+        r0[8..16].copy_from_slice(&2i64.to_be_bytes());
+        r0[16..20].copy_from_slice(&1u32.to_be_bytes());
+        r0[20..24].copy_from_slice(&0x6u32.to_be_bytes());
+        let item = decode_item(&[r0, vec![0; 256]], 2, Order::Big, &ctx());
+        let ItemBody::Buf(b) = &item.body else {
+            panic!()
+        };
+        assert_eq!(b.buf_type, XFS_BLFT_AGI_BUF);
+        assert_eq!(b.runs(), vec![Run { first: 1, count: 2 }]);
+        let f = bitmap::describe_run(b, Run { first: 1, count: 2 }, &ctx());
+        assert!(f.iter().any(|s| s.starts_with("agi_unlinked[")), "{f:?}");
+    }
+
+    #[test]
+    fn extent_free_items_in_both_layouts() {
+        let mut r = Vec::new();
+        r.extend_from_slice(&le16(XFS_LI_EFI));
+        r.extend_from_slice(&le16(1));
+        r.extend_from_slice(&2u32.to_le_bytes());
+        r.extend_from_slice(&0xffff_8881_530e_e6c0u64.to_le_bytes());
+        let mut r64 = r.clone();
+        let mut r32 = r.clone();
+        for (s, l) in [(100u64, 8u32), (200, 16)] {
+            r64.extend_from_slice(&s.to_le_bytes());
+            r64.extend_from_slice(&l.to_le_bytes());
+            r64.extend_from_slice(&0u32.to_le_bytes());
+            r32.extend_from_slice(&s.to_le_bytes());
+            r32.extend_from_slice(&l.to_le_bytes());
+        }
+        for (reg, bits) in [(r64, 64), (r32, 32)] {
+            let item = decode_item(&[reg], 1, Order::Little, &ctx());
+            let ItemBody::ExtentFree(e) = &item.body else {
+                panic!("{:?}", item.body)
+            };
+            assert_eq!(e.extent_bits, bits);
+            assert_eq!(e.id, 0xffff_8881_530e_e6c0);
+            assert_eq!(
+                e.extents[1],
+                FreeExtent {
+                    start: 200,
+                    len: 16
+                }
+            );
+        }
+        let item = decode_item(&[r], 1, Order::Little, &ctx());
+        assert!(matches!(item.body, ItemBody::Corrupt(_)));
+    }
+
+    #[test]
+    fn inode_item_56_and_52() {
+        let mut r = vec![0u8; 56];
+        r[0..2].copy_from_slice(&le16(XFS_LI_INODE));
+        r[2..4].copy_from_slice(&le16(3));
+        r[4..8].copy_from_slice(&0x13u32.to_le_bytes());
+        r[10..12].copy_from_slice(&le16(20));
+        r[16..24].copy_from_slice(&0x8080u64.to_le_bytes());
+        r[24..28].copy_from_slice(&0x0103u32.to_le_bytes());
+        let mut core = vec![0u8; 176];
+        core[0..2].copy_from_slice(&le16(0x494e));
+        core[2..4].copy_from_slice(&le16(0o40755));
+        core[56..64].copy_from_slice(&6u64.to_le_bytes());
+        let item = decode_item(
+            &[r.clone(), core.clone(), vec![0; 20]],
+            3,
+            Order::Little,
+            &ctx(),
+        );
+        let ItemBody::Inode(i) = &item.body else {
+            panic!()
+        };
+        assert_eq!(i.ino, 0x8080);
+        assert_eq!(i.dsize, 20);
+        assert_eq!(i.rdev, Some(0x103));
+        let c = i.core.as_ref().unwrap();
+        assert_eq!((c.magic, c.mode, c.size), (0x494e, 0o40755, 6));
+        // 32-bit layout: no ilf_pad.
+        let mut r32 = vec![0u8; 52];
+        r32[0..12].copy_from_slice(&r[0..12]);
+        r32[12..20].copy_from_slice(&0x8081u64.to_le_bytes());
+        let item = decode_item(&[r32, core], 2, Order::Little, &ctx());
+        let ItemBody::Inode(i) = &item.body else {
+            panic!()
+        };
+        assert_eq!((i.ino, i.format_len), (0x8081, 52));
+        let item = decode_item(&[vec![0x3b, 0x12, 1, 0]], 1, Order::Little, &ctx());
+        assert!(matches!(item.body, ItemBody::Corrupt(_)));
+    }
+
+    #[test]
+    fn intents_pair_with_done_items() {
+        let efi = |id: u64, kind: u16| {
+            let mut r = Vec::new();
+            r.extend_from_slice(&le16(kind));
+            r.extend_from_slice(&le16(1));
+            r.extend_from_slice(&0u32.to_le_bytes());
+            r.extend_from_slice(&id.to_le_bytes());
+            decode_item(&[r], 1, Order::Little, &ctx())
+        };
+        let t = |items: Vec<Item>| super::super::Transaction {
+            items,
+            ..super::super::Transaction::empty(1)
+        };
+        let mut ts = vec![
+            t(vec![efi(7, XFS_LI_EFI), efi(8, XFS_LI_EFI)]),
+            t(vec![efi(7, XFS_LI_EFD), efi(9, XFS_LI_EFD)]),
+        ];
+        let (left, orphans) = pair_intents(&mut ts);
+        assert_eq!(orphans, 1);
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, 8);
+        assert_eq!(
+            ts[0].items[0].link,
+            Some(ItemRef {
+                transaction: 1,
+                item: 0
+            })
+        );
+        assert_eq!(
+            ts[1].items[0].link,
+            Some(ItemRef {
+                transaction: 0,
+                item: 0
+            })
+        );
+    }
+
+    #[test]
+    fn dir_entries_are_found_by_their_tags() {
+        // A v5 data block chunk 0..2: header (64 bytes), then "a" and "bcd".
+        let mut blk = vec![0u8; 256];
+        blk[0..4].copy_from_slice(b"XDD3");
+        // entry at 64: ino 8, namelen 1, "a", ftype, pad, tag 64
+        blk[64..72].copy_from_slice(&131u64.to_be_bytes());
+        blk[72] = 1;
+        blk[73] = b'a';
+        blk[74] = 1;
+        blk[78..80].copy_from_slice(&64u16.to_be_bytes());
+        // entry at 80: "bcd": 8+1+3+1+2 = 15 -> 16
+        blk[80..88].copy_from_slice(&132u64.to_be_bytes());
+        blk[88] = 3;
+        blk[89..92].copy_from_slice(b"bcd");
+        blk[94..96].copy_from_slice(&80u16.to_be_bytes());
+        // free space at 96 to 256
+        blk[96..98].copy_from_slice(&0xffffu16.to_be_bytes());
+        blk[98..100].copy_from_slice(&160u16.to_be_bytes());
+        blk[254..256].copy_from_slice(&96u16.to_be_bytes());
+        let mut out = Vec::new();
+        scan_dir_run(&blk, 0, 64, true, &mut out);
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert_eq!(out[0].name.as_deref(), Some("a"));
+        assert_eq!(out[1].name.as_deref(), Some("bcd"));
+        assert_eq!(
+            (out[2].offset, out[2].len, out[2].name.is_none()),
+            (96, 160, true)
+        );
+        // The second chunk alone still finds the free space by its tag.
+        let mut out = Vec::new();
+        scan_dir_run(&blk[128..], 128, 64, true, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn hostile_regions_never_panic() {
+        for t in [
+            XFS_LI_BUF,
+            XFS_LI_INODE,
+            XFS_LI_ICREATE,
+            XFS_LI_EFI,
+            XFS_LI_EFD,
+            XFS_LI_RUI,
+            XFS_LI_RUD,
+            XFS_LI_CUI,
+            XFS_LI_CUD,
+            XFS_LI_BUI,
+            XFS_LI_BUD,
+            XFS_LI_ATTRI,
+            XFS_LI_ATTRD,
+            XFS_LI_XMI,
+            XFS_LI_XMD,
+            XFS_LI_DQUOT,
+            XFS_LI_QUOTAOFF,
+            0x9999,
+        ] {
+            for len in [0usize, 2, 4, 15, 16, 20, 24, 52, 56, 88, 200] {
+                let mut r = vec![0xffu8; len];
+                if len >= 2 {
+                    r[0..2].copy_from_slice(&le16(t));
+                }
+                let item = decode_item(&[r, vec![0xff; 7]], 2, Order::Little, &ctx());
+                let _ = serde_json::to_string(&ItemJson {
+                    item: &item,
+                    ctx: Some(&ctx()),
+                })
+                .unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a checkpoint logged, counted: per transaction and for the whole
+//! live log, items, regions and bytes by item kind, and for buffers by
+//! buffer type the dirty chunks, runs, bytes, and how many regions a
+//! walk one chunk at a time would visit against one run at a time.
+
+use super::bitmap::{chunks_dirty, fit_regions, runs};
+use super::items::{buf_type_name, ItemBody};
+use super::Transaction;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KindTotals {
+    pub items: u64,
+    pub regions: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BufTotals {
+    pub items: u64,
+    /// Cancelled (freed) buffers: they log no data.
+    pub cancelled: u64,
+    pub chunks_dirty: u64,
+    pub runs: u64,
+    /// Bytes of data regions.
+    pub bytes_logged: u64,
+    /// Regions visited walking the bitmap one 128-byte chunk at a time.
+    pub regions_chunkwise: u64,
+    /// Regions visited walking it one run at a time.
+    pub regions_runwise: u64,
+    /// Runs logged as several regions (page-crossing runs).
+    pub straddles: u64,
+}
+
+impl BufTotals {
+    fn add(&mut self, o: &BufTotals) {
+        self.items = self.items.saturating_add(o.items);
+        self.cancelled = self.cancelled.saturating_add(o.cancelled);
+        self.chunks_dirty = self.chunks_dirty.saturating_add(o.chunks_dirty);
+        self.runs = self.runs.saturating_add(o.runs);
+        self.bytes_logged = self.bytes_logged.saturating_add(o.bytes_logged);
+        self.regions_chunkwise = self.regions_chunkwise.saturating_add(o.regions_chunkwise);
+        self.regions_runwise = self.regions_runwise.saturating_add(o.regions_runwise);
+        self.straddles = self.straddles.saturating_add(o.straddles);
+    }
+}
+
+/// Counts for one transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TransStats {
+    pub ops: u64,
+    pub items: u64,
+    pub regions: u64,
+    /// Payload bytes of all ops (transaction header and item regions).
+    pub bytes: u64,
+    pub by_kind: BTreeMap<&'static str, KindTotals>,
+    pub buffers: BufTotals,
+    pub by_buf_type: BTreeMap<&'static str, BufTotals>,
+}
+
+impl TransStats {
+    pub fn of(t: &Transaction) -> TransStats {
+        let mut s = TransStats {
+            ops: u64::from(t.ops),
+            items: u64::try_from(t.items.len()).unwrap_or(u64::MAX),
+            bytes: t.op_bytes,
+            ..TransStats::default()
+        };
+        for it in &t.items {
+            s.regions = s.regions.saturating_add(u64::from(it.regions));
+            let k = s.by_kind.entry(it.kind.name()).or_default();
+            k.items = k.items.saturating_add(1);
+            k.regions = k.regions.saturating_add(u64::from(it.regions));
+            k.bytes = k.bytes.saturating_add(it.bytes());
+            if let ItemBody::Buf(b) = &it.body {
+                let data = it.region_lens.get(1..).unwrap_or(&[]);
+                let chunks = u64::from(chunks_dirty(&b.map));
+                let nruns = u64::try_from(runs(&b.map).len()).unwrap_or(0);
+                let one = BufTotals {
+                    items: 1,
+                    cancelled: u64::from(b.cancel()),
+                    chunks_dirty: chunks,
+                    runs: nruns,
+                    bytes_logged: data.iter().map(|l| u64::from(*l)).sum(),
+                    regions_chunkwise: chunks,
+                    regions_runwise: nruns,
+                    straddles: u64::from(fit_regions(&b.map, data).straddles),
+                };
+                s.buffers.add(&one);
+                s.by_buf_type
+                    .entry(buf_type_name(b.buf_type))
+                    .or_default()
+                    .add(&one);
+            }
+        }
+        s
+    }
+}
+
+/// Counts for the whole live log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LogStats {
+    pub transactions: u64,
+    pub ops: u64,
+    pub items: u64,
+    pub regions: u64,
+    pub bytes: u64,
+    pub by_kind: BTreeMap<&'static str, KindTotals>,
+    pub buffers: BufTotals,
+    pub by_buf_type: BTreeMap<&'static str, BufTotals>,
+}
+
+impl LogStats {
+    pub fn of(ts: &[Transaction]) -> LogStats {
+        let mut s = LogStats::default();
+        for t in ts {
+            let one = TransStats::of(t);
+            s.transactions = s.transactions.saturating_add(1);
+            s.ops = s.ops.saturating_add(one.ops);
+            s.items = s.items.saturating_add(one.items);
+            s.regions = s.regions.saturating_add(one.regions);
+            s.bytes = s.bytes.saturating_add(one.bytes);
+            for (k, v) in one.by_kind {
+                let e = s.by_kind.entry(k).or_default();
+                e.items = e.items.saturating_add(v.items);
+                e.regions = e.regions.saturating_add(v.regions);
+                e.bytes = e.bytes.saturating_add(v.bytes);
+            }
+            s.buffers.add(&one.buffers);
+            for (k, v) in one.by_buf_type {
+                s.by_buf_type.entry(k).or_default().add(&v);
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,671 @@
+//! Operations and transactions: the ops of every record between tail and
+//! head, regions split across records put back together, the transaction
+//! header, and the regions grouped into items by each item's own region
+//! count, as recovery does (`xlog_recover_process_data` and its helpers).
+//!
+//! ```text
+//!  START (len 0) | TRANS header (16) | item regions ... | COMMIT (len 0)
+//!  a region too big for the rest of a record: CONTINUE piece, then
+//!  WAS_CONT(|CONTINUE) pieces in the next records, the last with END
+//! ```
+//!
+//! Ops of different transactions interleave, so state is kept per ticket
+//! id. A transaction is complete at its COMMIT op; the LSN recovery uses
+//! for it is that of the record holding its START op.
+
+use super::find::{HeadTail, TailMove};
+use super::items::{decode_item, Item, Order};
+use super::record::{btobb, RecordHeader, RecordReader};
+use super::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
+use crate::xfs::error::{Error, Result};
+use crate::xfs::format::log::*;
+use crate::xfs::fs::be32;
+use crate::xfs::read::ReadAt;
+use crate::xfs::types::Lsn;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The largest region kept; anything bigger is cut (and reported).
+pub const MAX_REGION_BYTES: usize = 4 << 20;
+
+/// `xfs_trans_header`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TransHeader {
+    /// `th_type`: 40 (CHECKPOINT) on current kernels.
+    pub type_: u32,
+    pub tid: u32,
+    /// For checkpoints, the number of regions.
+    pub num_items: u32,
+}
+
+/// One transaction (a checkpoint, on any kernel since 2.6.35's delayed
+/// logging became the only mode).
+#[derive(Clone, Debug)]
+pub struct Transaction {
+    /// Ticket id shared by all its ops.
+    pub tid: u32,
+    /// LSN of the record holding the START op.
+    pub start_lsn: Lsn,
+    /// LSN of the record holding the COMMIT op (`None`: not committed).
+    pub commit_lsn: Option<Lsn>,
+    pub header: Option<TransHeader>,
+    /// Byte order of its items.
+    pub order: Order,
+    /// Op headers, START and COMMIT included.
+    pub ops: u32,
+    /// Payload bytes of all ops.
+    pub op_bytes: u64,
+    pub items: Vec<Item>,
+    pub problems: Vec<String>,
+}
+
+impl Transaction {
+    pub fn empty(tid: u32) -> Transaction {
+        Transaction {
+            tid,
+            start_lsn: Lsn { cycle: 0, block: 0 },
+            commit_lsn: None,
+            header: None,
+            order: Order::Little,
+            ops: 0,
+            op_bytes: 0,
+            items: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Regions of all items.
+    pub fn regions(&self) -> u64 {
+        self.items.iter().map(|i| u64::from(i.regions)).sum()
+    }
+}
+
+/// An item being filled with regions.
+struct Pending {
+    declared: u16,
+    regions: Vec<Vec<u8>>,
+}
+
+struct Open {
+    t: Transaction,
+    /// Bytes of a transaction header seen so far (it can be split).
+    header: Vec<u8>,
+    header_done: bool,
+    pending: Option<Pending>,
+}
+
+/// Reassembles transactions from the ops of consecutive records.
+pub struct Assembler {
+    ctx: ItemContext,
+    open: HashMap<u32, Open>,
+    pub done: Vec<Transaction>,
+    pub problems: Vec<Problem>,
+    /// Ops of transactions that started before the tail, and unmount ops.
+    pub skipped_ops: u64,
+    pub unmount_records: u64,
+}
+
+fn flags_text(f: u8) -> String {
+    let names = [
+        (XLOG_START_TRANS, "START"),
+        (XLOG_COMMIT_TRANS, "COMMIT"),
+        (XLOG_CONTINUE_TRANS, "CONTINUE"),
+        (XLOG_WAS_CONT_TRANS, "WAS_CONT"),
+        (XLOG_END_TRANS, "END"),
+        (XLOG_UNMOUNT_TRANS, "UNMOUNT"),
+    ];
+    let v: Vec<&str> = names
+        .iter()
+        .filter(|(b, _)| f & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    format!("{f:#04x} ({})", v.join("|"))
+}
+
+impl Open {
+    fn finish_pending(&mut self, ctx: &ItemContext) {
+        if let Some(p) = self.pending.take() {
+            let item = decode_item(&p.regions, p.declared, self.t.order, ctx);
+            self.t.items.push(item);
+        }
+    }
+
+    /// A region that starts something new (flags 0 or CONTINUE).
+    fn add_region(&mut self, payload: &[u8], ctx: &ItemContext) {
+        if payload.is_empty() {
+            return;
+        }
+        if !self.header_done && self.header.is_empty() && self.t.items.is_empty() {
+            self.start_header(payload);
+            return;
+        }
+        if !self.header_done {
+            self.t.problems.push(format!(
+                "a new region arrived while the transaction header had only {} of 16 bytes",
+                self.header.len()
+            ));
+            self.header_done = true;
+        }
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.regions.len() >= usize::from(p.declared))
+        {
+            self.finish_pending(ctx);
+        }
+        match &mut self.pending {
+            Some(p) => p.regions.push(capped(payload, &mut self.t.problems)),
+            None => {
+                let declared = self.t.order.u16(payload, 2).unwrap_or(0);
+                let declared = if declared == 0 || declared > XLOG_MAX_REGIONS_IN_ITEM {
+                    self.t.problems.push(format!(
+                        "item {} declares {declared} regions (1..={XLOG_MAX_REGIONS_IN_ITEM} allowed); taken as 1",
+                        self.t.items.len()
+                    ));
+                    1
+                } else {
+                    declared
+                };
+                self.pending = Some(Pending {
+                    declared,
+                    regions: vec![capped(payload, &mut self.t.problems)],
+                });
+            }
+        }
+    }
+
+    /// A piece continuing the last region (WAS_CONT).
+    fn add_continuation(&mut self, payload: &[u8]) {
+        if !self.header_done {
+            if self.header.is_empty() {
+                self.t
+                    .problems
+                    .push("a continued region arrived before the transaction header".into());
+                return;
+            }
+            let room = 16usize.saturating_sub(self.header.len());
+            if payload.len() > room {
+                self.t.problems.push(format!(
+                    "transaction header continued with {} bytes, only {room} missing",
+                    payload.len()
+                ));
+            }
+            self.header
+                .extend_from_slice(payload.get(..room.min(payload.len())).unwrap_or(&[]));
+            if self.header.len() >= 16 {
+                self.end_header();
+            }
+            return;
+        }
+        let Some(last) = self.pending.as_mut().and_then(|p| p.regions.last_mut()) else {
+            self.t
+                .problems
+                .push("a continued region arrived with no region to continue".into());
+            return;
+        };
+        let room = MAX_REGION_BYTES.saturating_sub(last.len());
+        if payload.len() > room {
+            self.t.problems.push(format!(
+                "a region grew past {MAX_REGION_BYTES} bytes; the rest is dropped"
+            ));
+        }
+        last.extend_from_slice(payload.get(..room.min(payload.len())).unwrap_or(&[]));
+    }
+
+    fn start_header(&mut self, payload: &[u8]) {
+        let le = payload
+            .get(..4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_le_bytes);
+        let be = be32(payload, 0);
+        let order = self.t.order;
+        if le == Some(XFS_TRANS_HEADER_MAGIC) && be != Some(XFS_TRANS_HEADER_MAGIC) {
+            if order != Order::Little {
+                self.t.problems.push(
+                    "h_fmt says big-endian but the transaction header is little-endian".into(),
+                );
+                self.t.order = Order::Little;
+            }
+        } else if be == Some(XFS_TRANS_HEADER_MAGIC) {
+            if order != Order::Big {
+                self.t.problems.push(
+                    "h_fmt says little-endian but the transaction header is big-endian".into(),
+                );
+                self.t.order = Order::Big;
+            }
+        } else if payload.len() >= 4 {
+            self.t.problems.push(format!(
+                "transaction header magic is {:#010x}, expected \"TRAN\"",
+                be.unwrap_or(0)
+            ));
+        }
+        if payload.len() > 16 {
+            self.t.problems.push(format!(
+                "transaction header region is {} bytes, expected 16",
+                payload.len()
+            ));
+        }
+        self.header
+            .extend_from_slice(payload.get(..16.min(payload.len())).unwrap_or(&[]));
+        if self.header.len() >= 16 {
+            self.end_header();
+        }
+    }
+
+    fn end_header(&mut self) {
+        self.header_done = true;
+        let o = self.t.order;
+        let h = &self.header;
+        self.t.header = Some(TransHeader {
+            type_: o.u32(h, 4).unwrap_or(0),
+            tid: o.u32(h, 8).unwrap_or(0),
+            num_items: o.u32(h, 12).unwrap_or(0),
+        });
+    }
+
+    fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext) -> Transaction {
+        self.finish_pending(ctx);
+        if !self.header_done {
+            self.t.problems.push(if self.header.is_empty() {
+                "no transaction header".to_string()
+            } else {
+                format!(
+                    "transaction header has only {} of 16 bytes",
+                    self.header.len()
+                )
+            });
+        }
+        self.t.commit_lsn = commit;
+        self.t
+    }
+}
+
+fn capped(payload: &[u8], problems: &mut Vec<String>) -> Vec<u8> {
+    if payload.len() > MAX_REGION_BYTES {
+        problems.push(format!(
+            "a region of {} bytes was cut to {MAX_REGION_BYTES}",
+            payload.len()
+        ));
+    }
+    payload
+        .get(..payload.len().min(MAX_REGION_BYTES))
+        .unwrap_or(&[])
+        .to_vec()
+}
+
+impl Assembler {
+    pub fn new(ctx: ItemContext) -> Assembler {
+        Assembler {
+            ctx,
+            open: HashMap::new(),
+            done: Vec::new(),
+            problems: Vec::new(),
+            skipped_ops: 0,
+            unmount_records: 0,
+        }
+    }
+
+    fn problem(&mut self, block: u32, message: String) {
+        if self.problems.len() < 10_000 {
+            self.problems.push(Problem {
+                block: Some(block),
+                message,
+            });
+        }
+    }
+
+    /// Feed the ops of one record (its data already unpacked).
+    pub fn push_record(&mut self, h: &RecordHeader, data: &[u8]) {
+        let order = Order::of_fmt(h.fmt);
+        let mut p = 0usize;
+        let end = data.len();
+        let mut left = h.num_logops;
+        while left > 0 && p < end {
+            let Some(op) = data.get(p..p.saturating_add(12)) else {
+                self.problem(
+                    h.blk,
+                    format!(
+                        "record {}: op header at data byte {p} runs past the record ({end} bytes)",
+                        h.lsn
+                    ),
+                );
+                return;
+            };
+            let tid = be32(op, 0).unwrap_or(0);
+            let len = be32(op, 4).unwrap_or(0);
+            let client = op.get(8).copied().unwrap_or(0);
+            let flags = op.get(9).copied().unwrap_or(0);
+            p = p.saturating_add(12);
+            if client != XFS_TRANSACTION && client != XFS_LOG {
+                self.problem(
+                    h.blk,
+                    format!(
+                        "record {}: op at data byte {} has client id {client:#04x} (expected 0x69 or 0xaa); rest of the record skipped",
+                        h.lsn,
+                        p.saturating_sub(12)
+                    ),
+                );
+                return;
+            }
+            let lenu = usize::try_from(len).unwrap_or(usize::MAX);
+            let unmount = flags & XLOG_UNMOUNT_TRANS != 0;
+            let payload = match data.get(p..p.saturating_add(lenu)) {
+                Some(pl) => pl,
+                // Unmount ops of current kernels claim no length.
+                None if unmount => &[],
+                None => {
+                    self.problem(
+                        h.blk,
+                        format!(
+                            "record {}: op of tid {tid:#x} claims {len} bytes but only {} remain; rest of the record skipped",
+                            h.lsn,
+                            end.saturating_sub(p)
+                        ),
+                    );
+                    return;
+                }
+            };
+            self.op(h, order, tid, flags, payload);
+            p = p.saturating_add(payload.len());
+            left = left.saturating_sub(1);
+        }
+    }
+
+    fn op(&mut self, h: &RecordHeader, order: Order, tid: u32, flags: u8, payload: &[u8]) {
+        let ctx = self.ctx;
+        let Some(o) = self.open.get_mut(&tid) else {
+            if flags & XLOG_START_TRANS != 0 {
+                let mut t = Transaction::empty(tid);
+                t.start_lsn = h.lsn;
+                t.order = order;
+                t.ops = 1;
+                t.op_bytes = u64::try_from(payload.len()).unwrap_or(0);
+                self.open.insert(
+                    tid,
+                    Open {
+                        t,
+                        header: Vec::new(),
+                        header_done: false,
+                        pending: None,
+                    },
+                );
+            } else {
+                self.skipped_ops = self.skipped_ops.saturating_add(1);
+                if flags & XLOG_UNMOUNT_TRANS != 0 {
+                    self.unmount_records = self.unmount_records.saturating_add(1);
+                }
+            }
+            return;
+        };
+        o.t.ops = o.t.ops.saturating_add(1);
+        o.t.op_bytes =
+            o.t.op_bytes
+                .saturating_add(u64::try_from(payload.len()).unwrap_or(0));
+        let mut f = flags & !XLOG_END_TRANS;
+        if f & XLOG_WAS_CONT_TRANS != 0 {
+            f &= !XLOG_CONTINUE_TRANS;
+        }
+        match f {
+            0 | XLOG_CONTINUE_TRANS => o.add_region(payload, &ctx),
+            XLOG_WAS_CONT_TRANS => o.add_continuation(payload),
+            XLOG_COMMIT_TRANS => {
+                if let Some(o) = self.open.remove(&tid) {
+                    self.done.push(o.finish(Some(h.lsn), &ctx));
+                }
+            }
+            XLOG_UNMOUNT_TRANS => {
+                // Recovery drops a transaction that meets an unmount op.
+                if let Some(mut o) = self.open.remove(&tid) {
+                    o.t.problems
+                        .push(format!("ended by an unmount op in record {}", h.lsn));
+                    let t = o.finish(None, &ctx);
+                    self.problem(
+                        h.blk,
+                        format!("transaction {tid:#x} ended by an unmount op"),
+                    );
+                    drop(t);
+                }
+            }
+            _ => {
+                o.t.problems.push(format!(
+                    "op in record {} has flags {}, which recovery refuses",
+                    h.lsn,
+                    flags_text(flags)
+                ));
+            }
+        }
+    }
+
+    /// Records were lost between two points: every open transaction may
+    /// miss ops.
+    pub fn gap(&mut self, from: u32, to: u32) {
+        for o in self.open.values_mut() {
+            o.t.problems.push(format!(
+                "log blocks {from}..{to} could not be read as records; ops may be missing"
+            ));
+        }
+    }
+
+    /// Transactions never committed, in start order.
+    pub fn finish(self) -> (Vec<Transaction>, Vec<Transaction>, Vec<Problem>, u64, u64) {
+        let ctx = self.ctx;
+        let mut incomplete: Vec<Transaction> = self
+            .open
+            .into_values()
+            .map(|o| o.finish(None, &ctx))
+            .collect();
+        incomplete.sort_by_key(|t| (t.start_lsn, t.tid));
+        (
+            self.done,
+            incomplete,
+            self.problems,
+            self.skipped_ops,
+            self.unmount_records,
+        )
+    }
+}
+
+/// One record read between tail and head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RecordInfo {
+    pub lsn: Lsn,
+    /// Log block of its header.
+    pub block: u32,
+    /// `h_len`: bytes of data.
+    pub len: u32,
+    pub num_logops: u32,
+    /// Header sectors.
+    pub hblks: u32,
+    pub tail_lsn: Lsn,
+    pub crc: super::CrcCheck,
+}
+
+/// What walking the live log produced.
+pub struct WalkOutput {
+    pub head_tail: HeadTail,
+    pub records: u64,
+    pub record_list: Vec<RecordInfo>,
+    pub records_crc_ok: u64,
+    pub records_no_crc: u64,
+    pub crc_mismatches: Vec<CrcMismatch>,
+    pub transactions: Vec<Transaction>,
+    pub incomplete: Vec<Transaction>,
+    pub problems: Vec<Problem>,
+    pub skipped_ops: u64,
+    pub unmount_records: u64,
+}
+
+/// The first record header after `pos` (not at it) before `head`.
+fn next_header<R: ReadAt>(dev: &LogDev<'_, R>, pos: u32, head: u32) -> Result<Option<u32>> {
+    let start = dev.wrap(pos, 1);
+    let n = dev.distance(start, head);
+    let first = n.min(dev.len_bbs().saturating_sub(start));
+    if let Some(b) = dev.scan_forward(start, first, |i, b| {
+        is_header(b) && super::record::RecordHeader::parse(b, i, dev.is_v2(), dev.len_bbs()).is_ok()
+    })? {
+        return Ok(Some(b));
+    }
+    let rest = n.saturating_sub(first);
+    if rest > 0 {
+        return dev.scan_forward(0, rest, |i, b| {
+            is_header(b)
+                && super::record::RecordHeader::parse(b, i, dev.is_v2(), dev.len_bbs()).is_ok()
+        });
+    }
+    Ok(None)
+}
+
+/// Read every record from tail to head, check its CRC, and reassemble the
+/// transactions. A bad record within 8 log buffers ahead of the head is a
+/// tail overwritten by a partial write: the tail moves past it, as the
+/// kernel does. Other bad records are reported and walked past.
+pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> Result<WalkOutput> {
+    let mut ht = ht.clone();
+    let empty = |ht: HeadTail| WalkOutput {
+        head_tail: ht,
+        records: 0,
+        record_list: Vec::new(),
+        records_crc_ok: 0,
+        records_no_crc: 0,
+        crc_mismatches: Vec::new(),
+        transactions: Vec::new(),
+        incomplete: Vec::new(),
+        problems: Vec::new(),
+        skipped_ops: 0,
+        unmount_records: 0,
+    };
+    if ht.clean || ht.head.block == ht.tail.block {
+        return Ok(empty(ht));
+    }
+    let overwrite_window = btobb(
+        XLOG_MAX_ICLOGS.saturating_mul(
+            ht.last_h_size
+                .clamp(XLOG_HEADER_CYCLE_SIZE, XLOG_MAX_RECORD_BSIZE),
+        ),
+    );
+    let mut reader = RecordReader::new();
+    let mut restarts = 0u32;
+    'restart: loop {
+        let head = ht.head.block;
+        let mut out = empty(ht.clone());
+        let mut asm = Assembler::new(ctx);
+        let mut pos = ht.tail.block;
+        let mut left = dev.distance(pos, head);
+        let mut first = true;
+        while left > 0 {
+            let rec = reader.read(dev, pos);
+            let bad = match &rec {
+                Ok(r) => r.crc.is_bad(),
+                Err(Error::Corrupt { .. }) => true,
+                Err(_) => false,
+            };
+            if bad && dev.distance(head, pos) <= overwrite_window && restarts < 64 {
+                // The tail was overwritten: start again after this record.
+                let to = next_header(dev, pos, head)?.unwrap_or(head);
+                let cycle = dev.cycle(to)?;
+                let from = ht.tail.block;
+                ht.tail = Lsn { cycle, block: to };
+                ht.tail_moved = Some(TailMove {
+                    from,
+                    to,
+                    reason: format!(
+                        "the record at log block {pos} failed its check and lies within {overwrite_window} blocks ahead of the head: an overwritten tail"
+                    ),
+                });
+                restarts = restarts.saturating_add(1);
+                if to == head {
+                    return Ok(empty(ht));
+                }
+                continue 'restart;
+            }
+            let _ = first;
+            first = false;
+            match rec {
+                Ok(r) => {
+                    out.records = out.records.saturating_add(1);
+                    out.record_list.push(RecordInfo {
+                        lsn: r.header.lsn,
+                        block: pos,
+                        len: r.header.len,
+                        num_logops: r.header.num_logops,
+                        hblks: r.header.hblks,
+                        tail_lsn: r.header.tail_lsn,
+                        crc: r.crc,
+                    });
+                    match r.crc {
+                        super::CrcCheck::Ok | super::CrcCheck::OkShortHeader => {
+                            out.records_crc_ok = out.records_crc_ok.saturating_add(1)
+                        }
+                        super::CrcCheck::NotChecksummed => {
+                            out.records_no_crc = out.records_no_crc.saturating_add(1)
+                        }
+                        super::CrcCheck::Bad { stored, computed } => {
+                            out.crc_mismatches.push(CrcMismatch {
+                                lsn: r.header.lsn,
+                                block: pos,
+                                stored,
+                                computed,
+                            });
+                            out.problems.push(Problem {
+                                block: Some(pos),
+                                message: format!(
+                                    "record {} at log block {pos}: CRC stored {stored:#010x}, computed {computed:#010x} (decoded anyway)",
+                                    r.header.lsn
+                                ),
+                            });
+                        }
+                    }
+                    if r.header.lsn.block != pos {
+                        out.problems.push(Problem {
+                            block: Some(pos),
+                            message: format!(
+                                "record at log block {pos} says its LSN is {}",
+                                r.header.lsn
+                            ),
+                        });
+                    }
+                    asm.push_record(&r.header, reader.data());
+                    let n = r.header.total_bbs().max(1);
+                    if n > left {
+                        out.problems.push(Problem {
+                            block: Some(pos),
+                            message: format!(
+                                "record at log block {pos} ({n} blocks) runs {} blocks past the head",
+                                n.saturating_sub(left)
+                            ),
+                        });
+                        break;
+                    }
+                    left = left.saturating_sub(n);
+                    pos = dev.wrap(pos, n);
+                }
+                Err(e @ Error::Corrupt { .. }) => {
+                    out.problems.push(Problem {
+                        block: Some(pos),
+                        message: e.to_string(),
+                    });
+                    match next_header(dev, pos, head)? {
+                        Some(next) => {
+                            asm.gap(pos, next);
+                            left = left.saturating_sub(dev.distance(pos, next));
+                            pos = next;
+                        }
+                        None => {
+                            asm.gap(pos, head);
+                            break;
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let (done, incomplete, problems, skipped, unmounts) = asm.finish();
+        out.transactions = done;
+        out.incomplete = incomplete;
+        out.problems.extend(problems);
+        out.skipped_ops = skipped;
+        out.unmount_records = unmounts;
+        out.head_tail = ht;
+        return Ok(out);
+    }
+}
