@@ -2,9 +2,10 @@
 //! lays out the page.
 
 use crate::web::bridge::Bridge;
+use crate::web::components::log_view::LogPanel;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
-    open_panel::OpenPanel, status::Status, superblock::SuperblockTable,
+    open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
 };
 use crate::web::download::Downloads;
 use crate::web::protocol::{Request, Response};
@@ -122,6 +123,12 @@ pub fn app() -> Html {
                         Route::Ags => {
                             Some(("reading the allocation groups".to_string(), Request::Ags))
                         }
+                        Route::Log(sel) => {
+                            if let Some(i) = sel {
+                                send(Request::LogTransaction { index: *i });
+                            }
+                            Some(("finding and decoding the log".to_string(), Request::Log))
+                        }
                         Route::Superblock | Route::Unknown(_) => None,
                     };
                     if let Some((what, req)) = req {
@@ -204,6 +211,19 @@ pub fn app() -> Html {
         })
     };
 
+    let on_need_rows = {
+        let send = Rc::clone(&send);
+        Callback::from(move |start: u32| {
+            send(Request::LogRows {
+                start,
+                count: crate::web::components::log_view::PAGE,
+            })
+        })
+    };
+    let on_tree_load = {
+        let send = Rc::clone(&send);
+        Callback::from(move |path: String| send(Request::TreeChildren { path }))
+    };
     let view_error = state.view_error.as_ref().map(|(what, msg)| {
         html! { <div class="error" data-testid="view-error" role="alert">{ format!("{what}: {msg}") }</div> }
     });
@@ -232,15 +252,32 @@ pub fn app() -> Html {
                     }
                     (None, None) => html! {},
                 },
+                Route::Log(sel) => match &state.log {
+                    Some(l) => {
+                        html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
+                        selected={*sel} detail={state.log_tx.clone()} on_need_rows={on_need_rows.clone()} /> }
+                    }
+                    None => html! {},
+                },
                 Route::Ags => match &state.ags {
                     Some(a) => html! { <AgList ags={Rc::clone(a)} /> },
                     None => html! {},
                 },
             };
+            let files = matches!(state.route, Route::Path(_) | Route::Inode(_))
+                && opened.fs_error.is_none();
+            let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
                 <Nav route={state.route.clone()} />
                 { for view_error }
-                { main }
+                if files {
+                    <div class="files">
+                        <Tree tree={Rc::new(state.tree.clone())} {current} on_load={on_tree_load.clone()} />
+                        <div class="main">{ main }</div>
+                    </div>
+                } else {
+                    { main }
+                }
             </> }
         }
     };

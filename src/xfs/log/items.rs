@@ -575,8 +575,18 @@ pub fn decode_item(regions: &[Vec<u8>], declared: u16, order: Order, ctx: &ItemC
 
 /// Whether decoding an item of this type looks at its regions after the
 /// format region (the walk keeps only the lengths of the others).
-pub fn needs_data(kind: ItemKind, ctx: &ItemContext) -> bool {
-    ctx.detail || matches!(kind.0, XFS_LI_ATTRI | XFS_LI_DQUOT)
+pub fn needs_data(format: &[u8], order: Order, ctx: &ItemContext) -> bool {
+    let kind = order.u16(format, 0).unwrap_or(0);
+    match kind {
+        XFS_LI_ATTRI | XFS_LI_DQUOT => true,
+        XFS_LI_BUF => {
+            let t = order.u16(format, 4).unwrap_or(0) >> XFS_BLFT_SHIFT;
+            ctx.dir_names
+                && (t == u16::from(XFS_BLFT_DIR_DATA_BUF) || t == u16::from(XFS_BLFT_DIR_BLOCK_BUF))
+        }
+        XFS_LI_INODE => ctx.inode_cores,
+        _ => false,
+    }
 }
 
 /// Decode one item whose region lengths are `lens`; `regions` holds the
@@ -627,7 +637,7 @@ fn decode_body<O: ByteOrder>(
     let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
     Ok(match kind.0 {
         XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx)?),
-        XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.detail))?),
+        XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.inode_cores))?),
         XFS_LI_ICREATE => {
             let f: &XfsIcreateLog<O> = read(r0, "icreate")?;
             ItemBody::Icreate(IcreateItem {
@@ -802,7 +812,7 @@ fn decode_buf<O: ByteOrder>(
         map,
         dir_entries: None,
     };
-    if ctx.detail
+    if ctx.dir_names
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
         && !b.cancel()
     {
@@ -1280,6 +1290,132 @@ impl Serialize for ItemJson<'_> {
     }
 }
 
+impl Item {
+    /// What the item says, in one line for people (the kind and region
+    /// count are not repeated): a buffer's address, type and runs, an
+    /// inode's number and logged fields, an intent's id and extents and
+    /// whether it was finished.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write as _;
+        let mut line = String::new();
+        match &self.body {
+            ItemBody::Buf(b) => {
+                let _ = write!(
+                    line,
+                    "blkno {} len {} {}{} map {}",
+                    b.blkno,
+                    b.len,
+                    buf_type_name(b.buf_type),
+                    if b.cancel() { " CANCEL" } else { "" },
+                    b.map_size
+                );
+                let r: Vec<String> = b
+                    .runs()
+                    .iter()
+                    .map(|r| format!("{}+{}", r.first, r.count))
+                    .collect();
+                let _ = write!(line, "  runs [{}]", r.join(" "));
+            }
+            ItemBody::Inode(n) => {
+                let _ = write!(
+                    line,
+                    "  ino {} fields {:#x} dsize {} asize {}",
+                    n.ino, n.fields, n.dsize, n.asize
+                );
+                if let Some(c) = &n.core {
+                    let _ = write!(
+                        line,
+                        "  mode {:o} nlink {} size {} nblocks {}",
+                        c.mode, c.nlink, c.size, c.nblocks
+                    );
+                }
+            }
+            ItemBody::Icreate(c) => {
+                let _ = write!(
+                    line,
+                    "  ag {} agbno {} count {} isize {} length {}",
+                    c.ag, c.agbno, c.count, c.isize, c.length
+                );
+            }
+            ItemBody::ExtentFree(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| format!("{}+{}", x.start, x.len))
+                    .collect();
+                let _ = write!(line, "  id {:#x} extents [{}]", e.id, x.join(" "));
+            }
+            ItemBody::MapIntent(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{} owner {} block {} off {} len {}",
+                            x.op, x.owner, x.startblock, x.startoff, x.len
+                        )
+                    })
+                    .collect();
+                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+            }
+            ItemBody::RefcountIntent(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| format!("{} {}+{}", x.op, x.startblock, x.len))
+                    .collect();
+                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+            }
+            ItemBody::Done(dn) => {
+                let _ = write!(line, "  id {:#x}", dn.id);
+            }
+            ItemBody::Attri(a) => {
+                let _ = write!(
+                    line,
+                    "  id {:#x} {} ino {} name {:?} value {} bytes",
+                    a.id,
+                    a.op,
+                    a.ino,
+                    a.name.as_deref().unwrap_or(""),
+                    a.value_len
+                );
+            }
+            ItemBody::Xmi(x) => {
+                let _ = write!(
+                    line,
+                    "  id {:#x} inodes {} and {} blocks {}",
+                    x.id, x.inode1, x.inode2, x.blockcount
+                );
+            }
+            ItemBody::Dquot(q) => {
+                let _ = write!(
+                    line,
+                    "  id {} blkno {} boffset {}",
+                    q.id, q.blkno, q.boffset
+                );
+            }
+            ItemBody::Quotaoff(q) => {
+                let _ = write!(line, "  flags {:#x}", q.flags);
+            }
+            ItemBody::Unknown => {
+                let _ = write!(line, "  type {:#06x}", self.kind.0);
+            }
+            ItemBody::Corrupt(m) => {
+                let _ = write!(line, "  CORRUPT: {m}");
+            }
+        }
+        if self.kind.is_intent() {
+            match self.link() {
+                Some(l) => {
+                    let _ = write!(line, "  (done in #{} item {})", l.transaction, l.item);
+                }
+                None => line.push_str("  (UNFINISHED)"),
+            }
+        }
+        line.trim_start().to_string()
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -1301,7 +1437,8 @@ mod tests {
             agblocks: 4096,
             agblklog: 12,
             ftype: true,
-            detail: true,
+            dir_names: true,
+            inode_cores: true,
         }
     }
 

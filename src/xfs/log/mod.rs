@@ -434,10 +434,11 @@ pub struct Problem {
 /// What to decode beyond the structure of every item.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeOptions {
-    /// Keep details that cost memory on big logs: the names of directory
-    /// entries found in logged directory blocks (so runs can be named by
-    /// entry) and the logged inode cores.
-    pub detail: bool,
+    /// Keep the names of directory entries found in logged directory
+    /// blocks, so runs can be named by entry (memory on big logs).
+    pub dir_names: bool,
+    /// Keep the logged inode cores (memory on big logs).
+    pub inode_cores: bool,
 }
 
 /// Filesystem facts the item decoder uses to name what a buffer holds.
@@ -453,8 +454,9 @@ pub struct ItemContext {
     pub agblklog: u8,
     /// Directory entries carry a file type byte.
     pub ftype: bool,
-    /// See [`DecodeOptions::detail`].
-    pub detail: bool,
+    /// See [`DecodeOptions`].
+    pub dir_names: bool,
+    pub inode_cores: bool,
 }
 
 impl ItemContext {
@@ -469,7 +471,8 @@ impl ItemContext {
             agblocks: fs.geo.agblocks,
             agblklog: fs.geo.agblklog,
             ftype: fs.geo.v5 || fs.sb.features2 & 0x200 != 0,
-            detail: opts.detail,
+            dir_names: opts.dir_names,
+            inode_cores: opts.inode_cores,
         }
     }
 }
@@ -509,6 +512,14 @@ pub struct LogDecode {
     pub unmount_records: u64,
     pub problems: Vec<Problem>,
     pub stats: stats::LogStats,
+}
+
+impl DecodeOptions {
+    /// Everything: directory entry names and inode cores.
+    pub const DETAIL: DecodeOptions = DecodeOptions {
+        dir_names: true,
+        inode_cores: true,
+    };
 }
 
 impl LogDecode {

@@ -237,7 +237,8 @@ fn ctx() -> ItemContext {
         agblocks: 4096,
         agblklog: 12,
         ftype: true,
-        detail: false,
+        dir_names: false,
+        inode_cores: false,
     }
 }
 
@@ -717,7 +718,7 @@ fn one_transaction_decodes_again_with_details() {
     let fs = crate::xfs::testutil::fixture_fs("log-wrapped");
     let d = decode(&fs, DecodeOptions::default()).unwrap();
     let t = &d.transactions[1];
-    let again = decode_transaction(&fs, t, DecodeOptions { detail: true })
+    let again = decode_transaction(&fs, t, DecodeOptions::DETAIL)
         .unwrap()
         .expect("found");
     assert_eq!(again.tid, t.tid);
@@ -735,7 +736,7 @@ fn one_transaction_decodes_again_with_details() {
         .transactions
         .iter()
         .take(20)
-        .filter_map(|t| decode_transaction(&fs, t, DecodeOptions { detail: true }).unwrap())
+        .filter_map(|t| decode_transaction(&fs, t, DecodeOptions::DETAIL).unwrap())
         .flat_map(|t| t.items)
         .filter_map(|i| match i.body {
             ItemBody::Buf(b) => b.dir_entries,

@@ -14,7 +14,7 @@
 //! for it is that of the record holding its START op.
 
 use super::find::{HeadTail, TailMove};
-use super::items::{decode_item_lens, needs_data, Item, ItemKind, Order};
+use super::items::{decode_item_lens, needs_data, Item, Order};
 use super::record::{btobb, RecordHeader, RecordReader};
 use super::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
 use crate::xfs::error::{Error, Result};
@@ -205,14 +205,13 @@ impl Open {
                 } else {
                     declared
                 };
-                let kind = ItemKind(self.t.order.u16(payload, 0).unwrap_or(0));
                 let mut regions = pool.list();
                 regions.push(pool.copy(payload, &mut self.t.problems));
                 let mut lens = pool.lens();
                 lens.push(len);
                 self.pending = Some(Pending {
                     declared,
-                    keep: needs_data(kind, ctx),
+                    keep: needs_data(payload, self.t.order, ctx),
                     regions,
                     lens,
                 });
