@@ -253,6 +253,37 @@ pub struct BufItem {
     pub map: SmallU32s,
     /// Entries found in logged directory data, when asked for.
     pub dir_entries: Option<Box<Vec<DirEntryRef>>>,
+    /// Where this item's buffer lies in a directory block logged as
+    /// several segments (a directory block made of discontiguous extents).
+    pub segment: Segment,
+}
+
+/// The place of a buffer item in its directory block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Segment {
+    /// The item covers its whole buffer.
+    Whole,
+    /// One segment of a discontiguous directory block, starting this many
+    /// bytes into the block.
+    Part(u32),
+    /// A segment of a discontiguous directory block whose place could not
+    /// be told (its neighbours were not logged in the same checkpoint).
+    Unknown,
+}
+
+/// Whether buffers of this type are directory blocks (which may be
+/// discontiguous).
+pub fn is_dir_buf(t: u8) -> bool {
+    matches!(
+        t,
+        XFS_BLFT_DIR_BLOCK_BUF
+            | XFS_BLFT_DIR_DATA_BUF
+            | XFS_BLFT_DIR_FREE_BUF
+            | XFS_BLFT_DIR_LEAF1_BUF
+            | XFS_BLFT_DIR_LEAFN_BUF
+            | XFS_BLFT_DA_NODE_BUF
+    )
 }
 
 impl BufItem {
@@ -599,11 +630,24 @@ pub fn decode_item_lens(
     order: Order,
     ctx: &ItemContext,
 ) -> Item {
+    decode_item_seg(regions, lens, declared, order, ctx, Segment::Whole)
+}
+
+/// [`decode_item_lens`] for a buffer item whose place in its directory
+/// block is `segment`.
+pub fn decode_item_seg(
+    regions: &[Vec<u8>],
+    lens: &[u32],
+    declared: u16,
+    order: Order,
+    ctx: &ItemContext,
+    segment: Segment,
+) -> Item {
     let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
     let kind = ItemKind(order.u16(r0, 0).unwrap_or(0));
     let body = match order {
-        Order::Little => decode_body::<LittleEndian>(kind, regions, ctx),
-        Order::Big => decode_body::<BigEndian>(kind, regions, ctx),
+        Order::Little => decode_body::<LittleEndian>(kind, regions, ctx, segment),
+        Order::Big => decode_body::<BigEndian>(kind, regions, ctx, segment),
     };
     let body = body.unwrap_or_else(ItemBody::Corrupt);
     Item {
@@ -632,11 +676,12 @@ fn decode_body<O: ByteOrder>(
     kind: ItemKind,
     regions: &[Vec<u8>],
     ctx: &ItemContext,
+    segment: Segment,
 ) -> Result<ItemBody, String> {
     let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
     let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
     Ok(match kind.0 {
-        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx)?),
+        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx, segment)?),
         XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.inode_cores))?),
         XFS_LI_ICREATE => {
             let f: &XfsIcreateLog<O> = read(r0, "icreate")?;
@@ -773,6 +818,7 @@ fn decode_buf<O: ByteOrder>(
     r0: &[u8],
     regions: &[Vec<u8>],
     ctx: &ItemContext,
+    segment: Segment,
 ) -> Result<BufItem, String> {
     let f: &XfsBufLogFormat<O> = read(r0, "buffer")?;
     let map_size = f.blf_map_size.get();
@@ -811,6 +857,7 @@ fn decode_buf<O: ByteOrder>(
         map_size,
         map,
         dir_entries: None,
+        segment,
     };
     if ctx.dir_names
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
@@ -832,6 +879,13 @@ fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -> Vec<DirEn
         .collect();
     let fit = fit_regions(&b.map, &lens);
     let hdr: u32 = if ctx.v5 { 64 } else { 16 };
+    // Entry tags hold offsets in the directory block, so a segment's
+    // entries are found at the segment's offset in the block.
+    let base = match b.segment {
+        Segment::Whole => 0,
+        Segment::Part(o) => o,
+        Segment::Unknown => return Vec::new(),
+    };
     let mut out = Vec::new();
     // Glue the pieces of each run back together.
     let mut i = 0usize;
@@ -852,10 +906,59 @@ fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -> Vec<DirEn
             end_chunk = q.first.saturating_add(q.count);
             i = i.saturating_add(1);
         }
-        scan_dir_run(&bytes, start, hdr, ctx.ftype, &mut out);
+        scan_dir_run(&bytes, base.saturating_add(start), hdr, ctx.ftype, &mut out);
         if out.len() > 4096 {
             break;
         }
+    }
+    out
+}
+
+/// Place the buffer items of a transaction that are segments of
+/// discontiguous directory blocks: the kernel logs such a block as one item
+/// per segment, in order, so consecutive directory buffer items of one type
+/// shorter than a directory block, adding up to exactly one, are its
+/// segments. Returns the segment of every item (`Whole` for the others).
+pub fn segments(items: &[Item], dirblksize: u32) -> Vec<Segment> {
+    let mut out = vec![Segment::Whole; items.len()];
+    let mut i = 0usize;
+    while let Some(it) = items.get(i) {
+        let ItemBody::Buf(b) = &it.body else {
+            i = i.saturating_add(1);
+            continue;
+        };
+        let len = u32::from(b.len).saturating_mul(512);
+        if !is_dir_buf(b.buf_type) || len >= dirblksize || len == 0 {
+            i = i.saturating_add(1);
+            continue;
+        }
+        // Gather the run of segments starting here.
+        let mut j = i;
+        let mut total = 0u32;
+        let mut offsets = Vec::new();
+        while let Some(ItemBody::Buf(c)) = items.get(j).map(|x| &x.body) {
+            let l = u32::from(c.len).saturating_mul(512);
+            if c.buf_type != b.buf_type || l == 0 || total.saturating_add(l) > dirblksize {
+                break;
+            }
+            offsets.push(total);
+            total = total.saturating_add(l);
+            j = j.saturating_add(1);
+            if total == dirblksize {
+                break;
+            }
+        }
+        let whole = total == dirblksize;
+        for (k, off) in offsets.iter().enumerate() {
+            if let Some(s) = out.get_mut(i.saturating_add(k)) {
+                *s = if whole {
+                    Segment::Part(*off)
+                } else {
+                    Segment::Unknown
+                };
+            }
+        }
+        i = j.max(i.saturating_add(1));
     }
     out
 }
@@ -1168,6 +1271,11 @@ impl Serialize for ItemJson<'_> {
                     m.serialize_entry("dquot_flags", &dq)?;
                 }
                 m.serialize_entry("map_size", &b.map_size)?;
+                match b.segment {
+                    Segment::Whole => {}
+                    Segment::Part(o) => m.serialize_entry("segment_offset", &o)?,
+                    Segment::Unknown => m.serialize_entry("segment_offset", &None::<u32>)?,
+                }
                 let runs = b.runs();
                 m.serialize_entry("runs", &runs)?;
                 let fit = fit_regions(&b.map, it.region_lens.get(1..).unwrap_or(&[]));
@@ -1437,6 +1545,7 @@ mod tests {
             agblocks: 4096,
             agblklog: 12,
             ftype: true,
+            dirblksize: 4096,
             dir_names: true,
             inode_cores: true,
         }

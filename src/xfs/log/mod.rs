@@ -454,6 +454,9 @@ pub struct ItemContext {
     pub agblklog: u8,
     /// Directory entries carry a file type byte.
     pub ftype: bool,
+    /// Bytes of a directory block (a buffer of this size may be logged as
+    /// several segments).
+    pub dirblksize: u32,
     /// See [`DecodeOptions`].
     pub dir_names: bool,
     pub inode_cores: bool,
@@ -471,6 +474,11 @@ impl ItemContext {
             agblocks: fs.geo.agblocks,
             agblklog: fs.geo.agblklog,
             ftype: fs.geo.v5 || fs.sb.features2 & 0x200 != 0,
+            dirblksize: fs
+                .geo
+                .blocksize
+                .checked_shl(u32::from(fs.geo.dirblklog))
+                .unwrap_or(fs.geo.blocksize),
             dir_names: opts.dir_names,
             inode_cores: opts.inode_cores,
         }

@@ -14,7 +14,7 @@
 //! for it is that of the record holding its START op.
 
 use super::find::{HeadTail, TailMove};
-use super::items::{decode_item_lens, needs_data, Item, Order};
+use super::items::{decode_item_seg, is_dir_buf, needs_data, segments, Item, Order, Segment};
 use super::record::{btobb, RecordHeader, RecordReader};
 use super::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
 use crate::xfs::error::{Error, Result};
@@ -114,6 +114,9 @@ struct Open {
     header: Vec<u8>,
     header_done: bool,
     pending: Option<Pending>,
+    /// An open run of directory block segments: buffer type and the
+    /// offset the next segment would start at.
+    seg: Option<(u8, u32)>,
 }
 
 /// Reassembles transactions from the ops of consecutive records.
@@ -146,9 +149,39 @@ fn flags_text(f: u8) -> String {
 }
 
 impl Open {
+    /// Where the buffer item about to be decoded lies in its directory
+    /// block, judged from the items before it (checked again at commit by
+    /// [`segments`]).
+    fn next_segment(&mut self, p: &Pending, ctx: &ItemContext) -> Segment {
+        let o = self.t.order;
+        let r0 = p.regions.first().map(Vec::as_slice).unwrap_or(&[]);
+        if o.u16(r0, 0) != Some(XFS_LI_BUF) {
+            self.seg = None;
+            return Segment::Whole;
+        }
+        let t = u8::try_from(o.u16(r0, 4).unwrap_or(0) >> XFS_BLFT_SHIFT).unwrap_or(0);
+        let len = u32::from(o.u16(r0, 6).unwrap_or(0)).saturating_mul(512);
+        if !is_dir_buf(t) || len == 0 || len >= ctx.dirblksize {
+            self.seg = None;
+            return Segment::Whole;
+        }
+        match self.seg {
+            Some((st, next)) if st == t && next.saturating_add(len) <= ctx.dirblksize => {
+                let end = next.saturating_add(len);
+                self.seg = (end < ctx.dirblksize).then_some((t, end));
+                Segment::Part(next)
+            }
+            _ => {
+                self.seg = Some((t, len));
+                Segment::Part(0)
+            }
+        }
+    }
+
     fn finish_pending(&mut self, ctx: &ItemContext, pool: &mut Pool) {
         if let Some(p) = self.pending.take() {
-            let item = decode_item_lens(&p.regions, &p.lens, p.declared, self.t.order, ctx);
+            let seg = self.next_segment(&p, ctx);
+            let item = decode_item_seg(&p.regions, &p.lens, p.declared, self.t.order, ctx, seg);
             self.t.items.push(item);
             pool.give(p.regions);
             pool.give_lens(p.lens);
@@ -339,6 +372,20 @@ impl Open {
     fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext, pool: &mut Pool) -> Transaction {
         self.finish_pending(ctx, pool);
         self.t.items.shrink_to_fit();
+        // Segments whose run did not add up to a directory block: their
+        // place is unknown after all (and entries found by a guessed
+        // offset are dropped).
+        let segs = segments(&self.t.items, ctx.dirblksize);
+        for (it, s) in self.t.items.iter_mut().zip(segs) {
+            if let crate::xfs::log::ItemBody::Buf(b) = &mut it.body {
+                if b.segment != s {
+                    if s == Segment::Unknown {
+                        b.dir_entries = None;
+                    }
+                    b.segment = s;
+                }
+            }
+        }
         if !self.header_done {
             note(
                 &mut self.t.problems,
@@ -519,6 +566,7 @@ impl Assembler {
                         header: Vec::new(),
                         header_done: false,
                         pending: None,
+                        seg: None,
                     },
                 );
             } else {
