@@ -158,9 +158,8 @@ pub fn buf_type_name(t: u8) -> &'static str {
     }
 }
 
-/// A short list of u32 (region lengths, bitmap words) kept inline when it
-/// has at most 3 entries, which is almost always: most items hold no heap
-/// memory at all, and the list takes 16 bytes.
+/// A short list of u32 (bitmap words) kept inline when it has at most 3
+/// entries: the list takes 16 bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub enum SmallU32s {
     Inline(u8, [u32; 3]),
@@ -197,6 +196,73 @@ impl std::ops::Deref for SmallU32s {
     }
 }
 
+/// Region lengths in 16 bytes: up to six multiples of 4 below 256 KiB
+/// (what region lengths almost always are, being padded to 4 bytes) kept
+/// inline, anything else on the heap.
+#[derive(Clone, PartialEq, Eq)]
+pub enum RegionLens {
+    /// `n` lengths, each stored divided by 4.
+    Inline(u8, [u16; 6]),
+    Heap(Box<Vec<u32>>),
+}
+
+/// The lengths of a [`RegionLens`] as a slice.
+pub enum LensView<'a> {
+    Inline(usize, [u32; 6]),
+    Heap(&'a [u32]),
+}
+
+impl std::ops::Deref for LensView<'_> {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        match self {
+            LensView::Inline(n, a) => a.get(..*n).unwrap_or(&[]),
+            LensView::Heap(s) => s,
+        }
+    }
+}
+
+impl RegionLens {
+    pub fn from_slice(v: &[u32]) -> RegionLens {
+        let fits = v.len() <= 6 && v.iter().all(|x| x % 4 == 0 && x / 4 <= u32::from(u16::MAX));
+        if fits {
+            let mut a = [0u16; 6];
+            for (d, s) in a.iter_mut().zip(v) {
+                *d = u16::try_from(s / 4).unwrap_or(0);
+            }
+            RegionLens::Inline(u8::try_from(v.len()).unwrap_or(0), a)
+        } else {
+            RegionLens::Heap(Box::new(v.to_vec()))
+        }
+    }
+
+    /// The lengths as a slice (inline ones unpacked on the stack).
+    pub fn view(&self) -> LensView<'_> {
+        match self {
+            RegionLens::Inline(n, a) => {
+                let mut out = [0u32; 6];
+                for (d, s) in out.iter_mut().zip(a) {
+                    *d = u32::from(*s).saturating_mul(4);
+                }
+                LensView::Inline(usize::from(*n).min(6), out)
+            }
+            RegionLens::Heap(b) => LensView::Heap(b),
+        }
+    }
+}
+
+impl std::fmt::Debug for RegionLens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.view().iter()).finish()
+    }
+}
+
+impl Serialize for RegionLens {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.view().iter())
+    }
+}
+
 impl std::fmt::Debug for SmallU32s {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -225,7 +291,7 @@ pub struct Item {
     /// Regions the item says it has (its format structure's size field).
     pub declared: u16,
     /// Byte length of every region, format region first.
-    pub region_lens: SmallU32s,
+    pub region_lens: RegionLens,
     pub body: ItemBody,
 }
 
@@ -529,7 +595,7 @@ impl Item {
 
     /// Bytes of all regions.
     pub fn bytes(&self) -> u64 {
-        self.region_lens.iter().map(|l| u64::from(*l)).sum()
+        self.region_lens.view().iter().map(|l| u64::from(*l)).sum()
     }
 
     /// A problem with the item, if any (corrupt format, regions missing,
@@ -545,7 +611,8 @@ impl Item {
             ));
         }
         if let ItemBody::Buf(b) = &self.body {
-            return fit_regions(&b.map, self.region_lens.get(1..).unwrap_or(&[])).problem;
+            let lens = self.region_lens.view();
+            return fit_regions(&b.map, lens.get(1..).unwrap_or(&[])).problem;
         }
         None
     }
@@ -654,7 +721,7 @@ pub fn decode_item_seg(
         kind,
         regions: u16::try_from(lens.len()).unwrap_or(u16::MAX),
         declared,
-        region_lens: SmallU32s::from_slice(lens),
+        region_lens: RegionLens::from_slice(lens),
         body,
     }
 }
@@ -1278,7 +1345,8 @@ impl Serialize for ItemJson<'_> {
                 }
                 let runs = b.runs();
                 m.serialize_entry("runs", &runs)?;
-                let fit = fit_regions(&b.map, it.region_lens.get(1..).unwrap_or(&[]));
+                let lens = it.region_lens.view();
+                let fit = fit_regions(&b.map, lens.get(1..).unwrap_or(&[]));
                 if fit.straddles > 0 {
                     m.serialize_entry("straddles", &fit.straddles)?;
                 }

@@ -73,7 +73,8 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
     num(out, u64::from(it.regions));
     key(out, ",\"region_lens\":");
     out.push(b'[');
-    for (i, l) in it.region_lens.iter().enumerate() {
+    let lens = it.region_lens.view();
+    for (i, l) in lens.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -127,7 +128,7 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
                 out.push(b']');
             }
             out.push(b']');
-            let data = it.region_lens.get(1..).unwrap_or(&[]);
+            let data = lens.get(1..).unwrap_or(&[]);
             // Straddles and mismatches only where regions and runs differ.
             if data.len() != runs.len()
                 || data
@@ -203,7 +204,7 @@ fn transaction<W: Write>(
     t: &Transaction,
     ctx: Option<&ItemContext>,
 ) -> io::Result<()> {
-    let st = &t.stats;
+    let st = super::stats::TransStats::of(t);
     out.extend_from_slice(b"{\"tid\":");
     num(out, u64::from(t.tid));
     key(out, ",\"start_lsn\":");

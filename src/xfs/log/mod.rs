@@ -588,7 +588,7 @@ pub fn decode_dev<R: ReadAt>(
     let head_tail = find::find_head_tail(dev)?;
     let mut out = trans::walk(dev, &head_tail, ctx)?;
     let (unfinished, orphans) = items::pair_intents(&mut out.transactions);
-    let stats = stats::LogStats::of(&out.transactions);
+    let stats = std::mem::take(&mut out.stats);
     Ok(LogDecode {
         location,
         head_tail: out.head_tail,
@@ -631,7 +631,7 @@ impl Serialize for TransactionJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let t = self.t;
-        let st = &t.stats;
+        let st = stats::TransStats::of(t);
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("tid", &t.tid)?;
         m.serialize_entry("start_lsn", &t.start_lsn)?;

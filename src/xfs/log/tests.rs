@@ -417,7 +417,7 @@ fn split_transaction_header_and_continued_regions_reassemble() {
     assert_eq!(t.header.unwrap().num_items, 3);
     assert_eq!(t.start_lsn.block, 2);
     assert_eq!(t.items.len(), 2);
-    assert_eq!(&*t.items[0].region_lens, &[24, 256]);
+    assert_eq!(&*t.items[0].region_lens.view(), &[24, 256]);
     assert_eq!(t.items[0].problem(), None);
     assert_eq!(t.items[1].kind.name(), "efd");
     assert_eq!(d.orphan_dones, 1);
@@ -726,7 +726,7 @@ fn one_transaction_decodes_again_with_details() {
     assert_eq!(again.items.len(), t.items.len());
     for (a, b) in again.items.iter().zip(&t.items) {
         assert_eq!((a.kind, a.regions), (b.kind, b.regions));
-        assert_eq!(&*a.region_lens, &*b.region_lens);
+        assert_eq!(&*a.region_lens.view(), &*b.region_lens.view());
     }
     // Details: inode cores and directory entry names are there now.
     assert!(again
@@ -814,7 +814,7 @@ fn segments_that_do_not_make_a_block_are_unknown() {
         kind: items::ItemKind(XFS_LI_BUF),
         regions: 1,
         declared: 1,
-        region_lens: items::SmallU32s::from_slice(&[24]),
+        region_lens: items::RegionLens::from_slice(&[24]),
         body: ItemBody::Buf(items::BufItem {
             blkno: 0,
             len,

@@ -73,8 +73,6 @@ pub struct Transaction {
     pub op_bytes: u64,
     pub items: Vec<Item>,
     pub problems: Vec<String>,
-    /// Counts, filled in when the transaction is complete.
-    pub stats: super::stats::TransStats,
 }
 
 impl Transaction {
@@ -89,7 +87,6 @@ impl Transaction {
             op_bytes: 0,
             items: Vec::new(),
             problems: Vec::new(),
-            stats: super::stats::TransStats::default(),
         }
     }
 
@@ -129,6 +126,8 @@ pub struct Assembler {
     /// Ops of transactions that started before the tail, and unmount ops.
     pub skipped_ops: u64,
     pub unmount_records: u64,
+    /// Counts of the committed transactions, kept as they commit.
+    pub stats: super::stats::LogStats,
 }
 
 fn flags_text(f: u8) -> String {
@@ -375,7 +374,14 @@ impl Open {
         // Segments whose run did not add up to a directory block: their
         // place is unknown after all (and entries found by a guessed
         // offset are dropped).
-        let segs = segments(&self.t.items, ctx.dirblksize);
+        let any = self.t.items.iter().any(
+            |i| matches!(&i.body, crate::xfs::log::ItemBody::Buf(b) if b.segment != Segment::Whole),
+        );
+        let segs = if any {
+            segments(&self.t.items, ctx.dirblksize)
+        } else {
+            Vec::new()
+        };
         for (it, s) in self.t.items.iter_mut().zip(segs) {
             if let crate::xfs::log::ItemBody::Buf(b) = &mut it.body {
                 if b.segment != s {
@@ -400,7 +406,6 @@ impl Open {
             );
         }
         self.t.commit_lsn = commit;
-        self.t.stats = super::stats::TransStats::of(&self.t);
         self.t
     }
 }
@@ -471,6 +476,7 @@ impl Assembler {
             problems: Vec::new(),
             skipped_ops: 0,
             unmount_records: 0,
+            stats: super::stats::LogStats::default(),
         }
     }
 
@@ -590,7 +596,9 @@ impl Assembler {
             XLOG_WAS_CONT_TRANS => o.add_continuation(payload),
             XLOG_COMMIT_TRANS => {
                 if let Some(o) = self.open.remove(&tid) {
-                    self.done.push(o.finish(Some(h.lsn), &ctx, &mut self.pool));
+                    let t = o.finish(Some(h.lsn), &ctx, &mut self.pool);
+                    self.stats.add(&super::stats::TransStats::of(&t));
+                    self.done.push(t);
                 }
             }
             XLOG_UNMOUNT_TRANS => {
@@ -680,6 +688,7 @@ pub struct WalkOutput {
     pub problems: Vec<Problem>,
     pub skipped_ops: u64,
     pub unmount_records: u64,
+    pub stats: super::stats::LogStats,
 }
 
 /// Keep at most 10,000 problems for the whole log.
@@ -727,6 +736,7 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
         problems: Vec::new(),
         skipped_ops: 0,
         unmount_records: 0,
+        stats: super::stats::LogStats::default(),
     };
     if ht.clean || ht.head.block == ht.tail.block {
         return Ok(empty(ht));
@@ -859,6 +869,7 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
                 Err(e) => return Err(e),
             }
         }
+        out.stats = std::mem::take(&mut asm.stats);
         let (done, incomplete, problems, skipped, unmounts) = asm.finish();
         out.transactions = done;
         out.incomplete = incomplete;
