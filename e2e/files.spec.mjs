@@ -147,3 +147,22 @@ test('downloaded files and xattr values hash as the kernel reads them', async ({
     expect(sha, xname).toBe(want);
   }
 });
+
+test('the sidebar tree opens the path and lists the subdirectories the kernel lists', async ({ page }) => {
+  const name = 'v5-formats';
+  const listing = kernelListing(name);
+  await open(page, name);
+  await page.evaluate(() => { window.location.hash = '#/path/dirs/leaf400'; });
+  await expect(page.getByTestId('dir-path')).toHaveText('/dirs/leaf400');
+  const subdirs = (dir) => listing.filter((e) => e.type === 'dir' && e.path.startsWith(`${dir}/`)
+    && !e.path.slice(dir.length + 1).includes('/')).map((e) => e.path).sort();
+  for (const dir of ['/dirs']) {
+    for (const p of subdirs(dir)) {
+      await expect(page.locator(`[data-testid="tree-node"][data-path="${p}"]`), p).toHaveCount(1);
+    }
+  }
+  const rootDirs = listing.filter((e) => e.type === 'dir' && e.path !== '/' && !e.path.slice(1).includes('/')).map((e) => e.path);
+  for (const p of rootDirs) await expect(page.locator(`[data-testid="tree-node"][data-path="${p}"]`), p).toHaveCount(1);
+  await page.locator('[data-testid="tree-node"][data-path="/files"] > a').click();
+  await expect(page.getByTestId('dir-path')).toHaveText('/files');
+});

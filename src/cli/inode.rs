@@ -12,9 +12,10 @@ use super::open_fs;
 
 pub fn run(path: &Path, ino: u64, json: bool) -> Result<(), String> {
     let fs = open_fs(path)?;
-    let inode = fs
+    let mut inode = fs
         .inode(Ino(ino))
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::xfs::reflink::mark_fork_shared(&fs, &mut inode.data);
     let v = inode_json(&inode);
     let text = if json {
         let mut s = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;

@@ -77,10 +77,12 @@ enum Line {
 }
 
 /// Everything `ls --json` says about one object; errors found on the way
-/// come as extra lines.
+/// come as extra lines. Without `hashes` (the text form) file content and
+/// attribute values are not read.
 pub fn describe<R: ReadAt>(
     fs: &Fs<R>,
     item: &WalkItem,
+    hashes: bool,
     out: &mut Vec<(Vec<u8>, String)>,
 ) -> Option<Map<String, Value>> {
     let mut err = |e: String| out.push((item.path.clone(), e));
@@ -115,6 +117,7 @@ pub fn describe<R: ReadAt>(
     m.insert("gid".into(), Value::from(inode.core.gid));
     m.insert("size".into(), Value::from(inode.core.size));
     match t {
+        FileType::File if !hashes => {}
         FileType::File => match file_sha256(fs, &inode) {
             Ok(h) => {
                 m.insert("sha256".into(), Value::from(h));
@@ -138,6 +141,9 @@ pub fn describe<R: ReadAt>(
             m.insert("rdev".into(), Value::from(vec![maj, min]));
         }
         _ => {}
+    }
+    if !hashes {
+        return Some(m);
     }
     match xattrs_sha256(fs, &inode, &mut err) {
         Ok(x) => {
@@ -238,13 +244,14 @@ fn entry_text(m: &Map<String, Value>) -> String {
         ),
         None => g("size").to_string(),
     };
+    let n = |k: &str| g(k).as_u64().unwrap_or(0);
     let mut s = format!(
         "{:>10} {} {:>3} {:>5} {:>5} {:>12} {}",
-        g("ino"),
+        n("ino"),
         mode_text(t, perm),
-        g("nlink"),
-        g("uid"),
-        g("gid"),
+        n("nlink"),
+        n("uid"),
+        n("gid"),
         size,
         g("path").as_str().unwrap_or("")
     );
@@ -324,7 +331,7 @@ pub fn run(
     let mut pending = errors.into_iter().peekable();
     for item in &items {
         let mut extra = Vec::new();
-        let entry = describe(&fs, item, &mut extra);
+        let entry = describe(&fs, item, json, &mut extra);
         if let Some(m) = entry {
             emit(Line::Entry(Box::new(m)), &item.path, &mut out)?;
         }

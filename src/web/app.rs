@@ -4,7 +4,7 @@
 use crate::web::bridge::Bridge;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
-    open_panel::OpenPanel, status::Status, superblock::SuperblockTable,
+    open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
 };
 use crate::web::download::Downloads;
 use crate::web::protocol::{Request, Response};
@@ -204,6 +204,10 @@ pub fn app() -> Html {
         })
     };
 
+    let on_tree_load = {
+        let send = Rc::clone(&send);
+        Callback::from(move |path: String| send(Request::TreeChildren { path }))
+    };
     let view_error = state.view_error.as_ref().map(|(what, msg)| {
         html! { <div class="error" data-testid="view-error" role="alert">{ format!("{what}: {msg}") }</div> }
     });
@@ -237,10 +241,20 @@ pub fn app() -> Html {
                     None => html! {},
                 },
             };
+            let files = matches!(state.route, Route::Path(_) | Route::Inode(_))
+                && opened.fs_error.is_none();
+            let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
                 <Nav route={state.route.clone()} />
                 { for view_error }
-                { main }
+                if files {
+                    <div class="files">
+                        <Tree tree={Rc::new(state.tree.clone())} {current} on_load={on_tree_load.clone()} />
+                        <div class="main">{ main }</div>
+                    </div>
+                } else {
+                    { main }
+                }
             </> }
         }
     };

@@ -25,6 +25,8 @@ pub enum Request {
     ReadFile { ino: u64 },
     /// Summaries of every allocation group.
     Ags,
+    /// The subdirectories of a directory, for the tree in the sidebar.
+    TreeChildren { path: String },
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -64,6 +66,12 @@ pub enum Response {
         last: bool,
     },
     Ags(Box<AgsView>),
+    /// The subdirectory names of `path` (sorted), or why they could not be read.
+    TreeChildren {
+        path: String,
+        dirs: Vec<String>,
+        error: Option<String>,
+    },
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -129,6 +137,8 @@ pub struct ForkView {
     pub extent_count: u64,
     /// Bytes of an inline (local) fork.
     pub local_len: Option<u64>,
+    /// The inline bytes themselves (at most an inode's size).
+    pub local_bytes: Vec<u8>,
     /// bmbt levels below the root, for btree forks.
     pub btree_level: Option<u16>,
     pub error: Option<String>,

@@ -26,6 +26,8 @@ pub struct State {
     pub xattr_values: BTreeMap<(u64, String), Rc<Vec<u8>>>,
     /// A view request failed: what, and why.
     pub view_error: Option<(String, String)>,
+    /// The sidebar tree: subdirectories of each directory read so far.
+    pub tree: BTreeMap<String, Result<Vec<String>, String>>,
 }
 
 impl Default for State {
@@ -41,6 +43,7 @@ impl Default for State {
             ags: None,
             xattr_values: BTreeMap::new(),
             view_error: None,
+            tree: BTreeMap::new(),
         }
     }
 }
@@ -102,6 +105,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ags = None;
             s.xattr_values.clear();
             s.view_error = None;
+            s.tree.clear();
             s.opened = Some(Rc::from(*o));
         }
         Response::Error { name, message } => {
@@ -138,6 +142,9 @@ fn reduce_response(s: &mut State, r: Response) {
             if last {
                 s.busy = None;
             }
+        }
+        Response::TreeChildren { path, dirs, error } => {
+            s.tree.insert(path, error.map_or(Ok(dirs), Err));
         }
         Response::Ags(a) => {
             s.busy = None;

@@ -23,6 +23,10 @@ fn ts(t: &Timestamp) -> String {
 
 pub fn fork_view(f: &Fork) -> ForkView {
     let extents = f.extents();
+    let local_bytes = match f {
+        Fork::Local { bytes } => bytes.clone(),
+        _ => Vec::new(),
+    };
     let (local_len, btree_level, error) = match f {
         Fork::Local { bytes } => (u64::try_from(bytes.len()).ok(), None, None),
         Fork::Btree { root_level, .. } => (None, Some(*root_level), None),
@@ -45,6 +49,7 @@ pub fn fork_view(f: &Fork) -> ForkView {
             .collect(),
         extent_count: u64::try_from(extents.len()).unwrap_or(u64::MAX),
         local_len,
+        local_bytes,
         btree_level,
         error,
     }
@@ -250,7 +255,10 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 /// An inode with its symlink target and xattr names, as the inspector shows it.
 pub fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
     match fs.inode(Ino(ino)) {
-        Ok(i) => Response::Inode(Box::new(inode_full(fs, &i, path))),
+        Ok(mut i) => {
+            crate::xfs::reflink::mark_fork_shared(fs, &mut i.data);
+            Response::Inode(Box::new(inode_full(fs, &i, path)))
+        }
         Err(e) => view_error(format!("inode {ino}"), e),
     }
 }
@@ -293,11 +301,12 @@ fn inode_full(fs: &Fs<BlobReader>, i: &Inode, path: Option<String>) -> InodeView
 
 /// Resolve a path: a directory's listing, or an inode view.
 pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
-    let i = match fs.lookup_path(path.as_bytes()) {
+    let mut i = match fs.lookup_path(path.as_bytes()) {
         Ok(i) => i,
         Err(e) => return view_error(path, e),
     };
     if i.file_type() != FileType::Dir {
+        crate::xfs::reflink::mark_fork_shared(fs, &mut i.data);
         return Response::Inode(Box::new(inode_full(fs, &i, Some(path.to_string()))));
     }
     let listing = match fs.read_dir(&i) {
@@ -379,5 +388,39 @@ pub fn xattr_value(fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
             Err(e) => view_error(what, e),
         },
         None => view_error(what, "no such attribute"),
+    }
+}
+
+/// The subdirectories of `path`, sorted by name.
+pub fn tree_children(fs: &Fs<BlobReader>, path: &str) -> Response {
+    let result = fs
+        .lookup_path(path.as_bytes())
+        .and_then(|i| fs.read_dir(&i));
+    match result {
+        Ok(listing) => {
+            let mut dirs: Vec<String> = listing
+                .entries
+                .iter()
+                .filter(|e| e.name != b"." && e.name != b"..")
+                .filter(|e| match e.ftype {
+                    Some(t) => t.name() == "dir",
+                    None => fs
+                        .inode(e.ino)
+                        .is_ok_and(|i| i.file_type() == FileType::Dir),
+                })
+                .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+                .collect();
+            dirs.sort();
+            Response::TreeChildren {
+                path: path.to_string(),
+                dirs,
+                error: None,
+            }
+        }
+        Err(e) => Response::TreeChildren {
+            path: path.to_string(),
+            dirs: Vec::new(),
+            error: Some(e.to_string()),
+        },
     }
 }

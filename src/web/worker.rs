@@ -170,6 +170,7 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             return;
         }
         Request::Ags => with_fs("allocation groups", ags),
+        Request::TreeChildren { path } => with_fs("tree", |fs| views::tree_children(fs, &path)),
     };
     post(scope, &resp);
 }

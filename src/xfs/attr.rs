@@ -899,3 +899,438 @@ impl<R: ReadAt> Fs<R> {
         }
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::read::FileReader;
+    use crate::xfs::testutil::*;
+    use crate::xfs::types::Daddr;
+    use std::collections::HashMap;
+
+    const FIXTURES: &[&str] = &[
+        "v5-formats",
+        "v5-64kdir",
+        "v5-1k-rmap",
+        "v5-64kblock",
+        "v5-sect4k",
+        "v5-dirattr",
+        "v4-dirs",
+    ];
+
+    struct Opened<'a> {
+        fork: TestFork<'a>,
+        ag: AttrGeometry,
+        local: Option<(Vec<u8>, ForkAt)>,
+    }
+
+    impl Opened<'_> {
+        fn attr_fork(&self) -> AttrFork<'_> {
+            match &self.local {
+                Some((b, at)) => AttrFork::Local { bytes: b, at: *at },
+                None => AttrFork::Blocks,
+            }
+        }
+    }
+
+    fn open<'a>(fs: &'a Fs<FileReader>, s: &Section) -> Opened<'a> {
+        let ino: u64 = s.head[0].strip_prefix("inode ").unwrap().parse().unwrap();
+        let lines: Vec<&str> = s.head.iter().map(String::as_str).collect();
+        let fork = TestFork::from_bmap(fs, &lines);
+        let ag = AttrGeometry::new(&fs.geo, &fs.sb, Ino(ino));
+        let local = (head_value(s, "core.aformat") == Some("1")).then(|| {
+            let forkoff: u64 = head_value(s, "core.forkoff").unwrap().parse().unwrap();
+            let core = if fs.geo.v5 { 176 } else { 100 };
+            let off = fs.inode_offset(Ino(ino)).unwrap() + core + forkoff * 8;
+            let head = fs.img.read("test", off, 2).unwrap();
+            let tot = u64::from(u16::from_be_bytes([head[0], head[1]]));
+            (
+                fs.img.read("test", off, tot).unwrap(),
+                ForkAt {
+                    daddr: Daddr(off / 512),
+                    byte: off % 512,
+                },
+            )
+        });
+        Opened { fork, ag, local }
+    }
+
+    /// `key = value` lines of an xfs_db print, by key.
+    fn print_map(s: &Section) -> HashMap<String, String> {
+        s.body
+            .iter()
+            .filter_map(|l| l.split_once(" = "))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    }
+
+    /// An xfs_db quoted string: octal (`\\000`) and C (`\\b`) escapes.
+    fn unquote(v: &str) -> Vec<u8> {
+        let b = v.strip_prefix('"').unwrap_or(v).as_bytes();
+        let b = b.strip_suffix(b"\"").unwrap_or(b);
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] != b'\\' || i + 1 >= b.len() {
+                out.push(b[i]);
+                i += 1;
+                continue;
+            }
+            if i + 4 <= b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+                let o = std::str::from_utf8(&b[i + 1..i + 4]).unwrap();
+                out.push(u8::from_str_radix(o, 8).unwrap());
+                i += 4;
+                continue;
+            }
+            out.push(match b[i + 1] {
+                b'a' => 7,
+                b'b' => 8,
+                b't' => 9,
+                b'n' => 10,
+                b'v' => 11,
+                b'f' => 12,
+                b'r' => 13,
+                c => c,
+            });
+            i += 2;
+        }
+        out
+    }
+
+    /// Every attribute fork in the oracles reads as `xfs_db print` shows it:
+    /// shortform lists, leaf block 0 (entries and names/values) and the
+    /// root node of node forms; listings have no problems.
+    #[test]
+    fn attrs_equal_xfs_db_print() {
+        let mut formats = std::collections::BTreeSet::new();
+        for name in FIXTURES {
+            let fs = fixture_fs(name);
+            for s in dirattr_oracle(name).iter().filter(|s| s.kind == "attr") {
+                let o = open(&fs, s);
+                let what = format!("{name} {}", s.path);
+                let l = read_attrs(&o.fork, &fs.geo, &o.ag, o.attr_fork())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(l.problems.is_empty(), "{what}: {:?}", l.problems);
+                formats.insert(l.format.name());
+                let m = print_map(s);
+                if o.local.is_some() {
+                    let count: usize = m["a.sfattr.hdr.count"].parse().unwrap();
+                    assert_eq!(l.entries.len(), count, "{what}");
+                    for (i, e) in l.entries.iter().enumerate() {
+                        let k = |f: &str| m[&format!("a.sfattr.list[{i}].{f}")].clone();
+                        assert_eq!(e.name, unquote(&k("name")), "{what}");
+                        let want_v = m
+                            .get(&format!("a.sfattr.list[{i}].value"))
+                            .map_or(Vec::new(), |v| unquote(v));
+                        assert_eq!(read_value(&o.fork, &fs.geo, &o.ag, e).unwrap(), want_v);
+                        assert_eq!(e.namespace == AttrNamespace::Trusted, k("root") == "1");
+                        assert_eq!(e.namespace == AttrNamespace::Secure, k("secure") == "1");
+                    }
+                    continue;
+                }
+                let buf = read_da_block(&o.fork, &fs.geo, &o.ag.da, "test", 0).unwrap();
+                let magic = m
+                    .get("hdr.info.hdr.magic")
+                    .or(m.get("hdr.info.magic"))
+                    .unwrap()
+                    .clone();
+                if magic == "0x3ebe" || magic == "0xfebe" {
+                    let node = crate::xfs::dabtree::parse_node(&buf, &o.ag.da).unwrap();
+                    assert_eq!(node.entries.len().to_string(), m["hdr.count"], "{what}");
+                    assert_eq!(node.level.to_string(), m["hdr.level"], "{what}");
+                    assert!(l.entries.len() > node.entries.len());
+                    continue;
+                }
+                let leaf = parse_leaf(&buf, &o.ag).unwrap();
+                assert_eq!(leaf.entries.len().to_string(), m["hdr.count"], "{what}");
+                // entries[i] = [hashval,nameidx,incomplete,root,secure,local]
+                let rows: Vec<&String> = s
+                    .body
+                    .iter()
+                    .filter(|l| l.contains(":[0x") && l.matches(',').count() == 5)
+                    .collect();
+                assert_eq!(rows.len(), leaf.entries.len(), "{what}");
+                for (i, ((hash, e), row)) in leaf.entries.iter().zip(rows).enumerate() {
+                    let f: Vec<&str> = row
+                        .split_once(":[")
+                        .unwrap()
+                        .1
+                        .trim()
+                        .trim_end_matches(']')
+                        .split(',')
+                        .collect();
+                    assert_eq!(format!("{hash:#x}"), f[0], "{what} {i}");
+                    assert_eq!(e.namespace == AttrNamespace::Trusted, f[3] == "1");
+                    assert_eq!(e.namespace == AttrNamespace::Secure, f[4] == "1");
+                    assert_eq!(
+                        matches!(e.value, AttrValue::Inline { .. }),
+                        f[5] == "1",
+                        "{what} {i} {row}"
+                    );
+                    assert_eq!(e.name, unquote(&m[&format!("nvlist[{i}].name")]), "{what}");
+                    assert_eq!(
+                        e.value.len().to_string(),
+                        m[&format!("nvlist[{i}].valuelen")]
+                    );
+                    match &e.value {
+                        AttrValue::Inline { bytes } => {
+                            if let Some(v) = m.get(&format!("nvlist[{i}].value")) {
+                                assert_eq!(*bytes, unquote(v), "{what} {i}");
+                            }
+                        }
+                        AttrValue::Remote { blk, len } => {
+                            let want = u32::from_str_radix(
+                                m[&format!("nvlist[{i}].valueblk")].trim_start_matches("0x"),
+                                16,
+                            )
+                            .unwrap();
+                            assert_eq!(*blk, want);
+                            let v = read_remote_value(&o.fork, &fs.geo, &o.ag, *blk, *len).unwrap();
+                            assert_eq!(v.len() as u32, *len);
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            formats.into_iter().collect::<Vec<_>>(),
+            ["leaf", "node", "shortform"]
+        );
+    }
+
+    fn section(name: &str, path: &str) -> Section {
+        dirattr_oracle(name)
+            .into_iter()
+            .find(|s| s.kind == "attr" && s.path == path)
+            .unwrap()
+    }
+
+    fn err_text<T: std::fmt::Debug>(r: Result<T>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn damaged_remote_value_blocks_give_clear_errors() {
+        let fs = fixture_fs("v5-formats");
+        let s = section("v5-formats", "/xattrs/remote");
+        let o = open(&fs, &s);
+        let l = read_attrs(&o.fork, &fs.geo, &o.ag, o.attr_fork()).unwrap();
+        let e = l.entries.iter().find(|e| e.name == b"remote5000").unwrap();
+        let AttrValue::Remote { blk, len } = e.value else {
+            panic!()
+        };
+        assert_eq!(read_value(&o.fork, &fs.geo, &o.ag, e).unwrap().len(), 5000);
+        let orig = o.fork.read(u64::from(blk) + 1, 1).unwrap();
+        let value_err = |edit: &dyn Fn(&mut Vec<u8>), crc: bool| {
+            let mut b = orig.clone();
+            edit(&mut b);
+            if crc {
+                fix_crc(&mut b, XFS_ATTR3_RMT_CRC_OFF);
+            }
+            let p = Patched {
+                inner: &o.fork,
+                patches: [(u64::from(blk) + 1, b)].into_iter().collect(),
+            };
+            err_text(read_remote_value(&p, &fs.geo, &o.ag, blk, len))
+        };
+        let e = value_err(&|b| b[0] = b'Y', true);
+        assert!(e.contains("magic 0x5941524d, expected 0x5841524d"), "{e}");
+        let e = value_err(&|b| b[100] ^= 1, false);
+        assert!(e.contains("CRC stored"), "{e}");
+        let e = value_err(&|b| b[4..8].copy_from_slice(&0u32.to_be_bytes()), true);
+        assert!(
+            e.contains("holds bytes 0..+960 of the value, expected 4040..+960"),
+            "{e}"
+        );
+        let e = value_err(&|b| b[32..40].copy_from_slice(&7u64.to_be_bytes()), true);
+        assert!(e.contains("owner inode 7"), "{e}");
+        let e = value_err(&|b| b[40..48].copy_from_slice(&7u64.to_be_bytes()), true);
+        assert!(e.contains("blkno 7"), "{e}");
+        let e = err_text(read_remote_value(&o.fork, &fs.geo, &o.ag, blk, 70_000));
+        assert!(e.contains("at most 65536"), "{e}");
+    }
+
+    #[test]
+    fn damaged_leaf_blocks_give_clear_errors() {
+        let fs = fixture_fs("v5-formats");
+        let s = section("v5-formats", "/xattrs/leaf");
+        let o = open(&fs, &s);
+        let buf = read_da_block(&o.fork, &fs.geo, &o.ag.da, "test", 0).unwrap();
+        let good = parse_leaf(&buf, &o.ag).unwrap();
+        assert!(good.problems.is_empty());
+        let edit = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = buf.clone();
+            f(&mut b.bytes);
+            fix_crc(&mut b.bytes, 12);
+            parse_leaf(&b, &o.ag)
+        };
+        let e = err_text(edit(&|b| {
+            b[56..58].copy_from_slice(&0xffffu16.to_be_bytes())
+        }));
+        assert!(e.contains("count 65535"), "{e}");
+        let e = err_text(edit(&|b| {
+            b[8..10].copy_from_slice(&0x3ebeu16.to_be_bytes())
+        }));
+        assert!(e.contains("magic 0x3ebe, expected 0x3bee"), "{e}");
+        // Entry 0: name index outside the name area; wrong hash; unknown
+        // namespace bits.
+        let l = edit(&|b| b[80 + 4..80 + 6].copy_from_slice(&8u16.to_be_bytes())).unwrap();
+        assert!(l.problems[0].to_string().contains("outside the name area"));
+        assert_eq!(l.entries.len(), good.entries.len() - 1);
+        let l = edit(&|b| b[80] ^= 0x10).unwrap();
+        assert!(
+            l.problems[0].to_string().contains("hashes to"),
+            "{:?}",
+            l.problems
+        );
+        let l = edit(&|b| b[80 + 6] |= XFS_ATTR_ROOT | XFS_ATTR_SECURE).unwrap();
+        assert!(l
+            .problems
+            .iter()
+            .any(|p| p.to_string().contains("namespace bits 0x06")));
+        assert_eq!(l.entries[0].1.namespace, AttrNamespace::Unknown(6));
+        assert_eq!(l.entries[0].1.linux_name(), None);
+        // A remote entry whose value starts at the leaf itself.
+        let l = edit(&|b| {
+            b[80 + 6] &= !XFS_ATTR_LOCAL;
+        });
+        assert!(l.is_ok());
+    }
+
+    #[test]
+    fn damaged_shortform_lists_give_clear_errors() {
+        let fs = fixture_fs("v5-formats");
+        let s = section("v5-formats", "/xattrs/shortform");
+        let o = open(&fs, &s);
+        let (bytes, at) = o.local.clone().unwrap();
+        let good = parse_shortform(&bytes, &o.ag, at).unwrap();
+        assert_eq!(good.entries.len(), 4);
+        let mut b = bytes.clone();
+        b[0..2].copy_from_slice(&500u16.to_be_bytes());
+        assert!(err_text(parse_shortform(&b, &o.ag, at)).contains("totsize 500"));
+        let mut b = bytes.clone();
+        b[4] = 200;
+        assert!(err_text(parse_shortform(&b, &o.ag, at)).contains("entry 0 ends at byte"));
+        let mut b = bytes.clone();
+        b[2] = 9;
+        assert!(
+            err_text(parse_shortform(&b, &o.ag, at)).contains("entry 4 of 9 starts past totsize")
+        );
+        let mut b = bytes.clone();
+        b[4] = 0;
+        assert!(err_text(parse_shortform(&b, &o.ag, at)).contains("empty name"));
+    }
+
+    /// Parent pointers and INCOMPLETE entries, in a shortform list built
+    /// here (no fixture has parent pointers: mkfs.xfs 6.1 cannot make them).
+    #[test]
+    fn parent_pointers_are_not_linux_xattrs_and_incomplete_entries_are_skipped() {
+        let fs = fixture_fs("v5-formats");
+        let mut ag = AttrGeometry::new(&fs.geo, &fs.sb, Ino(131));
+        let mut list = vec![0u8, 0, 3, 0];
+        let mut entry = |name: &[u8], value: &[u8], flags: u8| {
+            list.extend([name.len() as u8, value.len() as u8, flags]);
+            list.extend(name);
+            list.extend(value);
+        };
+        let mut rec = 128u64.to_be_bytes().to_vec();
+        rec.extend(7u32.to_be_bytes());
+        entry(b"child", &rec, XFS_ATTR_PARENT);
+        entry(b"half", b"x", XFS_ATTR_INCOMPLETE);
+        entry(b"k", b"v", 0);
+        let n = list.len() as u16;
+        list[0..2].copy_from_slice(&n.to_be_bytes());
+        let at = ForkAt {
+            daddr: Daddr(0),
+            byte: 0,
+        };
+        ag.parent = true;
+        let l = parse_shortform(&list, &ag, at).unwrap();
+        assert!(l.problems.is_empty());
+        assert_eq!(l.incomplete, 1);
+        assert_eq!(l.entries.len(), 2);
+        assert_eq!(l.entries[0].namespace, AttrNamespace::Parent);
+        assert_eq!(l.entries[0].parent_pointer(), Some((Ino(128), 7)));
+        let names: Vec<Vec<u8>> = linux_xattrs(&l).into_iter().map(|x| x.name).collect();
+        assert_eq!(names, [b"user.k".to_vec()]);
+        ag.parent = false;
+        let l = parse_shortform(&list, &ag, at).unwrap();
+        assert!(l.problems[0]
+            .to_string()
+            .contains("without parent pointers"));
+        // The hash a parent pointer's leaf entry must carry.
+        ag.parent = true;
+        let v = AttrValue::Inline { bytes: rec };
+        assert_eq!(
+            ag.hash(XFS_ATTR_PARENT, b"child", &v),
+            Some(crate::xfs::dahash::da_hashname(b"child") ^ 128)
+        );
+    }
+
+    #[test]
+    fn malformed_acls_are_errors() {
+        assert!(xfs_acl_to_linux(&[0, 0]).is_err());
+        let mut a = 1u32.to_be_bytes().to_vec();
+        a.extend([0, 0, 0, 0x40, 0, 0, 0, 0, 0, 7, 0, 0]);
+        assert!(xfs_acl_to_linux(&a)
+            .unwrap_err()
+            .contains("unknown tag 0x40"));
+        a.pop();
+        assert!(xfs_acl_to_linux(&a)
+            .unwrap_err()
+            .contains("but 1 entries take 16"));
+    }
+
+    #[test]
+    fn random_damage_never_panics() {
+        let fs = fixture_fs("v5-formats");
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for path in ["/xattrs/leaf", "/xattrs/node", "/xattrs/remote"] {
+            let s = section("v5-formats", path);
+            let o = open(&fs, &s);
+            for blk in [0u64, 1, 2] {
+                let Ok(orig) = o.fork.read(blk, 1) else {
+                    continue;
+                };
+                for _ in 0..200 {
+                    let mut b = orig.clone();
+                    for _ in 0..1 + rng.below(6) {
+                        let i = rng.below(b.len().min(256))
+                            + if rng.below(3) == 0 { b.len() - 256 } else { 0 };
+                        b[i] = rng.next() as u8;
+                    }
+                    fix_crc(&mut b, 12);
+                    let p = Patched {
+                        inner: &o.fork,
+                        patches: [(blk, b)].into_iter().collect(),
+                    };
+                    if let Ok(l) = read_attrs(&p, &fs.geo, &o.ag, AttrFork::Blocks) {
+                        for e in l.entries.iter().take(5) {
+                            let _ = read_value(&p, &fs.geo, &o.ag, e);
+                        }
+                    }
+                }
+            }
+        }
+        let s = section("v5-formats", "/xattrs/shortform");
+        let o = open(&fs, &s);
+        let (bytes, at) = o.local.clone().unwrap();
+        for _ in 0..2000 {
+            let mut b = bytes.clone();
+            for _ in 0..1 + rng.below(4) {
+                let i = rng.below(b.len());
+                b[i] = rng.next() as u8;
+            }
+            let _ = parse_shortform(&b, &o.ag, at);
+        }
+    }
+}

@@ -34,8 +34,9 @@ pub mod image;
 pub mod inode;
 pub mod log;
 pub mod read;
+pub mod reflink;
 pub mod sb;
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testutil;
 pub mod tree;
 pub mod types;

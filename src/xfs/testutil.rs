@@ -7,7 +7,9 @@
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
-    clippy::arithmetic_side_effects
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
 )]
 
 use std::path::{Path, PathBuf};
@@ -156,4 +158,51 @@ pub fn head_value<'a>(s: &'a Section, key: &str) -> Option<&'a str> {
         let (k, v) = l.split_once(" = ")?;
         (k.trim() == key).then(|| v.split_whitespace().next().unwrap_or(""))
     })
+}
+
+/// A fork whose blocks may be replaced: `patches` maps a fork block to the
+/// bytes a read of exactly that block (and count) returns.
+pub struct Patched<'a> {
+    pub inner: &'a TestFork<'a>,
+    pub patches: std::collections::HashMap<u64, Vec<u8>>,
+}
+
+impl ForkSource for Patched<'_> {
+    fn map(&self, file_block: u64) -> Option<(FsBlock, u64)> {
+        self.inner.map(file_block)
+    }
+
+    fn runs(&self) -> Vec<(u64, u64)> {
+        self.inner.runs()
+    }
+
+    fn read(&self, file_block: u64, count: u32) -> Result<Vec<u8>> {
+        match self.patches.get(&file_block) {
+            Some(b) => Ok(b.clone()),
+            None => self.inner.read(file_block, count),
+        }
+    }
+}
+
+/// Store a fresh CRC (little-endian, at `off`) so that a damaged block gets
+/// past the CRC check and exercises the checks behind it.
+pub fn fix_crc(block: &mut [u8], off: usize) {
+    let c = crate::xfs::sb::crc_with_hole(block, off);
+    block[off..off + 4].copy_from_slice(&c.to_le_bytes());
+}
+
+/// A small deterministic random number generator (xorshift64).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
 }

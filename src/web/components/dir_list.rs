@@ -76,7 +76,10 @@ pub fn dir_list(props: &Props) -> Html {
             <h2>
                 { "Directory " }<code data-testid="dir-path">{ &d.path }</code>
                 <span class="muted">{ format!(" · inode {} · {} format · ", d.ino, d.format) }<span data-testid="dir-count">{ total }</span>{ " entries" }</span>
-                { " " }<a href={Route::Inode(d.ino).href()}>{ "inspect inode" }</a>
+                { " " }<a class="small" href={Route::Inode(d.ino).href()}>{ "inspect inode" }</a>
+                if d.path != "/" {
+                    { " " }<a class="small" data-testid="dir-parent" href={Route::Path(crate::web::route::parent(&d.path)).href()}>{ "up to the parent" }</a>
+                }
             </h2>
             if !d.problems.is_empty() {
                 <ul class="problems">{ for d.problems.iter().map(|p| html! { <li class="bad">{ p }</li> }) }</ul>

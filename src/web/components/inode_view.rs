@@ -59,11 +59,15 @@ fn fork_table(f: &ForkView, which: &str) -> Html {
     let more = f.extent_count > u64::try_from(f.extents.len()).unwrap_or(u64::MAX);
     html! {
         <div class="fork">
-            <h3>{ format!("{which} fork: {} ({})", f.format_name, f.format) }
+            <h3>{ format!("{which} fork: {} (format {})", f.format_name, f.format) }
+                if f.format == 2 || f.format == 3 { <span class="muted">{ format!(" · {} extents", f.extent_count) }</span> }
                 if let Some(lv) = f.btree_level { <span class="muted">{ format!(" · bmbt root level {lv}") }</span> }
                 if let Some(n) = f.local_len { <span class="muted">{ format!(" · {n} bytes inline") }</span> }
             </h3>
             if let Some(e) = &f.error { <p class="bad">{ e }</p> }
+            if !f.local_bytes.is_empty() {
+                <pre class="hexdump" data-testid={format!("{which}-fork-bytes")}>{ hexdump(&f.local_bytes) }</pre>
+            }
             if !f.extents.is_empty() {
                 <table class="extents">
                     <thead><tr><th>{ "file block" }</th><th>{ "start (fsblock)" }</th><th>{ "length" }</th><th>{ "state" }</th></tr></thead>
@@ -80,6 +84,26 @@ fn fork_table(f: &ForkView, which: &str) -> Html {
             if more { <p class="muted">{ format!("{} of {} extents shown", f.extents.len(), f.extent_count) }</p> }
         </div>
     }
+}
+
+/// A classic hex dump: offset, 16 bytes in hex, then as ASCII.
+pub fn hexdump(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, row) in bytes.chunks(16).enumerate() {
+        let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+        let text: String = row
+            .iter()
+            .map(|b| {
+                if b.is_ascii_graphic() || *b == b' ' {
+                    char::from(*b)
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        out.push_str(&format!("{:04x}  {:<48}  {text}\n", i * 16, hex.join(" ")));
+    }
+    out
 }
 
 /// Text if the value is printable UTF-8, else hex.

@@ -7,3 +7,4 @@ pub mod nav;
 pub mod open_panel;
 pub mod status;
 pub mod superblock;
+pub mod tree;
