@@ -37,6 +37,49 @@ impl Overlay {
         self.sectors.insert(daddr, Box::new(bytes));
     }
 
+    /// Put `bytes` (whole sectors; a partial last sector is ignored) from
+    /// sector `daddr` on.
+    pub fn put(&mut self, daddr: u64, bytes: &[u8]) {
+        for (i, chunk) in bytes.chunks_exact(512).enumerate() {
+            let mut s = [0u8; 512];
+            s.copy_from_slice(chunk);
+            let at = daddr.saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
+            self.sectors.insert(at, Box::new(s));
+        }
+    }
+
+    /// The recovered sector at `daddr`, if any.
+    pub fn sector(&self, daddr: u64) -> Option<&[u8; 512]> {
+        self.sectors.get(&daddr).map(|b| &**b)
+    }
+
+    /// Every recovered sector in ascending daddr order.
+    pub fn sectors(&self) -> impl Iterator<Item = (u64, &[u8; 512])> + '_ {
+        self.sectors.iter().map(|(d, b)| (*d, &**b))
+    }
+
+    /// Recovered sectors in `[first, last]`.
+    pub fn sectors_in(
+        &self,
+        first: u64,
+        last: u64,
+    ) -> impl Iterator<Item = (u64, &[u8; 512])> + '_ {
+        self.sectors.range(first..=last).map(|(d, b)| (*d, &**b))
+    }
+
+    /// Bytes held (512 per sector, bookkeeping not counted).
+    pub fn bytes(&self) -> u64 {
+        u64::try_from(self.sectors.len())
+            .unwrap_or(u64::MAX)
+            .saturating_mul(BBSIZE)
+    }
+
+    /// Lay the overlay over `buf`, which holds the image bytes at byte
+    /// `offset`.
+    pub fn apply_to(&self, offset: u64, buf: &mut [u8]) {
+        self.apply(offset, buf);
+    }
+
     /// Lay the overlay over `buf`, which holds the image bytes at `offset`.
     fn apply(&self, offset: u64, buf: &mut [u8]) {
         if self.sectors.is_empty() || buf.is_empty() {
@@ -184,6 +227,44 @@ impl<R: ReadAt> Image<R> {
     /// Choose between the on-disk view (false) and the replayed view (true).
     pub fn set_use_overlay(&mut self, on: bool) {
         self.use_overlay = on;
+    }
+
+    /// The replay overlay (possibly empty).
+    pub fn overlay(&self) -> &Overlay {
+        &self.overlay
+    }
+
+    /// Whether reads see the overlay.
+    pub fn uses_overlay(&self) -> bool {
+        self.use_overlay
+    }
+
+    /// Read straight from the image, ignoring the overlay whatever the
+    /// setting (for replay, which builds the overlay from the on-disk state).
+    pub fn read_disk(&self, structure: &'static str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len).ok_or(Error::OutOfBounds {
+            structure,
+            offset,
+            len,
+            image_len: self.len,
+        })?;
+        if end > self.len || len > MAX_READ {
+            return Err(Error::OutOfBounds {
+                structure,
+                offset,
+                len,
+                image_len: self.len,
+            });
+        }
+        let size = usize::try_from(len).map_err(|_| Error::OutOfBounds {
+            structure,
+            offset,
+            len,
+            image_len: self.len,
+        })?;
+        let mut buf = vec![0u8; size];
+        self.fill_from_cache(offset, &mut buf)?;
+        Ok(buf)
     }
 
     /// Read `len` bytes at byte `offset`, for the structure named `structure`
