@@ -32,25 +32,141 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, _diff: bool) -> Resul
     let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let fs = Fs::open(Image::new(reader)).map_err(|e| format!("{}: {e}", path.display()))?;
     let start = std::time::Instant::now();
-    let r =
-        replay::replay(&fs, &mut |_| {}).map_err(|e| format!("{}: replay: {e}", path.display()))?;
-    let took = start.elapsed();
-    if output.is_some() {
-        return Err("export is not written yet".into());
+    let mut last = std::time::Instant::now();
+    let show = output.is_some() && !json;
+    let r = replay::replay(&fs, &mut |p: &replay::Progress| {
+        if show && last.elapsed().as_millis() >= 500 {
+            last = std::time::Instant::now();
+            eprintln!(
+                "replay: pass {} {}/{} log blocks, {} records, {} transactions, {} items",
+                p.pass, p.blocks_done, p.blocks_total, p.records, p.transactions, p.items
+            );
+        }
+    })
+    .map_err(|e| format!("{}: replay: {e}", path.display()))?;
+    let replay_secs = start.elapsed().as_secs_f64();
+    let report = r.report.clone();
+    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut written = None;
+    if let Some(out) = output {
+        let t = std::time::Instant::now();
+        let n = write_image(&fs, &plan, out)?;
+        written = Some((n, t.elapsed().as_secs_f64()));
     }
     if json {
-        let mut s = serde_json::to_string_pretty(&r.report).map_err(|e| e.to_string())?;
+        let v = serde_json::json!({
+            "replay": report,
+            "mount": plan.mount,
+            "replay_seconds": replay_secs,
+            "output": output.map(|p| p.display().to_string()),
+            "bytes_written": written.map(|w| w.0),
+        });
+        let mut s = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
         s.push('\n');
-        super::print(&s)
-    } else {
-        let rep = &r.report;
-        super::print(&format!(
-            "replayed {} transactions from {} records in {:.3} s; {} sectors recovered\n{:#?}\n",
-            rep.transactions,
-            rep.records,
-            took.as_secs_f64(),
-            rep.overlay_sectors,
-            rep.counts
-        ))
+        return super::print(&s);
     }
+    let mut t = String::new();
+    let rep = &report;
+    if rep.clean {
+        t.push_str("the log is clean: nothing to replay\n");
+    } else {
+        t.push_str(&format!(
+            "log tail {} head {}: {} records, {} transactions replayed ({} uncommitted, discarded), {} items, in {replay_secs:.3} s\n",
+            rep.tail, rep.head, rep.records, rep.transactions, rep.uncommitted, rep.items
+        ));
+        let c = &rep.counts;
+        t.push_str(&format!(
+            "buffers: {} replayed, {} skipped (newer on disk), {} cancelled, {} cancel items, {} inode buffers ({} unlinked pointers)\n",
+            c.buffers_replayed, c.buffers_skipped_lsn, c.buffers_cancelled, c.cancel_items, c.inode_buffers, c.unlinked_pointers
+        ));
+        t.push_str(&format!(
+            "inodes: {} replayed, {} skipped (newer on disk), {} cancelled; icreate: {} replayed, {} cancelled\n",
+            c.inodes_replayed, c.inodes_skipped_lsn, c.inodes_cancelled, c.icreates_replayed, c.icreates_cancelled
+        ));
+        t.push_str(&format!(
+            "{} sectors recovered ({} buffer writes, {} stamped with their transaction's LSN)\n",
+            rep.overlay_sectors, c.buffer_writes, c.buffers_stamped
+        ));
+    }
+    for n in &rep.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    for w in &rep.warnings {
+        t.push_str(&format!("warning: {w}\n"));
+    }
+    for u in &rep.unfinished_intents {
+        t.push_str(&format!(
+            "NOT FINISHED: {} intent {:#x} from transaction {:#x} (LSN {}): {}\n",
+            u.kind.name(),
+            u.id,
+            u.tid,
+            u.lsn,
+            u.work.join("; ")
+        ));
+    }
+    if let Some(m) = &plan.mount {
+        t.push_str(&format!(
+            "superblock counters from the AGs: icount {} -> {}, ifree {} -> {}, fdblocks {} -> {}\n",
+            m.before.icount, m.after.icount, m.before.ifree, m.after.ifree, m.before.fdblocks, m.after.fdblocks
+        ));
+        for u in &m.unlinked {
+            t.push_str(&format!(
+                "NOT FREED: inode {} heads AGI {} unlinked bucket {}; the kernel frees the inodes of this list at mount\n",
+                u.ino, u.agno, u.bucket
+            ));
+        }
+    }
+    if let (Some(out), Some((n, secs))) = (output, written) {
+        t.push_str(&format!(
+            "wrote {} ({n} bytes of data, in {secs:.3} s)\n",
+            out.display()
+        ));
+    }
+    super::print(&t)
+}
+
+/// Write the recovered image to a new file, skipping all-zero chunks
+/// (the file is sparse where the input reads as zeros). Returns the bytes
+/// actually written.
+fn write_image(
+    fs: &Fs<FileReader>,
+    plan: &replay::export::Plan,
+    out: &Path,
+) -> Result<u64, String> {
+    use std::os::unix::fs::FileExt;
+    let rec = replay::export::Recovered {
+        fs,
+        overlay: &plan.overlay,
+        log: plan.log,
+    };
+    let werr = |e: std::io::Error| format!("{}: {e}", out.display());
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .map_err(werr)?;
+    const CHUNK: u64 = 1 << 20;
+    let len = rec.len();
+    let mut buf = vec![0u8; usize::try_from(CHUNK).unwrap_or(1 << 20)];
+    let mut off = 0u64;
+    let mut written = 0u64;
+    let mut last = std::time::Instant::now();
+    while off < len {
+        let n = usize::try_from(CHUNK.min(len - off)).unwrap_or(0);
+        let b = &mut buf[..n];
+        rec.read_at(off, b)
+            .map_err(|e| format!("reading the recovered image at byte {off}: {e}"))?;
+        if b.iter().any(|x| *x != 0) {
+            file.write_all_at(b, off).map_err(werr)?;
+            written += n as u64;
+        }
+        off += n as u64;
+        if last.elapsed().as_millis() >= 500 {
+            last = std::time::Instant::now();
+            eprintln!("export: {off} of {len} bytes");
+        }
+    }
+    file.set_len(len).map_err(werr)?;
+    file.sync_all().map_err(werr)?;
+    Ok(written)
 }

@@ -21,9 +21,11 @@
 
 pub mod buf;
 pub mod cancel;
+pub mod export;
 pub mod icreate;
 pub mod inode;
 pub mod intents;
+pub mod mount;
 pub mod walk;
 
 use crate::xfs::error::{Error, Location, Result};
