@@ -22,8 +22,23 @@ pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileR
             u.work.join("; ")
         );
     }
+    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(m) = &plan.mount {
+        for c in &m.cow.not_freed {
+            eprintln!(
+                "xfs-explorer: note: CoW staging extent AG {} block {} ({} blocks) is not freed by this replay: {}",
+                c.extent.agno, c.extent.agbno, c.extent.len, c.reason
+            );
+        }
+        for u in &m.unlinked {
+            eprintln!(
+                "xfs-explorer: note: inode {} is on an unlinked list; the kernel frees it at mount, this replay does not",
+                u.ino
+            );
+        }
+    }
     let mut img = fs.img;
-    img.set_overlay(r.overlay);
+    img.set_overlay(plan.overlay);
     img.set_use_overlay(true);
     Ok(img)
 }
@@ -109,6 +124,18 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, _diff: bool) -> Resul
             "superblock counters from the AGs: icount {} -> {}, ifree {} -> {}, fdblocks {} -> {}\n",
             m.before.icount, m.after.icount, m.before.ifree, m.after.ifree, m.before.fdblocks, m.after.fdblocks
         ));
+        for c in &m.cow.freed {
+            t.push_str(&format!(
+                "freed CoW staging extent: AG {} block {}, {} blocks (as the kernel does at mount)\n",
+                c.agno, c.agbno, c.len
+            ));
+        }
+        for c in &m.cow.not_freed {
+            t.push_str(&format!(
+                "NOT FREED: CoW staging extent AG {} block {} ({} blocks): {}\n",
+                c.extent.agno, c.extent.agbno, c.extent.len, c.reason
+            ));
+        }
         for u in &m.unlinked {
             t.push_str(&format!(
                 "NOT FREED: inode {} heads AGI {} unlinked bucket {}; the kernel frees the inodes of this list at mount\n",

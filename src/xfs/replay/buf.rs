@@ -253,6 +253,22 @@ pub fn commit_pass2<R: ReadAt>(
     if daddr == 0 && b.buf_type & XFS_BLFT_SB_BUF != 0 {
         primary_sb(st, &data)?;
     }
+    let bytes = u64::from(len).saturating_mul(512);
+    if matches!(b.buf_type, XFS_BLFT_DIR_BLOCK_BUF | XFS_BLFT_DIR_DATA_BUF)
+        && matches!(stamp, Stamp::Whole { .. })
+        && bytes < u64::from(st.geo.dirblksize)
+    {
+        // A directory block logged in pieces (its blocks are not
+        // contiguous on disk) is recovered piece by piece; the piece with
+        // the header is checked as a whole directory block and fails.
+        st.cache.reject(
+            daddr,
+            format!(
+                "directory data block at daddr {daddr} recovered as a {bytes}-byte piece of a {}-byte directory block (logged in pieces because its blocks are not contiguous)",
+                st.geo.dirblksize
+            ),
+        );
+    }
     finish(st, daddr, len, data, stamp, lsn);
     Ok(())
 }

@@ -278,7 +278,22 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
         sunit: fs.sb.logsunit,
         fmt: XLOG_FMT_LINUX_LE,
     };
-    let mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
+    let cow = super::cow::recover(fs, &mut overlay, rep.head)?;
+    let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
+    let mut ags: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    for u in &mount.unlinked {
+        ags.insert(u.agno);
+    }
+    for c in &cow.not_freed {
+        ags.insert(c.extent.agno);
+    }
+    for u in &rep.unfinished_intents {
+        for fsb in &u.fsblocks {
+            ags.insert(u32::try_from(fsb >> fs.geo.agblklog).unwrap_or(u32::MAX));
+        }
+    }
+    mount.cow = cow;
+    mount.ags_with_work_left = ags.into_iter().collect();
     Ok(Plan {
         overlay,
         log: Some(log),

@@ -22,6 +22,8 @@ pub struct Unfinished {
     pub tid: u32,
     /// What it asks for, in words.
     pub work: Vec<String>,
+    /// The filesystem blocks (AG-packed) it names.
+    pub fsblocks: Vec<u64>,
 }
 
 #[derive(Default, Debug)]
@@ -67,6 +69,15 @@ fn describe(item: &Item) -> Vec<String> {
     }
 }
 
+fn blocks(item: &Item) -> Vec<u64> {
+    match &item.body {
+        ItemBody::ExtentFree(e) => e.extents.iter().map(|x| x.start).collect(),
+        ItemBody::MapIntent(m) => m.extents.iter().map(|x| x.startblock).collect(),
+        ItemBody::RefcountIntent(r) => r.extents.iter().map(|x| x.startblock).collect(),
+        _ => Vec::new(),
+    }
+}
+
 impl Pending {
     pub fn add(&mut self, item: &Item, t: &RTrans, _lsn: u64) {
         let Some(id) = item.intent_id() else { return };
@@ -76,6 +87,7 @@ impl Pending {
             lsn: t.lsn,
             tid: t.tid,
             work: describe(item),
+            fsblocks: blocks(item),
         });
     }
 

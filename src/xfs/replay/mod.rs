@@ -19,8 +19,10 @@
 //! one record at a time; only one open transaction's regions, the buffers
 //! dirtied since the last LSN change, and the recovered sectors are held.
 
+pub mod agedit;
 pub mod buf;
 pub mod cancel;
+pub mod cow;
 pub mod export;
 pub mod icreate;
 pub mod inode;
@@ -139,6 +141,8 @@ pub struct Geo {
     /// Blocks of a full inode chunk and of the smallest sparse one.
     pub ialloc_blks: u32,
     pub ialloc_min_blks: u32,
+    /// Directory block size in bytes.
+    pub dirblksize: u32,
     pub nrext64: bool,
     pub v3_inodes: bool,
     /// META_UUID: metadata carries `sb_meta_uuid`.
@@ -189,6 +193,10 @@ impl Geo {
             blocks_per_cluster,
             inodes_per_cluster,
             ialloc_blks,
+            dirblksize: g
+                .blocksize
+                .checked_shl(u32::from(g.dirblklog))
+                .unwrap_or(g.blocksize),
             ialloc_min_blks: if sparse { sb.spino_align } else { ialloc_blks },
             nrext64: sb.features_incompat & (1 << 5) != 0,
             v3_inodes: v5,
@@ -238,6 +246,14 @@ struct Dirty {
     lsn: u64,
 }
 
+/// Why the kernel's write verifier would refuse a recovered buffer (which
+/// makes recovery, and the mount, fail).
+#[derive(Clone, Debug)]
+pub struct Rejected {
+    pub daddr: u64,
+    pub reason: String,
+}
+
 /// The replay's view of the disk: the image, the sectors already written
 /// by replay, and the buffers dirtied since the last LSN change (the
 /// kernel's buffer cache and delayed-write list).
@@ -246,6 +262,8 @@ pub struct Cache<'f, R: ReadAt> {
     pub written: Overlay,
     dirty: BTreeMap<(u64, u32), Dirty>,
     pub counts: Counts,
+    /// Buffers queued that the kernel could not write.
+    rejected: Vec<Rejected>,
 }
 
 impl<R: ReadAt> Cache<'_, R> {
@@ -297,8 +315,25 @@ impl<R: ReadAt> Cache<'_, R> {
         self.counts.buffer_writes = self.counts.buffer_writes.saturating_add(1);
     }
 
+    /// Note that the buffer just queued at `daddr` would be refused when
+    /// written.
+    fn reject(&mut self, daddr: u64, reason: String) {
+        self.rejected.push(Rejected { daddr, reason });
+    }
+
     /// Write every dirty buffer: stamp and checksum as its verifier does.
-    fn flush(&mut self) {
+    /// Fails as the kernel's recovery does if a write verifier refuses one.
+    fn flush(&mut self) -> Result<()> {
+        if let Some(r) = self.rejected.first() {
+            return Err(Error::corrupt(
+                "recovered buffer",
+                Location::Daddr { daddr: r.daddr },
+                format!(
+                    "{}; the kernel's write verifier refuses it, so the kernel's log recovery fails here and the filesystem does not mount",
+                    r.reason
+                ),
+            ));
+        }
         let dirty = std::mem::take(&mut self.dirty);
         for ((daddr, _), mut d) in dirty {
             if buf::apply_stamp(&mut d.data, d.stamp, d.lsn) {
@@ -307,6 +342,7 @@ impl<R: ReadAt> Cache<'_, R> {
             self.written.put(daddr, &d.data);
             self.counts.buffer_writes = self.counts.buffer_writes.saturating_add(1);
         }
+        Ok(())
     }
 }
 
@@ -597,6 +633,7 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
             written: Overlay::default(),
             dirty: BTreeMap::new(),
             counts: Counts::default(),
+            rejected: Vec::new(),
         },
         cancel: CancelTable::default(),
         intents: intents::Pending::default(),
@@ -667,7 +704,7 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
                     // Buffers are written (and stamped) when the start LSN
                     // of the committed transactions changes.
                     if *epoch_ref != Some(t.lsn) {
-                        st_ref.cache.flush();
+                        st_ref.cache.flush()?;
                         *epoch_ref = Some(t.lsn);
                     }
                     prog_ref.transactions = prog_ref.transactions.saturating_add(1);
@@ -690,7 +727,7 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
         )?;
         counts
     };
-    st.cache.flush();
+    st.cache.flush()?;
     progress(&prog);
     report.records = counts.records;
     report.transactions = counts.transactions;

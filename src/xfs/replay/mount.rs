@@ -47,6 +47,13 @@ pub struct MountChanges {
     /// Heads of the AGI unlinked buckets (chains are not walked).
     pub unlinked: Vec<Unlinked>,
     pub sb_lsn: Lsn,
+    /// CoW staging extents freed, and those left.
+    pub cow: super::cow::CowReport,
+    /// Blocks per AG, and the AGs where the kernel's mount does work this
+    /// tool leaves undone (unfinished intents, unlinked inodes, CoW
+    /// extents not freed).
+    pub ag_blocks: u32,
+    pub ags_with_work_left: Vec<u32>,
 }
 
 /// Read `len` bytes at byte `off` as replay left them.
@@ -161,5 +168,8 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         after,
         unlinked,
         sb_lsn,
+        cow: super::cow::CowReport::default(),
+        ag_blocks: fs.geo.agblocks,
+        ags_with_work_left: Vec::new(),
     })
 }
