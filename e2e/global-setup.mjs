@@ -1,6 +1,6 @@
 // Decompress the kernel-made fixtures once for the browser tests.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { FIXTURES, TMP } from './oracle.mjs';
 
@@ -9,6 +9,8 @@ export default function globalSetup() {
   for (const f of readdirSync(FIXTURES)) {
     if (!f.endsWith('.img.zst')) continue;
     const out = join(TMP, f.replace(/\.zst$/, ''));
-    if (!existsSync(out)) execFileSync('zstd', ['-d', '-q', '-f', join(FIXTURES, f), '-o', out]);
+    // Decompress again when the committed fixture is newer than the copy.
+    const stale = !existsSync(out) || statSync(out).mtimeMs < statSync(join(FIXTURES, f)).mtimeMs;
+    if (stale) execFileSync('zstd', ['-d', '-q', '-f', join(FIXTURES, f), '-o', out]);
   }
 }

@@ -15,7 +15,11 @@ pub fn run(path: &Path, ino: u64, json: bool) -> Result<(), String> {
     let mut inode = fs
         .inode(Ino(ino))
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    crate::xfs::reflink::mark_fork_shared(&fs, &mut inode.data);
+    // Sharing is extra: a damaged refcount btree leaves it unknown.
+    let shared_error = fs.mark_shared(&mut inode).err();
+    if let Some(e) = &shared_error {
+        inode.verify.problems.push(format!("sharing unknown: {e}"));
+    }
     let v = inode_json(&inode);
     let text = if json {
         let mut s = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
@@ -214,13 +218,26 @@ fn fork_text(name: &str, f: &Fork, s: &mut String) {
                     e.file_block,
                     e.start.0,
                     e.len,
-                    if e.unwritten { "unwritten" } else { "" }
+                    extent_flags(e)
                 ));
             }
         }
         Fork::Unknown { .. } => s.push_str("  (not mapped by this reader)\n"),
         Fork::Corrupt { error, .. } => s.push_str(&format!("  CORRUPT: {error}\n")),
     }
+}
+
+fn extent_flags(e: &Extent) -> String {
+    let mut f = Vec::new();
+    if e.unwritten {
+        f.push("unwritten");
+    }
+    match e.shared {
+        Some(true) => f.push("shared"),
+        Some(false) => {}
+        None => f.push("sharing unknown"),
+    }
+    f.join(", ")
 }
 
 fn inode_text(i: &Inode) -> String {

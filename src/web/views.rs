@@ -256,7 +256,7 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 pub fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
     match fs.inode(Ino(ino)) {
         Ok(mut i) => {
-            crate::xfs::reflink::mark_fork_shared(fs, &mut i.data);
+            let _ = fs.mark_shared(&mut i);
             Response::Inode(Box::new(inode_full(fs, &i, path)))
         }
         Err(e) => view_error(format!("inode {ino}"), e),
@@ -306,7 +306,7 @@ pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
         Err(e) => return view_error(path, e),
     };
     if i.file_type() != FileType::Dir {
-        crate::xfs::reflink::mark_fork_shared(fs, &mut i.data);
+        let _ = fs.mark_shared(&mut i);
         return Response::Inode(Box::new(inode_full(fs, &i, Some(path.to_string()))));
     }
     let listing = match fs.read_dir(&i) {

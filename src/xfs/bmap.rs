@@ -33,6 +33,9 @@ use std::collections::HashSet;
 /// below this).
 pub const MAX_BMBT_LEVELS: u16 = 9;
 
+/// Extents a bmbt walk may collect even when the inode claims fewer.
+const MIN_EXTENT_CAP: u64 = 1 << 20;
+
 /// Largest file offset an extent may reach (54-bit startoff).
 const MAX_FILEOFF: u64 = (1 << 54) - 1;
 
@@ -498,7 +501,10 @@ impl<R: ReadAt> Fs<R> {
             visited: HashSet::new(),
             chk: ExtentChecker {
                 prev_end: 0,
-                cap: claimed.min(self.geo.dblocks),
+                // An understated count still shows the map (the mismatch
+                // is a problem); an overstated one cannot make us read more
+                // than the filesystem could hold.
+                cap: claimed.max(MIN_EXTENT_CAP).min(self.geo.dblocks),
                 realtime: which == WhichFork::Data && core.is_realtime(),
             },
             problems: Vec::new(),
@@ -722,10 +728,9 @@ impl<R: ReadAt> Fs<R> {
                     fb = fb.saturating_add(n);
                 }
                 None => {
-                    let next = fork
-                        .extents()
-                        .iter()
-                        .find(|e| e.file_block > fb)
+                    let ext = fork.extents();
+                    let next = ext
+                        .get(ext.partition_point(|e| e.file_block <= fb))
                         .map_or(end, |e| e.file_block.min(end));
                     let n = next.saturating_sub(fb).max(1);
                     out.resize(out.len().saturating_add(block_bytes(n, bs)), 0);

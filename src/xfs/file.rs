@@ -49,11 +49,35 @@ fn file_err(ino: &Inode, detail: impl Into<String>) -> Error {
 
 impl<R: ReadAt> Fs<R> {
     /// The content of a regular file or the target of a symlink, streamed in
-    /// chunks of at most [`CHUNK_BYTES`] into `f`.
+    /// chunks of at most [`CHUNK_BYTES`] into `f`. An error from `f` stops
+    /// the read and is returned (a sparse file of exabytes streams zeros
+    /// until the caller says stop).
     pub fn read_file(&self, ino: &Inode, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.read_file_range(ino, 0, u64::MAX, f)
+    }
+
+    /// Bytes `offset..offset+len` of a regular file (cut at `di_size`), or of
+    /// a symlink's target, streamed like [`Self::read_file`].
+    pub fn read_file_range(
+        &self,
+        ino: &Inode,
+        offset: u64,
+        len: u64,
+        f: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let cut = |b: &[u8]| -> Vec<u8> {
+            let s = usize::try_from(offset).unwrap_or(usize::MAX).min(b.len());
+            let e = usize::try_from(offset.saturating_add(len))
+                .unwrap_or(usize::MAX)
+                .min(b.len());
+            b.get(s..e).unwrap_or(&[]).to_vec()
+        };
         match ino.file_type() {
             FileType::File => {}
-            FileType::Symlink => return f(&self.symlink_target(ino)?),
+            FileType::Symlink => {
+                let t = self.symlink_target(ino)?;
+                return f(&cut(&t));
+            }
             t => {
                 return Err(file_err(
                     ino,
@@ -62,9 +86,8 @@ impl<R: ReadAt> Fs<R> {
             }
         }
         let fork = ino.data.ok()?;
-        let size = ino.core.size;
         if let Fork::Local { bytes } = fork {
-            return f(bytes);
+            return f(&cut(bytes));
         }
         if !matches!(fork, Fork::Extents { .. } | Fork::Btree { .. }) {
             return Err(file_err(
@@ -84,12 +107,9 @@ impl<R: ReadAt> Fs<R> {
                 detail: format!("inode {} keeps its data on the realtime device", ino.ino.0),
             });
         }
-        let bs = u64::from(self.geo.blocksize);
+        let bs = u64::from(self.geo.blocksize).max(1);
         let chunk_blocks = CHUNK_BYTES.checked_div(bs).unwrap_or(1).max(1);
         let zeros = vec![0u8; usize::try_from(CHUNK_BYTES.max(bs)).unwrap_or(0)];
-        // Bytes still to deliver, and the file block they start at.
-        let mut left = size;
-        let mut fb = 0u64;
         let emit_zeros = |n: u64, f: &mut dyn FnMut(&[u8]) -> Result<()>| -> Result<()> {
             let mut n = n;
             while n > 0 {
@@ -99,38 +119,44 @@ impl<R: ReadAt> Fs<R> {
             }
             Ok(())
         };
-        for e in fork.extents() {
-            if left == 0 {
-                break;
-            }
-            if e.file_block > fb {
-                let gap = e.file_block.saturating_sub(fb).saturating_mul(bs).min(left);
-                emit_zeros(gap, f)?;
-                left = left.saturating_sub(gap);
-            }
-            let mut done = 0u64;
-            while done < e.len && left > 0 {
-                let n = (e.len.saturating_sub(done)).min(chunk_blocks);
-                let bytes = n.saturating_mul(bs).min(left);
-                if e.unwritten {
-                    emit_zeros(bytes, f)?;
-                } else {
-                    let start = crate::xfs::types::FsBlock(e.start.0.saturating_add(done));
-                    let buf = self.read_fsblocks(
-                        "file data",
-                        start,
-                        u32::try_from(n).unwrap_or(u32::MAX),
-                    )?;
-                    f(buf
-                        .get(..usize::try_from(bytes).unwrap_or(0))
-                        .unwrap_or(&buf))?;
+        let end = ino.core.size.min(offset.saturating_add(len));
+        let extents = fork.extents();
+        let mut pos = offset;
+        while pos < end {
+            let fb = pos.checked_div(bs).unwrap_or(0);
+            let in_block = pos.checked_rem(bs).unwrap_or(0);
+            match fork.map(fb) {
+                Some((fsb, left, unwritten)) => {
+                    let n = left.min(chunk_blocks).max(1);
+                    let run_end = fb.saturating_add(n).saturating_mul(bs).min(end);
+                    let bytes = run_end.saturating_sub(pos);
+                    if unwritten {
+                        emit_zeros(bytes, f)?;
+                    } else {
+                        let buf = self.read_fsblocks(
+                            "file data",
+                            fsb,
+                            u32::try_from(n).unwrap_or(u32::MAX),
+                        )?;
+                        let s = usize::try_from(in_block).unwrap_or(0);
+                        let e = usize::try_from(in_block.saturating_add(bytes)).unwrap_or(0);
+                        f(buf.get(s..e).unwrap_or(&[]))?;
+                    }
+                    pos = run_end;
                 }
-                left = left.saturating_sub(bytes);
-                done = done.saturating_add(n);
+                None => {
+                    // A hole up to the next extent (or the end).
+                    let next = extents.partition_point(|e| e.file_block <= fb);
+                    let hole_end = extents
+                        .get(next)
+                        .map_or(end, |e| e.file_block.saturating_mul(bs).min(end));
+                    let run_end = hole_end.max(pos.saturating_add(1)).min(end);
+                    emit_zeros(run_end.saturating_sub(pos), f)?;
+                    pos = run_end;
+                }
             }
-            fb = e.file_end();
         }
-        emit_zeros(left, f)
+        Ok(())
     }
 
     /// A symlink's target with its checks (inline or remote).

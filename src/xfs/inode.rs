@@ -705,6 +705,33 @@ pub fn rdev_major_minor(rdev: u32) -> (u32, u32) {
     (rdev >> 18, rdev & 0x3ffff)
 }
 
+/// The data fork formats the kernel accepts for each file type.
+fn illegal_data_format(core: &InodeCore) -> Option<String> {
+    let f = core.format;
+    let ok = match core.file_type() {
+        FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket => {
+            f == XFS_DINODE_FMT_DEV
+        }
+        FileType::File => matches!(
+            f,
+            XFS_DINODE_FMT_EXTENTS | XFS_DINODE_FMT_BTREE | XFS_DINODE_FMT_META_BTREE
+        ),
+        FileType::Dir => matches!(
+            f,
+            XFS_DINODE_FMT_LOCAL | XFS_DINODE_FMT_EXTENTS | XFS_DINODE_FMT_BTREE
+        ),
+        FileType::Symlink => matches!(f, XFS_DINODE_FMT_LOCAL | XFS_DINODE_FMT_EXTENTS),
+        FileType::Unknown(_) => true,
+    };
+    (!ok).then(|| {
+        format!(
+            "a {} cannot have a {} ({f}) data fork",
+            core.file_type().name(),
+            format_name(f)
+        )
+    })
+}
+
 fn inode_err(ino: Ino, daddr: Daddr, byte: u64, detail: impl Into<String>) -> Error {
     Error::corrupt(
         "inode",
@@ -798,6 +825,9 @@ impl<R: ReadAt> Fs<R> {
                 ));
             }
         }
+        if let Some(why) = illegal_data_format(&core) {
+            problems.push(why);
+        }
         let counted = core.nextents.saturating_add(u64::from(core.anextents));
         if counted > core.nblocks && !core.is_realtime() {
             problems.push(format!(
@@ -834,9 +864,111 @@ impl<R: ReadAt> Fs<R> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
+
+    /// `/files/multi-extent` of the v5-formats fixture (512-byte v3 inode,
+    /// bigtime + nrext64, 8 extents, a shortform attr fork at forkoff 24);
+    /// trailing zeros cut. Expected values from v5-formats.inodes.txt (xfs_db).
+    const V3_NREXT64: &str = "494e81800302000000000000000000000000000100000000000000000000000836ba67d76276525336ba67ceb466abf636ba67cf2f6ccfdf000000000008000000000000000000800000000000000000000018010000000000000000b8baa55cffffffffbbc117180000000000000103000000010000113800000000000000180000000000000000000000000000000036ba67ceb20451f70000000000010e785a3c00010000400080000000000000090000000000000000000000043a2000100000000000002000000000043c4000100000000000004000000000043e6000100000000000006000000000044080001000000000000080000000000442a00010000000000000a0000000000444c00010000000000000c0000000000446e00010000000000000e000000000044900001000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001201000803006f6e2d6d756c7469796573";
+    /// The root inode of the v4 fixture (256-byte v2 inode); trailing zeros cut.
+    const V2_ROOT: &str = "494e41ed0201000000000000000000000000000200000000000000000000000000000000000000006b0e3a0f20c452286b0e3a0f20c4522800000000000000060000000000000000000000000000000000000002000000000000000000000000ffffffff000000000080";
+
+    fn bytes(hex: &str, len: usize) -> Vec<u8> {
+        let mut b: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        b.resize(len, 0);
+        b
+    }
+
+    #[test]
+    fn a_real_v3_nrext64_core_parses_like_xfs_db() {
+        let b = bytes(V3_NREXT64, 512);
+        let c = InodeCore::parse(&b).unwrap();
+        assert_eq!((c.version, c.format, c.aformat, c.forkoff), (3, 2, 1, 24));
+        assert_eq!(c.mode, 0o100600);
+        assert_eq!(c.nextents, 8);
+        assert_eq!(c.big_nextents, 8);
+        assert_eq!(c.anextents, 0);
+        assert_eq!(c.flags2, Some(0x18));
+        assert_eq!(c.flag2_names(), ["bigtime", "nrext64"]);
+        assert_eq!(c.gen, 3_099_239_772);
+        assert_eq!(c.changecount, Some(259));
+        assert_eq!(c.lsn, Some(0x1_0000_1138));
+        // xfs_db shows the stored CRC bytes as a big-endian word.
+        assert_eq!(c.crc.map(u32::swap_bytes), Some(0xbbc1_1718));
+        assert_eq!(crate::xfs::sb::crc_with_hole(&b, 100), c.crc.unwrap());
+        assert_eq!(c.atime.text(), "2026-12-01T03:15:50.483841619Z");
+        assert_eq!(c.mtime.text(), "2026-12-01T03:15:13.203842038Z");
+        assert_eq!(c.ctime.text(), "2026-12-01T03:15:15.267842015Z");
+        assert_eq!(c.crtime.unwrap().text(), "2026-12-01T03:15:13.163842039Z");
+        assert_eq!(c.ino, Some(69240));
+        assert_eq!(c.next_unlinked, NULLAGINO);
+        let l = LiteralLayout::compute(&c, 512, Some(16), Some(128));
+        assert_eq!(
+            (l.data_fork_bytes, l.attr_fork_offset, l.attr_fork_bytes),
+            (192, Some(368), 144)
+        );
+        assert_eq!(l.tag(), "precreated_at_creation");
+        // Without the NREXT64 flag the counters come from the old fields.
+        let mut b2 = b.clone();
+        b2[127] &= !0x10;
+        let c2 = InodeCore::parse(&b2).unwrap();
+        assert_eq!((c2.nextents, c2.anextents), (0, 0));
+        assert_eq!(c2.big_nextents, 8);
+        // Without BIGTIME the same bytes are legacy seconds + nanoseconds.
+        b2[127] &= !0x08;
+        let c3 = InodeCore::parse(&b2).unwrap();
+        assert!(!c3.atime.bigtime);
+        assert_eq!(c3.atime.sec, 0x36ba_67d7);
+    }
+
+    #[test]
+    fn a_real_v2_core_parses_like_xfs_db() {
+        let b = bytes(V2_ROOT, 256);
+        let c = InodeCore::parse(&b).unwrap();
+        assert_eq!(
+            (c.version, c.format, c.mode, c.nlink, c.size),
+            (2, 1, 0o40755, 2, 6)
+        );
+        assert_eq!(c.flushiter, Some(0));
+        assert_eq!((c.crc, c.flags2, c.crtime, c.ino), (None, None, None, None));
+        assert_eq!(c.atime.text(), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(c.mtime.text(), "2026-12-01T03:07:59.549737000Z");
+        assert_eq!(c.core_bytes(), 100);
+        let l = LiteralLayout::compute(&c, 256, None, Some(6));
+        assert_eq!(
+            (l.literal_bytes, l.data_fork_bytes, l.attr_fork_offset),
+            (156, 156, None)
+        );
+        assert_eq!((l.default_forkoff, l.max_forkoff), (15, 15));
+        // v1: the link count lives in di_onlink.
+        let mut b1 = b.clone();
+        b1[4] = 1;
+        b1[7] = 5;
+        assert_eq!(InodeCore::parse(&b1).unwrap().nlink, 5);
+    }
+
+    #[test]
+    fn illegal_fork_formats_are_named() {
+        let mut c = InodeCore::parse(&bytes(V3_NREXT64, 512)).unwrap();
+        assert_eq!(illegal_data_format(&c), None);
+        c.format = XFS_DINODE_FMT_LOCAL;
+        assert_eq!(
+            illegal_data_format(&c).unwrap(),
+            "a regular file cannot have a local (1) data fork"
+        );
+        c.mode = 0o020644;
+        assert!(illegal_data_format(&c)
+            .unwrap()
+            .contains("character device"));
+    }
 
     #[test]
     fn timestamps_decode_both_encodings() {

@@ -4,9 +4,11 @@
 
 use crate::xfs::ag::btree::{records, AgTree, Record};
 use crate::xfs::ag::{read_agf, HeaderCtx};
-use crate::xfs::bmap::Extent;
+use crate::xfs::bmap::{Extent, Fork};
 use crate::xfs::error::Result;
+use crate::xfs::format::dinode::XFS_DIFLAG2_REFLINK;
 use crate::xfs::fs::Fs;
+use crate::xfs::inode::Inode;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::AgNumber;
 use std::collections::BTreeMap;
@@ -59,30 +61,43 @@ pub fn shared_ranges<R: ReadAt>(fs: &Fs<R>, agno: AgNumber) -> Result<SharedRang
     Ok(out)
 }
 
-/// Set `shared` on every extent: `Some(true)` when any of its blocks is
-/// shared, `Some(false)` when none is, `None` when the AG's refcount btree
-/// could not be read. Each AG's tree is read once.
-pub fn mark_shared<R: ReadAt>(fs: &Fs<R>, extents: &mut [Extent]) {
-    let mut per_ag: BTreeMap<u32, Option<SharedRanges>> = BTreeMap::new();
-    for e in extents.iter_mut() {
-        if e.unwritten {
-            e.shared = Some(false);
-            continue;
-        }
-        let (agno, agbno) = fs.geo.split_fsb(e.start);
-        let ranges = per_ag
-            .entry(agno.0)
-            .or_insert_with(|| shared_ranges(fs, agno).ok());
-        e.shared = ranges.as_ref().map(|r| r.overlaps(agbno.0, e.len));
+impl<R: ReadAt> Fs<R> {
+    /// Whether the filesystem can share blocks between files at all.
+    pub fn has_reflink(&self) -> bool {
+        self.geo.v5 && self.sb.features_ro_compat & (1 << 2) != 0
     }
-}
 
-/// [`mark_shared`] on the extents of a data fork (attr forks never share).
-pub fn mark_fork_shared<R: ReadAt>(fs: &Fs<R>, fork: &mut crate::xfs::bmap::Fork) {
-    use crate::xfs::bmap::Fork;
-    match fork {
-        Fork::Extents { extents } | Fork::Btree { extents, .. } => mark_shared(fs, extents),
-        _ => {}
+    /// Fill [`Extent::shared`] of the inode's data extents: `Some(true)` when
+    /// any block of the extent is shared. Only inodes with the REFLINK flag
+    /// (`di_flags2` bit 1) can own shared blocks; the others are marked
+    /// `Some(false)` without reading anything, and each AG's refcount btree
+    /// is read at most once. Realtime files stay `None`.
+    pub fn mark_shared(&self, inode: &mut Inode) -> Result<()> {
+        if inode.core.is_realtime() {
+            return Ok(());
+        }
+        let may_share =
+            self.has_reflink() && inode.core.flags2_or_zero() & XFS_DIFLAG2_REFLINK != 0;
+        let extents: &mut [Extent] = match &mut inode.data {
+            Fork::Extents { extents } | Fork::Btree { extents, .. } => extents,
+            _ => return Ok(()),
+        };
+        let mut per_ag: BTreeMap<u32, SharedRanges> = BTreeMap::new();
+        for e in extents.iter_mut() {
+            if !may_share || e.unwritten {
+                e.shared = Some(false);
+                continue;
+            }
+            let (agno, agbno) = self.geo.split_fsb(e.start);
+            let ranges = match per_ag.entry(agno.0) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(shared_ranges(self, agno)?)
+                }
+            };
+            e.shared = Some(ranges.overlaps(agbno.0, e.len));
+        }
+        Ok(())
     }
 }
 

@@ -34,10 +34,15 @@ pub fn image(name: &str) -> PathBuf {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     std::fs::create_dir_all(&out_dir).unwrap();
     let out = out_dir.join(format!("{name}.img"));
-    if out.exists() {
-        return out;
-    }
     let src = fixtures_dir().join(format!("{name}.img.zst"));
+    // Reuse an earlier decompression only if it is newer than the
+    // compressed fixture (a regenerated fixture must not meet a stale copy).
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(o), Some(s)) = (modified(&out), modified(&src)) {
+        if o >= s {
+            return out;
+        }
+    }
     let input = std::fs::File::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let mut dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(input)).unwrap();
     let tmp = out_dir.join(format!("{name}.img.{}.tmp", std::process::id()));

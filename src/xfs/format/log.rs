@@ -513,6 +513,7 @@ const _: () = assert!(core::mem::size_of::<XlogRecHeader>() == XLOG_REC_SIZE);
 const _: () = assert!(core::mem::size_of::<XlogRecExtHeader>() == XLOG_REC_EXT_SIZE);
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use core::mem::{offset_of, size_of};

@@ -489,8 +489,8 @@ mod tests {
     #[test]
     fn field_tables_are_sane() {
         assert_eq!(AGF_FIELDS[0], ("agf_magicnum", 0, 4));
-        assert!(AGF_FIELDS.iter().any(|f| *f == ("agf_freeblks", 52, 4)));
-        assert!(SB_FIELDS.iter().any(|f| *f == ("sb_icount", 128, 8)));
+        assert!(AGF_FIELDS.contains(&("agf_freeblks", 52, 4)));
+        assert!(SB_FIELDS.contains(&("sb_icount", 128, 8)));
         let f = fields_in(AGF_FIELDS, 224, 0, 128, "agf");
         assert!(f.contains(&"agf_longest".to_string()));
         assert!(!f.contains(&"agf_lsn".to_string()));

@@ -644,3 +644,6 @@ mod serde_json_like {
         pub mismatches: &'a [CrcMismatch],
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;

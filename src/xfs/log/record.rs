@@ -306,11 +306,10 @@ mod tests {
     /// Spec section 10: the first 48 bytes of a real record header.
     fn spec_header() -> Vec<u8> {
         let mut s = vec![0u8; 512];
-        let words: [u32; 12] = [0xfeedbabe, 1, 2, 0x1a00, 0, 1, 0, 0x94d, 0, 0, 0x924, 0x2c];
+        let words: [u32; 11] = [0xfeedbabe, 1, 2, 0x1a00, 1, 0x94d, 1, 0x8a4, 0, 0x924, 0x2c];
         for (i, w) in words.iter().enumerate() {
             s[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
         }
-        s[24..32].copy_from_slice(&0x0000_0001_0000_08a4u64.to_be_bytes());
         s[32..36].copy_from_slice(&[0xe6, 0x40, 0xe7, 0x9b]);
         s[44..48].copy_from_slice(&0xb1e7_8be1u32.to_be_bytes());
         s[300..304].copy_from_slice(&1u32.to_be_bytes());
