@@ -3,36 +3,55 @@
 
 use crate::xfs::log::bitmap::describe_run;
 use crate::xfs::log::items::{buf_type_name, ItemBody};
-use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, LogJson, Transaction};
+use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, Transaction};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
 pub struct Options {
     pub json: bool,
-    /// Name the fields (and directory entries) each buffer run covers.
-    pub fields: bool,
+    /// Name the fields (and directory entries) each buffer run covers and
+    /// show the logged inode cores.
+    pub detail: bool,
     /// Text only: per-transaction summary lines without items.
     pub brief: bool,
 }
 
 pub fn run(path: &Path, o: &Options) -> Result<(), String> {
     let fs = super::open_fs(path)?;
-    let opts = DecodeOptions {
-        dir_names: o.fields,
-    };
+    let opts = DecodeOptions { detail: o.detail };
     let d = log::decode(&fs, opts).map_err(|e| format!("{}: {e}", path.display()))?;
     let ctx = ItemContext::of(&fs, opts);
-    let ctx = o.fields.then_some(&ctx);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let ctx = o.detail.then_some(&ctx);
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?);
     if o.json {
-        serde_json::to_writer(&mut out, &LogJson { d: &d, ctx }).map_err(|e| e.to_string())?;
+        log::json::write_log_json(&mut out, &d, ctx).map_err(|e| e.to_string())?;
         out.write_all(b"\n").map_err(|e| e.to_string())?;
     } else {
         write_text(&mut out, &d, ctx, o.brief).map_err(|e| e.to_string())?;
     }
-    out.flush().map_err(|e| e.to_string())
+    out.flush().map_err(|e| e.to_string())?;
+    // The process ends here: freeing millions of items one by one would
+    // only cost time.
+    std::mem::forget(d);
+    Ok(())
+}
+
+/// Standard output without the line buffering of `std::io::stdout()`
+/// (which looks for newlines in every write: slow for a big JSON object).
+#[cfg(unix)]
+fn raw_stdout() -> Result<std::fs::File, String> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| e.to_string())?;
+    Ok(std::fs::File::from(fd))
+}
+
+#[cfg(not(unix))]
+fn raw_stdout() -> Result<std::io::Stdout, String> {
+    Ok(std::io::stdout())
 }
 
 fn lsn(l: crate::xfs::types::Lsn) -> String {

@@ -113,9 +113,10 @@ enum Command {
         /// Print one JSON object: clean, head, tail, records, transactions.
         #[arg(long)]
         json: bool,
-        /// Name the fields (and directory entries) each buffer run covers.
+        /// Also name the fields (and directory entries) each buffer run
+        /// covers, and show the logged inode cores.
         #[arg(long)]
-        fields: bool,
+        detail: bool,
         /// Text: one line per transaction, no items.
         #[arg(long)]
         brief: bool,
@@ -183,13 +184,13 @@ pub fn main() -> ExitCode {
         Command::Log {
             image,
             json,
-            fields,
+            detail,
             brief,
         } => log::run(
             &image,
             &log::Options {
                 json,
-                fields,
+                detail,
                 brief,
             },
         ),

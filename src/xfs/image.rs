@@ -289,6 +289,45 @@ impl<R: ReadAt> Image<R> {
         Ok(buf)
     }
 
+    /// Read `buf.len()` bytes at byte `offset` into `buf`, for a walk that
+    /// streams through a large region (the log). Same bounds check and
+    /// overlay as [`Image::read`]; a read of at least one cache chunk goes
+    /// straight to the host reader without filling the cache, so a long
+    /// sequential walk neither evicts every cached block nor copies twice.
+    pub fn read_into(&self, structure: &'static str, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+        let out_of_bounds = || Error::OutOfBounds {
+            structure,
+            offset,
+            len,
+            image_len: self.len,
+        };
+        let end = offset.checked_add(len).ok_or_else(out_of_bounds)?;
+        if end > self.len || len > MAX_READ {
+            return Err(out_of_bounds());
+        }
+        let chunk_bytes = self.cache.borrow().chunk_bytes;
+        if len >= chunk_bytes {
+            self.reader
+                .read_exact_at(offset, buf)
+                .map_err(|e| Error::Io {
+                    offset,
+                    len,
+                    message: e.0,
+                })?;
+            let mut s = self.stats.get();
+            s.host_reads = s.host_reads.saturating_add(1);
+            s.host_bytes = s.host_bytes.saturating_add(len);
+            self.stats.set(s);
+        } else {
+            self.fill_from_cache(offset, buf)?;
+        }
+        if self.use_overlay {
+            self.overlay.apply(offset, buf);
+        }
+        Ok(())
+    }
+
     fn fill_from_cache(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let chunk_bytes = self.cache.borrow().chunk_bytes;
         let mut done: usize = 0;
@@ -371,6 +410,21 @@ mod tests {
             let got = img.read("test", off, len).unwrap();
             assert_eq!(got, src[off as usize..(off + len) as usize]);
         }
+    }
+
+    #[test]
+    fn read_into_matches_read_and_skips_the_cache_when_large() {
+        let src = pattern(50_000);
+        let img = Image::with_cache(src.clone(), 4096, 4);
+        let mut big = vec![0u8; 10_000];
+        img.read_into("t", 123, &mut big).unwrap();
+        assert_eq!(big, src[123..10_123]);
+        assert_eq!(img.stats().cache_hits, 0);
+        assert_eq!(img.stats().host_reads, 1);
+        let mut small = vec![0u8; 100];
+        img.read_into("t", 4000, &mut small).unwrap();
+        assert_eq!(small, src[4000..4100]);
+        assert!(img.read_into("t", 49_990, &mut small).is_err());
     }
 
     #[test]

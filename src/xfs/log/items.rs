@@ -158,6 +158,58 @@ pub fn buf_type_name(t: u8) -> &'static str {
     }
 }
 
+/// A short list of u32 (region lengths, bitmap words) kept inline when it
+/// has at most 4 entries, which is almost always: most items hold no heap
+/// memory at all.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SmallU32s {
+    Inline(u8, [u32; 4]),
+    Heap(Box<[u32]>),
+}
+
+impl SmallU32s {
+    pub fn from_iter_capped(it: impl Iterator<Item = u32>) -> SmallU32s {
+        let v: Vec<u32> = it.collect();
+        SmallU32s::from(v)
+    }
+}
+
+impl From<Vec<u32>> for SmallU32s {
+    fn from(v: Vec<u32>) -> SmallU32s {
+        if v.len() <= 4 {
+            let mut a = [0u32; 4];
+            for (d, s) in a.iter_mut().zip(&v) {
+                *d = *s;
+            }
+            SmallU32s::Inline(u8::try_from(v.len()).unwrap_or(0), a)
+        } else {
+            SmallU32s::Heap(v.into_boxed_slice())
+        }
+    }
+}
+
+impl std::ops::Deref for SmallU32s {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        match self {
+            SmallU32s::Inline(n, a) => a.get(..usize::from(*n)).unwrap_or(&[]),
+            SmallU32s::Heap(b) => b,
+        }
+    }
+}
+
+impl std::fmt::Debug for SmallU32s {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for SmallU32s {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
 /// Where an item is: transaction index (in commit order) and item index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ItemRef {
@@ -174,7 +226,7 @@ pub struct Item {
     /// Regions the item says it has (its format structure's size field).
     pub declared: u16,
     /// Byte length of every region, format region first.
-    pub region_lens: Box<[u32]>,
+    pub region_lens: SmallU32s,
     pub body: ItemBody,
     /// For an intent, its done item; for a done item, its intent.
     pub link: Option<ItemRef>,
@@ -201,7 +253,7 @@ pub struct BufItem {
     pub buf_type: u8,
     pub map_size: u32,
     /// The dirty bitmap words present in the item.
-    pub map: Box<[u32]>,
+    pub map: SmallU32s,
     /// Entries found in logged directory data, when asked for.
     pub dir_entries: Option<Box<[DirEntryRef]>>,
 }
@@ -254,7 +306,8 @@ pub struct InodeItem {
     pub rdev: Option<u32>,
     /// 56 (64-bit layout) or 52 (32-bit layout).
     pub format_len: u32,
-    pub core: Option<LogDinodeCore>,
+    /// The logged core, when details were asked for.
+    pub core: Option<Box<LogDinodeCore>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -377,7 +430,7 @@ pub struct QuotaoffItem {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ItemBody {
     Buf(BufItem),
-    Inode(Box<InodeItem>),
+    Inode(InodeItem),
     Icreate(IcreateItem),
     ExtentFree(ExtentFreeItem),
     MapIntent(MapIntentItem),
@@ -477,6 +530,29 @@ fn attri_op(flags: u32) -> &'static str {
 
 /// Decode one item from its regions.
 pub fn decode_item(regions: &[Vec<u8>], declared: u16, order: Order, ctx: &ItemContext) -> Item {
+    let lens: Vec<u32> = regions
+        .iter()
+        .map(|r| u32::try_from(r.len()).unwrap_or(u32::MAX))
+        .collect();
+    decode_item_lens(regions, &lens, declared, order, ctx)
+}
+
+/// Whether decoding an item of this type looks at its regions after the
+/// format region (the walk keeps only the lengths of the others).
+pub fn needs_data(kind: ItemKind, ctx: &ItemContext) -> bool {
+    ctx.detail || matches!(kind.0, XFS_LI_ATTRI | XFS_LI_DQUOT)
+}
+
+/// Decode one item whose region lengths are `lens`; `regions` holds the
+/// bytes of the format region and, where [`needs_data`] says so, of the
+/// others (empty otherwise).
+pub fn decode_item_lens(
+    regions: &[Vec<u8>],
+    lens: &[u32],
+    declared: u16,
+    order: Order,
+    ctx: &ItemContext,
+) -> Item {
     let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
     let kind = ItemKind(order.u16(r0, 0).unwrap_or(0));
     let body = match order {
@@ -486,12 +562,9 @@ pub fn decode_item(regions: &[Vec<u8>], declared: u16, order: Order, ctx: &ItemC
     let body = body.unwrap_or_else(ItemBody::Corrupt);
     Item {
         kind,
-        regions: u16::try_from(regions.len()).unwrap_or(u16::MAX),
+        regions: u16::try_from(lens.len()).unwrap_or(u16::MAX),
         declared,
-        region_lens: regions
-            .iter()
-            .map(|r| u32::try_from(r.len()).unwrap_or(u32::MAX))
-            .collect(),
+        region_lens: SmallU32s::from(lens.to_vec()),
         body,
         link: None,
     }
@@ -519,7 +592,7 @@ fn decode_body<O: ByteOrder>(
     let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
     Ok(match kind.0 {
         XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx)?),
-        XFS_LI_INODE => ItemBody::Inode(Box::new(decode_inode::<O>(r0, r1)?)),
+        XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.detail))?),
         XFS_LI_ICREATE => {
             let f: &XfsIcreateLog<O> = read(r0, "icreate")?;
             ItemBody::Icreate(IcreateItem {
@@ -667,14 +740,15 @@ fn decode_buf<O: ByteOrder>(
             r0.len()
         ));
     }
-    let map: Box<[u32]> = r0
+    let map: SmallU32s = r0
         .get(20..)
         .unwrap_or(&[])
         .chunks_exact(4)
         .take(words)
         .filter_map(|c| zerocopy::byteorder::U32::<O>::ref_from_bytes(c).ok())
         .map(|w| w.get())
-        .collect();
+        .collect::<Vec<u32>>()
+        .into();
     let flags = f.blf_flags.get();
     let buf_type = u8::try_from(flags >> XFS_BLFT_SHIFT).unwrap_or(0);
     let mut b = BufItem {
@@ -686,7 +760,7 @@ fn decode_buf<O: ByteOrder>(
         map,
         dir_entries: None,
     };
-    if ctx.dir_names
+    if ctx.detail
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
         && !b.cancel()
     {
@@ -826,7 +900,7 @@ fn decode_inode<O: ByteOrder>(r0: &[u8], r1: Option<&[u8]>) -> Result<InodeItem,
             .map(|v| v.get());
     }
     if let Some(core) = r1 {
-        item.core = decode_core::<O>(core);
+        item.core = decode_core::<O>(core).map(Box::new);
     }
     Ok(item)
 }
@@ -1183,7 +1257,7 @@ mod tests {
             agblocks: 4096,
             agblklog: 12,
             ftype: true,
-            dir_names: true,
+            detail: true,
         }
     }
 

@@ -24,6 +24,8 @@
 pub mod bitmap;
 pub mod find;
 pub mod items;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod json;
 pub mod record;
 pub mod stats;
 pub mod trans;
@@ -251,14 +253,10 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
                 ),
             ));
         };
+        let bytes_of = |n: u32| usize::try_from(n).unwrap_or(0).saturating_mul(512);
         if count > WINDOW_BBS {
-            let bytes = self.img.read(
-                "log",
-                self.byte_of(blk),
-                u64::from(count).saturating_mul(u64::from(BBSIZE)),
-            )?;
-            out.extend_from_slice(&bytes);
-            return Ok(());
+            out.resize(bytes_of(count), 0);
+            return self.img.read_into("log", self.byte_of(blk), out);
         }
         let mut w = self.window.borrow_mut();
         let w_end = w
@@ -266,12 +264,13 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
             .saturating_add(u32::try_from(w.data.len() / 512).unwrap_or(0));
         if !(blk >= w.first && end <= w_end) {
             let n = WINDOW_BBS.min(self.len.saturating_sub(blk)).max(count);
-            w.data = self.img.read(
-                "log",
-                self.byte_of(blk),
-                u64::from(n).saturating_mul(u64::from(BBSIZE)),
-            )?;
+            // Reuse the window's memory: no fresh 1 MiB per read.
+            w.data.resize(bytes_of(n), 0);
             w.first = blk;
+            if let Err(e) = self.img.read_into("log", self.byte_of(blk), &mut w.data) {
+                w.data.clear();
+                return Err(e);
+            }
         }
         let lo = usize::try_from(blk.saturating_sub(w.first))
             .unwrap_or(usize::MAX)
@@ -418,9 +417,10 @@ pub struct Problem {
 /// What to decode beyond the structure of every item.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeOptions {
-    /// Keep the names of directory entries found in logged directory
-    /// blocks, so runs can be named by entry (costs memory on big logs).
-    pub dir_names: bool,
+    /// Keep details that cost memory on big logs: the names of directory
+    /// entries found in logged directory blocks (so runs can be named by
+    /// entry) and the logged inode cores.
+    pub detail: bool,
 }
 
 /// Filesystem facts the item decoder uses to name what a buffer holds.
@@ -436,7 +436,8 @@ pub struct ItemContext {
     pub agblklog: u8,
     /// Directory entries carry a file type byte.
     pub ftype: bool,
-    pub dir_names: bool,
+    /// See [`DecodeOptions::detail`].
+    pub detail: bool,
 }
 
 impl ItemContext {
@@ -451,7 +452,7 @@ impl ItemContext {
             agblocks: fs.geo.agblocks,
             agblklog: fs.geo.agblklog,
             ftype: fs.geo.v5 || fs.sb.features2 & 0x200 != 0,
-            dir_names: opts.dir_names,
+            detail: opts.detail,
         }
     }
 }
@@ -491,6 +492,29 @@ pub struct LogDecode {
     pub unmount_records: u64,
     pub problems: Vec<Problem>,
     pub stats: stats::LogStats,
+}
+
+impl LogDecode {
+    /// A copy of everything but the transactions and the record list.
+    pub fn clone_without_transactions(&self) -> LogDecode {
+        LogDecode {
+            location: self.location,
+            head_tail: self.head_tail.clone(),
+            records: self.records,
+            record_list: Vec::new(),
+            records_crc_ok: self.records_crc_ok,
+            records_no_crc: self.records_no_crc,
+            crc_mismatches: self.crc_mismatches.clone(),
+            transactions: Vec::new(),
+            incomplete: Vec::new(),
+            unfinished_intents: self.unfinished_intents.clone(),
+            orphan_dones: self.orphan_dones,
+            skipped_ops: self.skipped_ops,
+            unmount_records: self.unmount_records,
+            problems: self.problems.clone(),
+            stats: self.stats.clone(),
+        }
+    }
 }
 
 /// Find the head and tail of the internal log of `fs` and decode every
@@ -554,7 +578,7 @@ impl Serialize for TransactionJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let t = self.t;
-        let st = stats::TransStats::of(t);
+        let st = &t.stats;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("tid", &t.tid)?;
         m.serialize_entry("start_lsn", &t.start_lsn)?;

@@ -3,7 +3,7 @@
 //! buffer type the dirty chunks, runs, bytes, and how many regions a
 //! walk one chunk at a time would visit against one run at a time.
 
-use super::bitmap::{chunks_dirty, fit_regions, runs};
+use super::bitmap::{chunks_dirty, fit_regions};
 use super::items::{buf_type_name, ItemBody};
 use super::Transaction;
 use serde::Serialize;
@@ -46,6 +46,30 @@ impl BufTotals {
     }
 }
 
+/// A small map kept as a list (a transaction logs few kinds), serialised as
+/// a JSON object in key order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SmallMap<V>(pub Vec<(&'static str, V)>);
+
+impl<V: Default> SmallMap<V> {
+    fn entry(&mut self, k: &'static str) -> Option<&mut V> {
+        match self.0.iter().position(|(n, _)| *n == k) {
+            Some(i) => self.0.get_mut(i).map(|e| &mut e.1),
+            None => {
+                self.0.push((k, V::default()));
+                self.0.sort_by_key(|e| e.0);
+                self.0.iter_mut().find(|e| e.0 == k).map(|e| &mut e.1)
+            }
+        }
+    }
+}
+
+impl<V: Serialize> Serialize for SmallMap<V> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
 /// Counts for one transaction.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TransStats {
@@ -54,9 +78,9 @@ pub struct TransStats {
     pub regions: u64,
     /// Payload bytes of all ops (transaction header and item regions).
     pub bytes: u64,
-    pub by_kind: BTreeMap<&'static str, KindTotals>,
+    pub by_kind: SmallMap<KindTotals>,
     pub buffers: BufTotals,
-    pub by_buf_type: BTreeMap<&'static str, BufTotals>,
+    pub by_buf_type: SmallMap<BufTotals>,
 }
 
 impl TransStats {
@@ -69,32 +93,59 @@ impl TransStats {
         };
         for it in &t.items {
             s.regions = s.regions.saturating_add(u64::from(it.regions));
-            let k = s.by_kind.entry(it.kind.name()).or_default();
-            k.items = k.items.saturating_add(1);
-            k.regions = k.regions.saturating_add(u64::from(it.regions));
-            k.bytes = k.bytes.saturating_add(it.bytes());
+            if let Some(k) = s.by_kind.entry(it.kind.name()) {
+                k.items = k.items.saturating_add(1);
+                k.regions = k.regions.saturating_add(u64::from(it.regions));
+                k.bytes = k.bytes.saturating_add(it.bytes());
+            }
             if let ItemBody::Buf(b) = &it.body {
-                let data = it.region_lens.get(1..).unwrap_or(&[]);
-                let chunks = u64::from(chunks_dirty(&b.map));
-                let nruns = u64::try_from(runs(&b.map).len()).unwrap_or(0);
-                let one = BufTotals {
-                    items: 1,
-                    cancelled: u64::from(b.cancel()),
-                    chunks_dirty: chunks,
-                    runs: nruns,
-                    bytes_logged: data.iter().map(|l| u64::from(*l)).sum(),
-                    regions_chunkwise: chunks,
-                    regions_runwise: nruns,
-                    straddles: u64::from(fit_regions(&b.map, data).straddles),
-                };
+                let one = buf_totals(b, it.region_lens.get(1..).unwrap_or(&[]));
                 s.buffers.add(&one);
-                s.by_buf_type
-                    .entry(buf_type_name(b.buf_type))
-                    .or_default()
-                    .add(&one);
+                if let Some(e) = s.by_buf_type.entry(buf_type_name(b.buf_type)) {
+                    e.add(&one);
+                }
             }
         }
         s
+    }
+}
+
+/// Number of runs of set bits.
+fn run_count(map: &[u32]) -> u64 {
+    let mut prev = false;
+    let mut n = 0u64;
+    for w in map {
+        let mut x = *w;
+        for _ in 0..32 {
+            let b = x & 1 != 0;
+            if b && !prev {
+                n = n.saturating_add(1);
+            }
+            prev = b;
+            x >>= 1;
+        }
+    }
+    n
+}
+
+fn buf_totals(b: &super::items::BufItem, data: &[u32]) -> BufTotals {
+    let chunks = u64::from(chunks_dirty(&b.map));
+    let nruns = run_count(&b.map);
+    let ndata = u64::try_from(data.len()).unwrap_or(u64::MAX);
+    BufTotals {
+        items: 1,
+        cancelled: u64::from(b.cancel()),
+        chunks_dirty: chunks,
+        runs: nruns,
+        bytes_logged: data.iter().map(|l| u64::from(*l)).sum(),
+        regions_chunkwise: chunks,
+        regions_runwise: nruns,
+        // Only a buffer with more data regions than runs can straddle.
+        straddles: if ndata > nruns {
+            u64::from(fit_regions(&b.map, data).straddles)
+        } else {
+            0
+        },
     }
 }
 
@@ -115,23 +166,47 @@ impl LogStats {
     pub fn of(ts: &[Transaction]) -> LogStats {
         let mut s = LogStats::default();
         for t in ts {
-            let one = TransStats::of(t);
+            let one = &t.stats;
             s.transactions = s.transactions.saturating_add(1);
             s.ops = s.ops.saturating_add(one.ops);
             s.items = s.items.saturating_add(one.items);
             s.regions = s.regions.saturating_add(one.regions);
             s.bytes = s.bytes.saturating_add(one.bytes);
-            for (k, v) in one.by_kind {
-                let e = s.by_kind.entry(k).or_default();
+            for (k, v) in &one.by_kind.0 {
+                let e = s.by_kind.entry(*k).or_default();
                 e.items = e.items.saturating_add(v.items);
                 e.regions = e.regions.saturating_add(v.regions);
                 e.bytes = e.bytes.saturating_add(v.bytes);
             }
             s.buffers.add(&one.buffers);
-            for (k, v) in one.by_buf_type {
-                s.by_buf_type.entry(k).or_default().add(&v);
+            for (k, v) in &one.by_buf_type.0 {
+                s.by_buf_type.entry(*k).or_default().add(v);
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_count_matches_runs() {
+        for map in [
+            vec![0u32],
+            vec![1],
+            vec![0b1011_0001],
+            vec![0x8000_0000, 3],
+            vec![u32::MAX; 17],
+            vec![0xAAAA_AAAA, 0x5555_5555],
+        ] {
+            assert_eq!(
+                run_count(&map),
+                u64::try_from(super::super::bitmap::runs(&map).len()).unwrap(),
+                "{map:x?}"
+            );
+        }
     }
 }

@@ -237,7 +237,7 @@ fn ctx() -> ItemContext {
         agblocks: 4096,
         agblklog: 12,
         ftype: true,
-        dir_names: false,
+        detail: false,
     }
 }
 
@@ -604,4 +604,110 @@ fn byte_flips_in_a_real_log_never_panic() {
         }
     }
     assert!(errors < 120);
+}
+
+#[test]
+fn partly_written_last_record_is_not_live() {
+    let mut b = dirty_log(1024, 3);
+    let last = b.prev;
+    let end = b.pos;
+    // The last record's final blocks never reached the disk.
+    for blk in end - 2..end {
+        let at = blk as usize * 512;
+        b.ring[at..at + 512].fill(0);
+    }
+    let d = decode_ring(&b).unwrap();
+    assert_eq!(d.head_tail.head.block, last);
+    assert!(d.head_tail.torn_write.is_none());
+    assert_eq!(d.transactions.len(), 2);
+}
+
+#[test]
+fn big_endian_writer_is_decoded_in_its_byte_order() {
+    let mut b = LogBuilder::new(1024);
+    b.record(&[unmount_op()]);
+    b.tail = Lsn {
+        cycle: 1,
+        block: b.pos,
+    };
+    let tid = 0x55;
+    let mut hdr = Vec::new();
+    for v in [XFS_TRANS_HEADER_MAGIC, XFS_TRANS_CHECKPOINT, tid, 2] {
+        hdr.extend_from_slice(&v.to_be_bytes());
+    }
+    let mut f = Vec::new();
+    f.extend_from_slice(&XFS_LI_BUF.to_be_bytes());
+    f.extend_from_slice(&2u16.to_be_bytes());
+    f.extend_from_slice(&(u16::from(XFS_BLFT_AGI_BUF) << 11).to_be_bytes());
+    f.extend_from_slice(&1u16.to_be_bytes());
+    f.extend_from_slice(&2i64.to_be_bytes());
+    f.extend_from_slice(&1u32.to_be_bytes());
+    f.extend_from_slice(&0b110u32.to_be_bytes());
+    let blk = b.record(&[
+        op(tid, XLOG_START_TRANS, vec![]),
+        op(tid, 0, hdr),
+        op(tid, 0, f),
+        op(tid, 0, vec![0; 256]),
+        op(tid, XLOG_COMMIT_TRANS, vec![]),
+    ]);
+    // h_fmt: big-endian Linux.
+    let at = blk as usize * 512;
+    b.ring[at + 300..at + 304].copy_from_slice(&XLOG_FMT_LINUX_BE.to_be_bytes());
+    // Recompute the CRC over the changed header.
+    b.ring[at + 32..at + 36].fill(0);
+    let hdr_bytes = b.ring[at..at + 512].to_vec();
+    let data = b.ring[at + 512..at + 1024].to_vec();
+    let crc = record_crc(&hdr_bytes, &data, 512, XLOG_REC_SIZE);
+    b.ring[at + 32..at + 36].copy_from_slice(&crc.to_le_bytes());
+    let d = decode_ring(&b).unwrap();
+    assert_eq!(d.transactions.len(), 1, "{:?}", d.problems);
+    let t = &d.transactions[0];
+    assert_eq!(t.order, items::Order::Big);
+    assert!(t.problems.is_empty(), "{:?}", t.problems);
+    assert_eq!(t.header.unwrap().num_items, 2);
+    let ItemBody::Buf(buf) = &t.items[0].body else {
+        panic!("{:?}", t.items[0].body)
+    };
+    assert_eq!((buf.blkno, buf.buf_type), (2, XFS_BLFT_AGI_BUF));
+    assert_eq!(buf.runs(), vec![bitmap::Run { first: 1, count: 2 }]);
+}
+
+/// A real record (v5-4k-dirty, log block 2) and targeted corruptions.
+#[test]
+fn real_record_and_corruptions() {
+    let fs = crate::xfs::testutil::fixture_fs("v5-4k-dirty");
+    let loc = LogLocation::of(&fs).unwrap();
+    let dev = LogDev::of_fs(&fs).unwrap();
+    let mut r = record::RecordReader::new();
+    let rec = r.read(&dev, 2).unwrap();
+    assert_eq!(rec.crc, CrcCheck::Ok);
+    assert_eq!(rec.header.lsn, Lsn { cycle: 1, block: 2 });
+    assert_eq!((rec.header.len, rec.header.num_logops), (32256, 72));
+    // The first op is the START of the first checkpoint (xfs_logprint: tid
+    // 0x29c9bd0f).
+    assert_eq!(crate::xfs::fs::be32(r.data(), 0), Some(0x29c9_bd0f));
+    assert_eq!(r.data().get(9), Some(&XLOG_START_TRANS));
+
+    let start = loc.start_daddr.0 * 512;
+    let bytes = fs
+        .img
+        .read("log", start, u64::from(loc.len_bbs) * 512)
+        .unwrap();
+    let check = |at: usize, v: u8| {
+        let mut ring = bytes.clone();
+        ring[at] = v;
+        let img = Image::new(ring);
+        let dev = LogDev::new(&img, Daddr(0), loc.len_bbs, true).unwrap();
+        record::RecordReader::new().read(&dev, 2)
+    };
+    // A data byte: the CRC says so, with both values.
+    match check(2 * 512 + 512 + 100, 0x42).unwrap().crc {
+        CrcCheck::Bad { stored, computed } => assert_ne!(stored, computed),
+        c => panic!("{c:?}"),
+    }
+    // h_len beyond the buffer size, and a bad version: refused, named.
+    let e = check(2 * 512 + 12, 0x7f).unwrap_err().to_string();
+    assert!(e.contains("h_len") && e.contains("daddr"), "{e}");
+    let e = check(2 * 512 + 11, 9).unwrap_err().to_string();
+    assert!(e.contains("h_version 9"), "{e}");
 }

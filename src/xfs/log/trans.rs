@@ -14,7 +14,7 @@
 //! for it is that of the record holding its START op.
 
 use super::find::{HeadTail, TailMove};
-use super::items::{decode_item, Item, Order};
+use super::items::{decode_item_lens, needs_data, Item, ItemKind, Order};
 use super::record::{btobb, RecordHeader, RecordReader};
 use super::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
 use crate::xfs::error::{Error, Result};
@@ -57,6 +57,8 @@ pub struct Transaction {
     pub op_bytes: u64,
     pub items: Vec<Item>,
     pub problems: Vec<String>,
+    /// Counts, filled in when the transaction is complete.
+    pub stats: super::stats::TransStats,
 }
 
 impl Transaction {
@@ -71,6 +73,7 @@ impl Transaction {
             op_bytes: 0,
             items: Vec::new(),
             problems: Vec::new(),
+            stats: super::stats::TransStats::default(),
         }
     }
 
@@ -83,7 +86,10 @@ impl Transaction {
 /// An item being filled with regions.
 struct Pending {
     declared: u16,
+    /// Keep the bytes of regions after the format region.
+    keep: bool,
     regions: Vec<Vec<u8>>,
+    lens: Vec<u32>,
 }
 
 struct Open {
@@ -98,6 +104,7 @@ struct Open {
 pub struct Assembler {
     ctx: ItemContext,
     open: HashMap<u32, Open>,
+    pool: Pool,
     pub done: Vec<Transaction>,
     pub problems: Vec<Problem>,
     /// Ops of transactions that started before the tail, and unmount ops.
@@ -123,15 +130,16 @@ fn flags_text(f: u8) -> String {
 }
 
 impl Open {
-    fn finish_pending(&mut self, ctx: &ItemContext) {
+    fn finish_pending(&mut self, ctx: &ItemContext, pool: &mut Pool) {
         if let Some(p) = self.pending.take() {
-            let item = decode_item(&p.regions, p.declared, self.t.order, ctx);
+            let item = decode_item_lens(&p.regions, &p.lens, p.declared, self.t.order, ctx);
             self.t.items.push(item);
+            pool.give(p.regions);
         }
     }
 
     /// A region that starts something new (flags 0 or CONTINUE).
-    fn add_region(&mut self, payload: &[u8], ctx: &ItemContext) {
+    fn add_region(&mut self, payload: &[u8], ctx: &ItemContext, pool: &mut Pool) {
         if payload.is_empty() {
             return;
         }
@@ -149,12 +157,20 @@ impl Open {
         if self
             .pending
             .as_ref()
-            .is_some_and(|p| p.regions.len() >= usize::from(p.declared))
+            .is_some_and(|p| p.lens.len() >= usize::from(p.declared))
         {
-            self.finish_pending(ctx);
+            self.finish_pending(ctx, pool);
         }
+        let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
         match &mut self.pending {
-            Some(p) => p.regions.push(capped(payload, &mut self.t.problems)),
+            Some(p) => {
+                p.lens.push(len);
+                if p.keep {
+                    p.regions.push(pool.copy(payload, &mut self.t.problems));
+                } else {
+                    p.regions.push(Vec::new());
+                }
+            }
             None => {
                 let declared = self.t.order.u16(payload, 2).unwrap_or(0);
                 let declared = if declared == 0 || declared > XLOG_MAX_REGIONS_IN_ITEM {
@@ -166,9 +182,14 @@ impl Open {
                 } else {
                     declared
                 };
+                let kind = ItemKind(self.t.order.u16(payload, 0).unwrap_or(0));
+                let mut regions = pool.list();
+                regions.push(pool.copy(payload, &mut self.t.problems));
                 self.pending = Some(Pending {
                     declared,
-                    regions: vec![capped(payload, &mut self.t.problems)],
+                    keep: needs_data(kind, ctx),
+                    regions,
+                    lens: vec![len],
                 });
             }
         }
@@ -197,19 +218,28 @@ impl Open {
             }
             return;
         }
-        let Some(last) = self.pending.as_mut().and_then(|p| p.regions.last_mut()) else {
+        let Some(p) = self.pending.as_mut() else {
             self.t
                 .problems
                 .push("a continued region arrived with no region to continue".into());
             return;
         };
-        let room = MAX_REGION_BYTES.saturating_sub(last.len());
+        let first = p.lens.len() <= 1;
+        let (Some(last_len), Some(last)) = (p.lens.last_mut(), p.regions.last_mut()) else {
+            return;
+        };
+        let room =
+            MAX_REGION_BYTES.saturating_sub(usize::try_from(*last_len).unwrap_or(usize::MAX));
         if payload.len() > room {
             self.t.problems.push(format!(
                 "a region grew past {MAX_REGION_BYTES} bytes; the rest is dropped"
             ));
         }
-        last.extend_from_slice(payload.get(..room.min(payload.len())).unwrap_or(&[]));
+        let add = payload.get(..room.min(payload.len())).unwrap_or(&[]);
+        *last_len = last_len.saturating_add(u32::try_from(add.len()).unwrap_or(u32::MAX));
+        if p.keep || first {
+            last.extend_from_slice(add);
+        }
     }
 
     fn start_header(&mut self, payload: &[u8]) {
@@ -263,8 +293,9 @@ impl Open {
         });
     }
 
-    fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext) -> Transaction {
-        self.finish_pending(ctx);
+    fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext, pool: &mut Pool) -> Transaction {
+        self.finish_pending(ctx, pool);
+        self.t.items.shrink_to_fit();
         if !self.header_done {
             self.t.problems.push(if self.header.is_empty() {
                 "no transaction header".to_string()
@@ -276,21 +307,53 @@ impl Open {
             });
         }
         self.t.commit_lsn = commit;
+        self.t.stats = super::stats::TransStats::of(&self.t);
         self.t
     }
 }
 
-fn capped(payload: &[u8], problems: &mut Vec<String>) -> Vec<u8> {
-    if payload.len() > MAX_REGION_BYTES {
-        problems.push(format!(
-            "a region of {} bytes was cut to {MAX_REGION_BYTES}",
-            payload.len()
-        ));
+/// Region buffers kept for reuse, so that the walk does not allocate per
+/// region.
+#[derive(Default)]
+struct Pool {
+    bufs: Vec<Vec<u8>>,
+    lists: Vec<Vec<Vec<u8>>>,
+}
+
+impl Pool {
+    /// A copy of `payload` (cut at [`MAX_REGION_BYTES`]).
+    fn copy(&mut self, payload: &[u8], problems: &mut Vec<String>) -> Vec<u8> {
+        if payload.len() > MAX_REGION_BYTES {
+            problems.push(format!(
+                "a region of {} bytes was cut to {MAX_REGION_BYTES}",
+                payload.len()
+            ));
+        }
+        let mut v = self.bufs.pop().unwrap_or_default();
+        v.clear();
+        v.extend_from_slice(
+            payload
+                .get(..payload.len().min(MAX_REGION_BYTES))
+                .unwrap_or(&[]),
+        );
+        v
     }
-    payload
-        .get(..payload.len().min(MAX_REGION_BYTES))
-        .unwrap_or(&[])
-        .to_vec()
+
+    fn list(&mut self) -> Vec<Vec<u8>> {
+        self.lists.pop().unwrap_or_default()
+    }
+
+    fn give(&mut self, mut regions: Vec<Vec<u8>>) {
+        for r in regions.drain(..) {
+            // Keep a bounded number of modest buffers.
+            if self.bufs.len() < 1024 && r.capacity() <= 256 * 1024 {
+                self.bufs.push(r);
+            }
+        }
+        if self.lists.len() < 64 {
+            self.lists.push(regions);
+        }
+    }
 }
 
 impl Assembler {
@@ -298,6 +361,7 @@ impl Assembler {
         Assembler {
             ctx,
             open: HashMap::new(),
+            pool: Pool::default(),
             done: Vec::new(),
             problems: Vec::new(),
             skipped_ops: 0,
@@ -406,11 +470,11 @@ impl Assembler {
             f &= !XLOG_CONTINUE_TRANS;
         }
         match f {
-            0 | XLOG_CONTINUE_TRANS => o.add_region(payload, &ctx),
+            0 | XLOG_CONTINUE_TRANS => o.add_region(payload, &ctx, &mut self.pool),
             XLOG_WAS_CONT_TRANS => o.add_continuation(payload),
             XLOG_COMMIT_TRANS => {
                 if let Some(o) = self.open.remove(&tid) {
-                    self.done.push(o.finish(Some(h.lsn), &ctx));
+                    self.done.push(o.finish(Some(h.lsn), &ctx, &mut self.pool));
                 }
             }
             XLOG_UNMOUNT_TRANS => {
@@ -418,7 +482,7 @@ impl Assembler {
                 if let Some(mut o) = self.open.remove(&tid) {
                     o.t.problems
                         .push(format!("ended by an unmount op in record {}", h.lsn));
-                    let t = o.finish(None, &ctx);
+                    let t = o.finish(None, &ctx, &mut self.pool);
                     self.problem(
                         h.blk,
                         format!("transaction {tid:#x} ended by an unmount op"),
@@ -449,10 +513,11 @@ impl Assembler {
     /// Transactions never committed, in start order.
     pub fn finish(self) -> (Vec<Transaction>, Vec<Transaction>, Vec<Problem>, u64, u64) {
         let ctx = self.ctx;
+        let mut pool = self.pool;
         let mut incomplete: Vec<Transaction> = self
             .open
             .into_values()
-            .map(|o| o.finish(None, &ctx))
+            .map(|o| o.finish(None, &ctx, &mut pool))
             .collect();
         incomplete.sort_by_key(|t| (t.start_lsn, t.tid));
         (
