@@ -405,3 +405,85 @@ fn superblock_counters_after_export_are_the_kernels() {
         }
     }
 }
+
+/// What `replay --json` says replay changed, against the kernel's two
+/// listings of the same image: on disk (log not replayed) and recovered.
+#[test]
+fn replay_changes_agree_with_the_kernels_before_and_after_listings() {
+    let mut checked = 0;
+    for name in fixtures_with("recovered-ls.jsonl") {
+        if recovery_failed(&name) || !fixtures_dir().join(format!("{name}.ls.jsonl")).exists() {
+            continue;
+        }
+        let before = by_path(&parse_lines(&oracle(&name, "ls.jsonl")));
+        let after = by_path(&parse_lines(&oracle(&name, "recovered-ls.jsonl")));
+        if before.values().any(|v| v.get("error").is_some()) {
+            continue;
+        }
+        let v = replay_json(image(&name).to_str().unwrap());
+        let ch = &v["changes"];
+        let added: std::collections::BTreeSet<(u64, String, u64)> = ch["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["change"] == "added")
+            .map(|e| {
+                (
+                    e["dir"].as_u64().unwrap(),
+                    e["name"].as_str().unwrap().to_string(),
+                    e["ino"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // Every path the kernel shows only after recovery is an entry
+        // replay added to its parent.
+        for (p, e) in &after {
+            if before.contains_key(p) || p == "/" {
+                continue;
+            }
+            let (dir, leaf) = p.rsplit_once('/').unwrap();
+            let dir = if dir.is_empty() { "/" } else { dir };
+            let parent = after[dir]["ino"].as_u64().unwrap();
+            let want = (parent, leaf.to_string(), e["ino"].as_u64().unwrap());
+            assert!(
+                added.contains(&want),
+                "{name}: {p}: {want:?} not among the added entries"
+            );
+        }
+        // Every inode whose attributes differ between the listings has an
+        // xattr change.
+        let xattr_inos: std::collections::BTreeSet<u64> = ch["xattrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["ino"].as_u64().unwrap())
+            .collect();
+        for (p, a) in &after {
+            let b = before.get(p);
+            if b.is_some_and(|b| b["ino"] == a["ino"] && b["xattrs_sha256"] != a["xattrs_sha256"]) {
+                let ino = a["ino"].as_u64().unwrap();
+                assert!(xattr_inos.contains(&ino), "{name}: {p}: xattrs changed");
+            }
+        }
+        // Changed inodes include every path whose size, mode or nlink
+        // changed.
+        let inos: std::collections::BTreeSet<u64> = ch["inodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["ino"].as_u64().unwrap())
+            .collect();
+        for (p, a) in &after {
+            let differs = before.get(p).is_none_or(|b| {
+                ["size", "mode", "nlink", "uid", "gid"]
+                    .iter()
+                    .any(|k| b[*k] != a[*k])
+            });
+            if differs {
+                assert!(inos.contains(&a["ino"].as_u64().unwrap()), "{name}: {p}");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked}");
+}

@@ -43,7 +43,7 @@ pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileR
     Ok(img)
 }
 
-pub fn run(path: &Path, output: Option<&Path>, json: bool, _diff: bool) -> Result<(), String> {
+pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> Result<(), String> {
     let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let fs = Fs::open(Image::new(reader)).map_err(|e| format!("{}: {e}", path.display()))?;
     let start = std::time::Instant::now();
@@ -68,10 +68,20 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, _diff: bool) -> Resul
         let n = write_image(&fs, &plan, out)?;
         written = Some((n, t.elapsed().as_secs_f64()));
     }
+    // The changes, read from both sides of the overlay.
+    let changes = if want_diff || json {
+        let mut fs = fs;
+        fs.img.set_overlay(plan.overlay.clone());
+        fs.img.set_use_overlay(true);
+        Some(replay::diff::diff(&mut fs, 1_000_000))
+    } else {
+        None
+    };
     if json {
         let v = serde_json::json!({
             "replay": report,
             "mount": plan.mount,
+            "changes": changes,
             "replay_seconds": replay_secs,
             "output": output.map(|p| p.display().to_string()),
             "bytes_written": written.map(|w| w.0),
@@ -143,6 +153,9 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, _diff: bool) -> Resul
             ));
         }
     }
+    if let Some(d) = &changes {
+        t.push_str(&diff_text(d));
+    }
     if let (Some(out), Some((n, secs))) = (output, written) {
         t.push_str(&format!(
             "wrote {} ({n} bytes of data, in {secs:.3} s)\n",
@@ -196,4 +209,49 @@ fn write_image(
     file.set_len(len).map_err(werr)?;
     file.sync_all().map_err(werr)?;
     Ok(written)
+}
+
+/// `replay --diff` as text.
+fn diff_text(d: &replay::diff::ReplayDiff) -> String {
+    let mut t = String::new();
+    t.push_str(&format!(
+        "changed by replay: {} inodes, {} directory entries, {} extended attributes, {} block ranges{}\n",
+        d.inodes.len(),
+        d.entries.len(),
+        d.xattrs.len(),
+        d.blocks.len(),
+        if d.truncated { " (inodes cut at the limit)" } else { "" }
+    ));
+    for i in &d.inodes {
+        let fields: Vec<String> = i
+            .fields
+            .iter()
+            .map(|f| format!("{} {} -> {}", f.field, f.before, f.after))
+            .collect();
+        t.push_str(&format!(
+            "inode {} {} ({}){}{}\n",
+            i.ino,
+            i.change,
+            i.file_type,
+            if fields.is_empty() { "" } else { ": " },
+            fields.join(", ")
+        ));
+    }
+    for e in &d.entries {
+        let sign = if e.change == "added" { '+' } else { '-' };
+        t.push_str(&format!(
+            "entry {sign} dir {} {:?} -> inode {}\n",
+            e.dir, e.name, e.ino
+        ));
+    }
+    for x in &d.xattrs {
+        t.push_str(&format!("xattr {} inode {} {}\n", x.change, x.ino, x.name));
+    }
+    for b in &d.blocks {
+        t.push_str(&format!(
+            "blocks: daddr {} +{} sectors ({})\n",
+            b.daddr, b.sectors, b.what
+        ));
+    }
+    t
 }

@@ -410,11 +410,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// The last record with key <= `key` and the one after it.
-    pub fn neighbors(
-        &mut self,
-        tree: Tree,
-        key: (u64, u64, u64),
-    ) -> EditResult<Neighbors> {
+    pub fn neighbors(&mut self, tree: Tree, key: (u64, u64, u64)) -> EditResult<Neighbors> {
         // Simple and exact: read the whole tree's records once per call
         // is too slow for big trees, so walk the leaf and its right sibling.
         let (_, leaf) = self.descend(tree, key)?;
@@ -631,4 +627,74 @@ pub fn key_rmap(start: u32, owner: u64, offset: u64) -> (u64, u64, u64) {
 
 pub fn key_refc(start: u32) -> (u64, u64, u64) {
     (u64::from(start), 0, 0)
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_then_delete_in_a_real_bnobt_leaf_restores_it() {
+        let fs = crate::xfs::testutil::fixture_fs("log-xattrs");
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, 1).unwrap();
+        let Ok(recs) = s.records(Tree::Bno) else {
+            panic!()
+        };
+        assert!(!recs.is_empty());
+        let first = (be32(&recs[0], 0).unwrap(), be32(&recs[0], 4).unwrap());
+        let Ok(orig) = s.leaf_recs(Tree::Bno, s.agf_u32(16)) else {
+            panic!()
+        };
+        // A gap before the first free extent (AG headers live there).
+        assert!(first.0 > 8);
+        let rec = alloc_rec(first.0 - 2, 1);
+        assert!(s.insert(Tree::Bno, &rec).is_ok());
+        let Ok((l, r)) = s.neighbors(Tree::Bno, key_bno(first.0 - 2)) else {
+            panic!()
+        };
+        assert_eq!(l, Some(rec.clone()));
+        assert_eq!(r, Some(recs[0].clone()));
+        assert!(s.insert(Tree::Bno, &rec).is_err(), "a key twice is refused");
+        assert!(s.delete(Tree::Bno, key_bno(first.0 - 2)).is_ok());
+        let Ok(now) = s.leaf_recs(Tree::Bno, s.agf_u32(16)) else {
+            panic!()
+        };
+        assert_eq!(now, orig);
+        assert!(s
+            .update(
+                Tree::Bno,
+                key_bno(first.0),
+                &alloc_rec(first.0, first.1 + 1)
+            )
+            .is_ok());
+        let Ok(Some(found)) = s.find(Tree::Bno, key_bno(first.0)) else {
+            panic!()
+        };
+        assert_eq!(be32(&found, 4), Some(first.1 + 1));
+        assert!(s.delete(Tree::Bno, key_bno(1)).is_err(), "no such record");
+        let changed = s.changed().unwrap();
+        assert_eq!(changed.len(), 1, "only the leaf changed");
+    }
+
+    #[test]
+    fn rmap_high_keys_cover_the_extent() {
+        let mut r = vec![0u8; 24];
+        r[0..4].copy_from_slice(&100u32.to_be_bytes());
+        r[4..8].copy_from_slice(&10u32.to_be_bytes());
+        r[8..16].copy_from_slice(&131u64.to_be_bytes());
+        r[16..24].copy_from_slice(&5u64.to_be_bytes());
+        let h = rmap_high_key(&r);
+        assert_eq!(key_of(Tree::Rmap, &h), (109, 131, 14));
+        // Non-inode owners keep their offset.
+        r[8..16].copy_from_slice(&super::super::cow::OWN_COW.to_be_bytes());
+        let h = rmap_high_key(&r);
+        assert_eq!(key_of(Tree::Rmap, &h), (109, super::super::cow::OWN_COW, 5));
+    }
 }

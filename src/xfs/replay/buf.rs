@@ -439,3 +439,161 @@ pub fn inode_buffer(
     }
     Ok(taken)
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::replay::walk::RItem;
+
+    fn buf_item(map: &[u32], flags: u16) -> BufItem {
+        BufItem {
+            blkno: 100,
+            len: 8,
+            flags,
+            buf_type: u8::try_from(flags >> XFS_BLFT_SHIFT).unwrap(),
+            map_size: map.len() as u32,
+            map: map.to_vec().into(),
+            dir_entries: None,
+        }
+    }
+
+    #[test]
+    fn runs_are_copied_to_their_chunks_and_short_regions_continue() {
+        // Chunks 1..=3 dirty, and chunk 6; the first run is split in two
+        // regions (an old kernel's page-straddle split).
+        let b = buf_item(&[0b0100_1110], 0);
+        let it = RItem {
+            total: 4,
+            count: 4,
+            regions: vec![vec![], vec![1u8; 128], vec![2u8; 256], vec![3u8; 128]],
+        };
+        let mut data = vec![0u8; 4096];
+        reg_buffer(&mut data, &it, &b, 100).unwrap();
+        assert!(data[..128].iter().all(|x| *x == 0));
+        assert!(data[128..256].iter().all(|x| *x == 1));
+        assert!(data[256..512].iter().all(|x| *x == 2));
+        assert!(data[512..768].iter().all(|x| *x == 0));
+        assert!(data[768..896].iter().all(|x| *x == 3));
+        // A run with no region left is refused, not read past.
+        let it = RItem {
+            total: 2,
+            count: 2,
+            regions: vec![vec![], vec![1u8; 384]],
+        };
+        let e = reg_buffer(&mut data, &it, &b, 100).unwrap_err().to_string();
+        assert!(e.contains("data regions"), "{e}");
+        // A run past the buffer's end is refused.
+        let b = buf_item(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 0);
+        let it = RItem {
+            total: 2,
+            count: 2,
+            regions: vec![vec![], vec![1u8; 128]],
+        };
+        assert!(reg_buffer(&mut data, &it, &b, 100).is_err());
+    }
+
+    #[test]
+    fn inode_buffers_take_only_unlinked_pointers_and_fix_the_crc() {
+        // Two 512-byte v3 inodes; chunk 0 (bytes 0..128) logged: covers
+        // inode 0's di_next_unlinked at byte 96 only.
+        let mut data = vec![0u8; 1024];
+        for i in 0..2 {
+            data[i * 512..i * 512 + 2].copy_from_slice(&0x494eu16.to_be_bytes());
+            data[i * 512 + 4] = 3;
+        }
+        let b = buf_item(&[1], XFS_BLF_INODE_BUF);
+        let mut region = vec![0xAAu8; 128];
+        region[96..100].copy_from_slice(&7u32.to_be_bytes());
+        let it = RItem {
+            total: 2,
+            count: 2,
+            regions: vec![vec![], region],
+        };
+        let n = inode_buffer(&mut data, &it, &b, 512, 100).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(be32(&data, 96), Some(7));
+        assert_eq!(data[10], 0, "nothing else is copied");
+        let crc = u32::from_le_bytes(data[100..104].try_into().unwrap());
+        assert_eq!(crc, crate::xfs::sb::crc_with_hole(&data[..512], 100));
+        assert_eq!(&data[612..616], &[0; 4], "inode 1 untouched");
+        // A logged pointer of 0 is corruption.
+        let mut region = vec![0u8; 128];
+        region[0] = 1;
+        let it = RItem {
+            total: 2,
+            count: 2,
+            regions: vec![vec![], region],
+        };
+        assert!(inode_buffer(&mut data, &it, &b, 512, 100).is_err());
+    }
+
+    fn geo() -> crate::xfs::replay::Geo {
+        let fs = crate::xfs::testutil::fixture_fs("log-xattrs");
+        crate::xfs::replay::Geo::of(&fs)
+    }
+
+    #[test]
+    fn block_lsn_is_read_by_magic_and_needs_this_filesystems_uuid() {
+        let g = geo();
+        let mut agf = vec![0u8; 512];
+        agf[..4].copy_from_slice(b"XAGF");
+        agf[208..216].copy_from_slice(&0x1_0000_0005u64.to_be_bytes());
+        agf[64..80].copy_from_slice(&g.meta_uuid);
+        assert_eq!(block_lsn(&agf, &g), Some(0x1_0000_0005));
+        agf[64] ^= 1;
+        assert_eq!(block_lsn(&agf, &g), None, "another filesystem's block");
+        let mut leaf = vec![0u8; 4096];
+        leaf[8..10].copy_from_slice(&0x3df1u16.to_be_bytes());
+        leaf[24..32].copy_from_slice(&9u64.to_be_bytes());
+        leaf[32..48].copy_from_slice(&g.uuid);
+        assert_eq!(block_lsn(&leaf, &g), Some(9));
+        let mut ino = vec![0u8; 512];
+        ino[..2].copy_from_slice(b"IN");
+        assert_eq!(block_lsn(&ino, &g), None, "inode buffers recover always");
+        let mut rmt = vec![0u8; 512];
+        rmt[..4].copy_from_slice(b"XARM");
+        assert_eq!(block_lsn(&rmt, &g), None);
+        let mut v4 = g;
+        v4.v5 = false;
+        agf[64] ^= 1;
+        assert_eq!(block_lsn(&agf, &v4), None, "v4 always recovers");
+    }
+
+    #[test]
+    fn stamps_follow_the_buffer_type_only_when_the_magic_agrees() {
+        let mut b = vec![0u8; 4096];
+        b[..4].copy_from_slice(b"AB3B");
+        let s = stamp_for(XFS_BLFT_BTREE_BUF, &b, 4096);
+        assert_eq!(
+            s,
+            Stamp::Whole {
+                lsn_off: Some(24),
+                crc_off: 52
+            }
+        );
+        assert!(apply_stamp(&mut b, s, 0x2_0000_0010));
+        assert_eq!(be64(&b, 24), Some(0x2_0000_0010));
+        let crc = u32::from_le_bytes(b[52..56].try_into().unwrap());
+        assert_eq!(crc, crate::xfs::sb::crc_with_hole(&b, 52));
+        assert_eq!(stamp_for(XFS_BLFT_AGF_BUF, &b, 4096), Stamp::None);
+        assert_eq!(stamp_for(XFS_BLFT_DINO_BUF, &b, 4096), Stamp::None);
+        let mut r = vec![0u8; 8192];
+        r[..4].copy_from_slice(b"XARM");
+        r[4096..4100].copy_from_slice(b"XARM");
+        r[100] = 1;
+        let s = stamp_for(XFS_BLFT_ATTR_RMT_BUF, &r, 4096);
+        assert!(apply_stamp(&mut r, s, 5));
+        assert_eq!(be64(&r, 0), be64(&r, 4096).map(|_| be64(&r, 0).unwrap()));
+        for blk in r.chunks(4096) {
+            let crc = u32::from_le_bytes(blk[12..16].try_into().unwrap());
+            assert_eq!(crc, crate::xfs::sb::crc_with_hole(blk, 12));
+        }
+    }
+}

@@ -300,3 +300,63 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
         mount: Some(mount),
     })
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::image::Image;
+    use crate::xfs::log::find::find_head_tail;
+    use crate::xfs::log::LogDev;
+    use crate::xfs::types::Daddr;
+
+    #[test]
+    fn the_formatted_log_is_clean_with_its_head_after_the_unmount_record() {
+        for (len, cycle, sunit) in [(8192u32, 4u32, 1u32), (3000, 2, 1), (2048, 7, 32768)] {
+            let log = CleanLog {
+                start: 0,
+                len,
+                cycle,
+                uuid: [3; 16],
+                version: 2,
+                sunit,
+                fmt: XLOG_FMT_LINUX_LE,
+            };
+            let mut bytes = Vec::with_capacity(len as usize * 512);
+            for b in 0..len {
+                bytes.extend_from_slice(&log.block(b));
+            }
+            let img = Image::new(bytes);
+            let dev = LogDev::new(&img, Daddr(0), len, true)
+                .unwrap()
+                .with_uuid([3; 16]);
+            let ht = find_head_tail(&dev).unwrap();
+            assert!(ht.clean, "{len} {cycle}: {ht:?}");
+            let first = if sunit > 512 { sunit / 512 } else { 2 };
+            assert_eq!(ht.head.block, first);
+            assert_eq!(ht.head.cycle, cycle);
+            assert_eq!(ht.tail, ht.head);
+        }
+    }
+
+    #[test]
+    fn a_log_at_the_first_cycle_is_zero_after_its_record() {
+        let log = CleanLog {
+            start: 0,
+            len: 1024,
+            cycle: 1,
+            uuid: [0; 16],
+            version: 2,
+            sunit: 1,
+            fmt: XLOG_FMT_LINUX_LE,
+        };
+        assert_eq!(&log.block(0)[..4], &XLOG_HEADER_MAGIC_NUM.to_be_bytes());
+        assert!(log.block(5).iter().all(|b| *b == 0));
+    }
+}

@@ -106,3 +106,77 @@ pub fn commit_pass2<R: ReadAt>(st: &mut State<'_, R>, ic: &IcreateItem, _lsn: u6
     st.cache.counts.icreates_replayed = st.cache.counts.icreates_replayed.saturating_add(1);
     Ok(())
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::replay::{Cache, Counts, Geo, State};
+
+    #[test]
+    fn icreate_items_are_checked_and_write_whole_clusters() {
+        let fs = crate::xfs::testutil::fixture_fs("log-xattrs");
+        let geo = Geo::of(&fs);
+        let mut st = State {
+            geo,
+            cache: Cache {
+                fs: &fs,
+                written: Default::default(),
+                dirty: Default::default(),
+                counts: Counts::default(),
+                rejected: Vec::new(),
+            },
+            cancel: Default::default(),
+            intents: Default::default(),
+            warnings: Vec::new(),
+            ctx: crate::xfs::log::ItemContext::of(&fs, Default::default()),
+        };
+        let good = IcreateItem {
+            ag: 1,
+            agbno: 16,
+            count: 64,
+            isize: geo.inodesize,
+            length: geo.ialloc_blks,
+            gen: 77,
+        };
+        for bad in [
+            IcreateItem {
+                ag: geo.agcount,
+                ..good
+            },
+            IcreateItem { agbno: 0, ..good },
+            IcreateItem { isize: 256, ..good },
+            IcreateItem { count: 0, ..good },
+            IcreateItem { length: 3, ..good },
+            IcreateItem { count: 128, ..good },
+        ] {
+            assert!(commit_pass2(&mut st, &bad, 0).is_err(), "{bad:?}");
+        }
+        commit_pass2(&mut st, &good, 0).unwrap();
+        st.cache.flush().unwrap();
+        let first = geo.agb_to_daddr(1, 16).unwrap();
+        let isz = geo.inodesize as usize;
+        let sector = st.cache.written.sector(first).unwrap();
+        assert_eq!(&sector[..2], b"IN");
+        assert_eq!(sector[4], 3);
+        let ino = (1u64 << (geo.agblklog + geo.inopblog)) | (16u64 << geo.inopblog);
+        assert_eq!(crate::xfs::fs::be64(sector, 152), Some(ino));
+        assert_eq!(crate::xfs::fs::be32(sector, 92), Some(77));
+        assert_eq!(crate::xfs::fs::be32(sector, 96), Some(NULLAGINO));
+        let crc = u32::from_le_bytes(sector[100..104].try_into().unwrap());
+        assert_eq!(
+            crc,
+            crate::xfs::sb::crc_with_hole(&sector[..isz.min(512)], 100)
+        );
+        // 64 inodes written.
+        let n = st.cache.written.len() as u64 * 512 / u64::from(geo.inodesize);
+        assert_eq!(n, 64);
+        assert_eq!(st.cache.counts.icreates_replayed, 1);
+    }
+}

@@ -392,3 +392,121 @@ fn log_dinode_to_disk(o: Order, from: &[u8], to: &mut [u8], lsn: u64, flushiter_
         put_be16(to, 80, u16_at(80));
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+
+    /// A little-endian log dinode (v3, bigtime or not).
+    fn log_dinode(bigtime: bool) -> Vec<u8> {
+        let mut d = vec![0u8; 176];
+        d[0..2].copy_from_slice(&0x494eu16.to_le_bytes());
+        d[2..4].copy_from_slice(&0o100644u16.to_le_bytes());
+        d[4] = 3;
+        d[5] = 2;
+        d[8..12].copy_from_slice(&1000u32.to_le_bytes());
+        d[16..20].copy_from_slice(&2u32.to_le_bytes());
+        // atime: bigtime u64, or sec/nsec.
+        d[32..36].copy_from_slice(&0x1122_3344u32.to_le_bytes());
+        d[36..40].copy_from_slice(&0x0000_0055u32.to_le_bytes());
+        d[56..64].copy_from_slice(&12345u64.to_le_bytes());
+        d[76..80].copy_from_slice(&3u32.to_le_bytes());
+        d[82] = 24;
+        d[96..100].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+        d[112..120].copy_from_slice(&0xdead_beefu64.to_le_bytes());
+        let flags2: u64 = if bigtime { XFS_DIFLAG2_BIGTIME } else { 0 };
+        d[120..128].copy_from_slice(&flags2.to_le_bytes());
+        d[132] = 9;
+        d[152..160].copy_from_slice(&131u64.to_le_bytes());
+        d[160..176].copy_from_slice(&[7u8; 16]);
+        d
+    }
+
+    #[test]
+    fn the_logged_core_becomes_the_disk_inode_except_unlinked_crc_and_lsn() {
+        for bigtime in [false, true] {
+            let ld = log_dinode(bigtime);
+            let mut dip = vec![0u8; 512];
+            dip[96..100].copy_from_slice(&42u32.to_be_bytes());
+            dip[24] = 0xEE;
+            log_dinode_to_disk(Order::Little, &ld, &mut dip, 0x1_0000_0077, false);
+            assert_eq!(&dip[0..2], b"IN");
+            assert_eq!(crate::xfs::fs::be16(&dip, 2), Some(0o100644));
+            assert_eq!(crate::xfs::fs::be32(&dip, 8), Some(1000));
+            assert_eq!(crate::xfs::fs::be32(&dip, 16), Some(2));
+            assert_eq!(crate::xfs::fs::be64(&dip, 56), Some(12345));
+            assert_eq!(crate::xfs::fs::be32(&dip, 76), Some(3));
+            assert_eq!(dip[82], 24);
+            assert_eq!(
+                crate::xfs::fs::be32(&dip, 96),
+                Some(42),
+                "di_next_unlinked kept"
+            );
+            assert_eq!(
+                crate::xfs::fs::be64(&dip, 112),
+                Some(0x1_0000_0077),
+                "di_lsn set"
+            );
+            assert_eq!(&dip[132..144], &[0; 12], "di_pad2 zeroed");
+            assert_eq!(dip[24], 0, "di_v3_pad zeroed");
+            assert_eq!(crate::xfs::fs::be64(&dip, 152), Some(131));
+            assert_eq!(&dip[160..176], &[7; 16]);
+            if bigtime {
+                assert_eq!(crate::xfs::fs::be64(&dip, 32), Some(0x0000_0055_1122_3344));
+            } else {
+                assert_eq!(crate::xfs::fs::be32(&dip, 32), Some(0x1122_3344));
+                assert_eq!(crate::xfs::fs::be32(&dip, 36), Some(0x55));
+            }
+        }
+    }
+
+    #[test]
+    fn an_incore_btree_root_becomes_bmdr_with_pointers_after_the_forks_key_slots() {
+        // In-core root: 72-byte header, level 1, 2 records, room for 3.
+        let mut src = vec![0u8; 72 + 3 * 16];
+        src[4..6].copy_from_slice(&1u16.to_be_bytes());
+        src[6..8].copy_from_slice(&2u16.to_be_bytes());
+        src[72..80].copy_from_slice(&10u64.to_be_bytes());
+        src[80..88].copy_from_slice(&20u64.to_be_bytes());
+        src[72 + 24..72 + 32].copy_from_slice(&1000u64.to_be_bytes());
+        src[72 + 32..72 + 40].copy_from_slice(&2000u64.to_be_bytes());
+        let mut dip = vec![0xCCu8; 512];
+        // A 192-byte data fork at 176: (192-4)/16 = 11 key slots.
+        bmbt_to_bmdr(&src, &mut dip, 176, 192, true);
+        assert_eq!(crate::xfs::fs::be16(&dip, 176), Some(1));
+        assert_eq!(crate::xfs::fs::be16(&dip, 178), Some(2));
+        assert_eq!(crate::xfs::fs::be64(&dip, 180), Some(10));
+        assert_eq!(crate::xfs::fs::be64(&dip, 188), Some(20));
+        let ptrs = 176 + 4 + 11 * 8;
+        assert_eq!(crate::xfs::fs::be64(&dip, ptrs), Some(1000));
+        assert_eq!(crate::xfs::fs::be64(&dip, ptrs + 8), Some(2000));
+        assert_eq!(dip[196], 0xCC, "unused key slots keep their bytes");
+        // A short or garbage root does not panic.
+        bmbt_to_bmdr(&[0xFF; 10], &mut dip, 176, 192, true);
+        bmbt_to_bmdr(&[0xFF; 200], &mut dip, 500, 192, true);
+    }
+
+    #[test]
+    fn fork_sizes_follow_forkoff() {
+        let mut dip = vec![0u8; 512];
+        dip[4] = 3;
+        assert_eq!(dfork_dsize(&dip, 512), 336);
+        assert_eq!(dfork_asize(&dip, 512), 0);
+        dip[82] = 24;
+        assert_eq!(dfork_dsize(&dip, 512), 192);
+        assert_eq!(dfork_asize(&dip, 512), 144);
+        dip[82] = 255;
+        assert_eq!(
+            dfork_asize(&dip, 512),
+            0,
+            "a forkoff past the inode leaves no attr fork"
+        );
+    }
+}

@@ -571,3 +571,190 @@ fn next_header<R: ReadAt>(dev: &LogDev<'_, R>, pos: u32, head: u32) -> Result<Op
     }
     Ok(None)
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::image::Image;
+    use crate::xfs::types::Daddr;
+
+    fn header(num_logops: u32) -> RecordHeader {
+        RecordHeader {
+            blk: 10,
+            cycle: 1,
+            version: 2,
+            len: 0,
+            lsn: Lsn {
+                cycle: 1,
+                block: 10,
+            },
+            tail_lsn: Lsn { cycle: 1, block: 2 },
+            crc: 0,
+            prev_block: 0,
+            num_logops,
+            fmt: XLOG_FMT_LINUX_LE,
+            uuid: [0; 16],
+            size: 32768,
+            hblks: 1,
+        }
+    }
+
+    fn op(tid: u32, flags: u8, client: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&tid.to_be_bytes());
+        v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        v.push(client);
+        v.push(flags);
+        v.extend_from_slice(&[0, 0]);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn trans_header(tid: u32) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(&XFS_TRANS_HEADER_MAGIC.to_le_bytes());
+        h.extend_from_slice(&40u32.to_le_bytes());
+        h.extend_from_slice(&tid.to_le_bytes());
+        h.extend_from_slice(&2u32.to_le_bytes());
+        h
+    }
+
+    /// Feed ops to an assembly; returns the committed transactions.
+    fn feed(ops: &[Vec<u8>]) -> Result<Vec<RTrans>> {
+        let img = Image::new(vec![0u8; 64 * 512]);
+        let dev = LogDev::new(&img, Daddr(0), 64, true).unwrap();
+        let mut asm = Assembly {
+            dev: &dev,
+            open: HashMap::new(),
+            keep_data: true,
+            counts: WalkCounts::default(),
+        };
+        let data: Vec<u8> = ops.concat();
+        let h = header(ops.len() as u32);
+        let mut out = Vec::new();
+        asm.record(&h, &data, &mut |e| {
+            if let Event::Commit(t) = e {
+                out.push(t);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn region(kind: u16, size: u16, len: usize) -> Vec<u8> {
+        let mut r = vec![0u8; len];
+        r[0..2].copy_from_slice(&kind.to_le_bytes());
+        r[2..4].copy_from_slice(&size.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn regions_are_grouped_by_each_items_count_and_split_regions_joined() {
+        let t = 0x42;
+        let mut buf = region(XFS_LI_BUF, 2, 24);
+        buf[4] = 0;
+        let data = vec![9u8; 256];
+        let ops = vec![
+            op(t, XLOG_START_TRANS, XFS_TRANSACTION, &[]),
+            // The transaction header split in two pieces.
+            op(
+                t,
+                XLOG_CONTINUE_TRANS,
+                XFS_TRANSACTION,
+                &trans_header(t)[..6],
+            ),
+            op(
+                t,
+                XLOG_WAS_CONT_TRANS | XLOG_END_TRANS,
+                XFS_TRANSACTION,
+                &trans_header(t)[6..],
+            ),
+            op(t, 0, XFS_TRANSACTION, &buf),
+            op(t, XLOG_CONTINUE_TRANS, XFS_TRANSACTION, &data[..100]),
+            op(
+                t,
+                XLOG_WAS_CONT_TRANS | XLOG_END_TRANS,
+                XFS_TRANSACTION,
+                &data[100..],
+            ),
+            op(t, 0, XFS_TRANSACTION, &region(XFS_LI_ICREATE, 1, 28)),
+            // An op of a transaction begun before the tail: skipped.
+            op(0x99, 0, XFS_TRANSACTION, &region(XFS_LI_BUF, 1, 24)),
+            op(t, XLOG_COMMIT_TRANS, XFS_TRANSACTION, &[]),
+        ];
+        let ts = feed(&ops).unwrap();
+        assert_eq!(ts.len(), 1);
+        let tr = &ts[0];
+        assert_eq!(
+            tr.lsn,
+            Lsn {
+                cycle: 1,
+                block: 10
+            }
+        );
+        assert_eq!(tr.items.len(), 2);
+        assert_eq!(tr.items[0].regions.len(), 2);
+        assert_eq!(tr.items[0].regions[1], data);
+        assert_eq!(tr.items[1].total, 1);
+    }
+
+    #[test]
+    fn what_recovery_refuses_is_an_error_naming_the_log_block() {
+        let t = 7;
+        let start = op(t, XLOG_START_TRANS, XFS_TRANSACTION, &[]);
+        let th = op(t, 0, XFS_TRANSACTION, &trans_header(t));
+        let cases: Vec<(Vec<Vec<u8>>, &str)> = vec![
+            (vec![op(t, 0, 0x33, &[])], "client id"),
+            (vec![start.clone(), start.clone()], "refuses"),
+            (
+                vec![start.clone(), op(t, 0, XFS_TRANSACTION, &[1, 2, 3, 4])],
+                "not a transaction header",
+            ),
+            (
+                vec![
+                    start.clone(),
+                    th.clone(),
+                    op(t, 0, XFS_TRANSACTION, &region(XFS_LI_BUF, 0, 24)),
+                ],
+                "declares 0 regions",
+            ),
+            (
+                vec![
+                    start.clone(),
+                    th.clone(),
+                    op(t, 0, XFS_TRANSACTION, &region(XFS_LI_BUF, 300, 24)),
+                ],
+                "declares 300",
+            ),
+            (
+                vec![
+                    start.clone(),
+                    th,
+                    op(t, XLOG_WAS_CONT_TRANS, XFS_TRANSACTION, &[1; 8]),
+                ],
+                "no region to continue",
+            ),
+        ];
+        for (ops, want) in cases {
+            let e = feed(&ops).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("daddr 10"), "{want}: {e}");
+        }
+        // An op claiming more bytes than the record has.
+        let mut bad = op(t, XLOG_START_TRANS, XFS_TRANSACTION, &[]);
+        bad[4..8].copy_from_slice(&1000u32.to_be_bytes());
+        assert!(feed(&[bad])
+            .unwrap_err()
+            .to_string()
+            .contains("claims 1000 bytes"));
+        // A transaction without its commit simply does not happen.
+        let ts = feed(&[start, op(t, 0, XFS_TRANSACTION, &trans_header(t))]).unwrap();
+        assert!(ts.is_empty());
+    }
+}
