@@ -429,6 +429,7 @@ pub fn walk<R: ReadAt>(
         first_bad: None,
         records: 0,
     };
+    let mut warned_fmt = false;
     while left > 0 {
         let rec = match reader.read(dev, pos) {
             Ok(r) => r,
@@ -493,6 +494,13 @@ pub fn walk<R: ReadAt>(
             return Err(corrupt(dev, pos, msg));
         }
         if mode != CrcMode::Check {
+            if rec.header.fmt != XLOG_FMT_LINUX_LE && !warned_fmt {
+                warned_fmt = true;
+                warnings.push(format!(
+                    "record {} was written by a big-endian host (h_fmt {}); replayed in that byte order, though a little-endian kernel refuses to recover such a log",
+                    rec.header.lsn, rec.header.fmt
+                ));
+            }
             sink(Event::Record(&rec.header))?;
             asm.record(&rec.header, reader.data(), sink)?;
         }
