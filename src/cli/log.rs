@@ -2,9 +2,8 @@
 //! item, and what each logged buffer's dirty bitmap covers.
 
 use crate::xfs::log::bitmap::describe_run;
-use crate::xfs::log::items::{buf_type_name, ItemBody};
+use crate::xfs::log::items::ItemBody;
 use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, Transaction};
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -19,7 +18,11 @@ pub struct Options {
 
 pub fn run(path: &Path, o: &Options) -> Result<(), String> {
     let fs = super::open_fs(path)?;
-    let opts = DecodeOptions { detail: o.detail };
+    let opts = if o.detail {
+        DecodeOptions::DETAIL
+    } else {
+        DecodeOptions::default()
+    };
     let d = log::decode(&fs, opts).map_err(|e| format!("{}: {e}", path.display()))?;
     let ctx = ItemContext::of(&fs, opts);
     let ctx = o.detail.then_some(&ctx);
@@ -205,133 +208,22 @@ fn write_transaction(
         return Ok(());
     }
     for (i, it) in t.items.iter().enumerate() {
-        let mut line = format!("  {i:>4} {:<8} regions {}", it.kind.name(), it.regions);
-        match &it.body {
-            ItemBody::Buf(b) => {
-                let runs = b.runs();
-                let _ = write!(
-                    line,
-                    "  blkno {} len {} {}{} map {}",
-                    b.blkno,
-                    b.len,
-                    buf_type_name(b.buf_type),
-                    if b.cancel() { " CANCEL" } else { "" },
-                    b.map_size
-                );
-                let r: Vec<String> = runs
-                    .iter()
-                    .map(|r| format!("{}+{}", r.first, r.count))
-                    .collect();
-                let _ = write!(line, "  runs [{}]", r.join(" "));
-                writeln!(out, "{line}")?;
-                if let Some(ctx) = ctx {
-                    for r in runs {
-                        let f = describe_run(b, r, ctx);
-                        if !f.is_empty() {
-                            let (lo, hi) = r.bytes();
-                            writeln!(out, "         bytes {lo}..{hi}: {}", f.join(", "))?;
-                        }
-                    }
-                }
-                continue;
-            }
-            ItemBody::Inode(n) => {
-                let _ = write!(
-                    line,
-                    "  ino {} fields {:#x} dsize {} asize {}",
-                    n.ino, n.fields, n.dsize, n.asize
-                );
-                if let Some(c) = &n.core {
-                    let _ = write!(
-                        line,
-                        "  mode {:o} nlink {} size {} nblocks {}",
-                        c.mode, c.nlink, c.size, c.nblocks
-                    );
-                }
-            }
-            ItemBody::Icreate(c) => {
-                let _ = write!(
-                    line,
-                    "  ag {} agbno {} count {} isize {} length {}",
-                    c.ag, c.agbno, c.count, c.isize, c.length
-                );
-            }
-            ItemBody::ExtentFree(e) => {
-                let x: Vec<String> = e
-                    .extents
-                    .iter()
-                    .map(|x| format!("{}+{}", x.start, x.len))
-                    .collect();
-                let _ = write!(line, "  id {:#x} extents [{}]", e.id, x.join(" "));
-            }
-            ItemBody::MapIntent(e) => {
-                let x: Vec<String> = e
-                    .extents
-                    .iter()
-                    .map(|x| {
-                        format!(
-                            "{} owner {} block {} off {} len {}",
-                            x.op, x.owner, x.startblock, x.startoff, x.len
-                        )
-                    })
-                    .collect();
-                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
-            }
-            ItemBody::RefcountIntent(e) => {
-                let x: Vec<String> = e
-                    .extents
-                    .iter()
-                    .map(|x| format!("{} {}+{}", x.op, x.startblock, x.len))
-                    .collect();
-                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
-            }
-            ItemBody::Done(dn) => {
-                let _ = write!(line, "  id {:#x}", dn.id);
-            }
-            ItemBody::Attri(a) => {
-                let _ = write!(
-                    line,
-                    "  id {:#x} {} ino {} name {:?} value {} bytes",
-                    a.id,
-                    a.op,
-                    a.ino,
-                    a.name.as_deref().unwrap_or(""),
-                    a.value_len
-                );
-            }
-            ItemBody::Xmi(x) => {
-                let _ = write!(
-                    line,
-                    "  id {:#x} inodes {} and {} blocks {}",
-                    x.id, x.inode1, x.inode2, x.blockcount
-                );
-            }
-            ItemBody::Dquot(q) => {
-                let _ = write!(
-                    line,
-                    "  id {} blkno {} boffset {}",
-                    q.id, q.blkno, q.boffset
-                );
-            }
-            ItemBody::Quotaoff(q) => {
-                let _ = write!(line, "  flags {:#x}", q.flags);
-            }
-            ItemBody::Unknown => {
-                let _ = write!(line, "  type {:#06x}", it.kind.0);
-            }
-            ItemBody::Corrupt(m) => {
-                let _ = write!(line, "  CORRUPT: {m}");
-            }
-        }
-        if it.kind.is_intent() {
-            match it.link {
-                Some(l) => {
-                    let _ = write!(line, "  (done in #{} item {})", l.transaction, l.item);
-                }
-                None => line.push_str("  (UNFINISHED)"),
-            }
-        }
+        let line = format!(
+            "  {i:>4} {:<8} regions {}  {}",
+            it.kind.name(),
+            it.regions,
+            it.describe()
+        );
         writeln!(out, "{line}")?;
+        if let (ItemBody::Buf(b), Some(ctx)) = (&it.body, ctx) {
+            for r in b.runs() {
+                let f = describe_run(b, r, ctx);
+                if !f.is_empty() {
+                    let (lo, hi) = r.bytes();
+                    writeln!(out, "         bytes {lo}..{hi}: {}", f.join(", "))?;
+                }
+            }
+        }
     }
     Ok(())
 }

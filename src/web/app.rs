@@ -2,6 +2,7 @@
 //! lays out the page.
 
 use crate::web::bridge::Bridge;
+use crate::web::components::log_view::LogPanel;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
@@ -122,6 +123,12 @@ pub fn app() -> Html {
                         Route::Ags => {
                             Some(("reading the allocation groups".to_string(), Request::Ags))
                         }
+                        Route::Log(sel) => {
+                            if let Some(i) = sel {
+                                send(Request::LogTransaction { index: *i });
+                            }
+                            Some(("finding and decoding the log".to_string(), Request::Log))
+                        }
                         Route::Superblock | Route::Unknown(_) => None,
                     };
                     if let Some((what, req)) = req {
@@ -204,6 +211,15 @@ pub fn app() -> Html {
         })
     };
 
+    let on_need_rows = {
+        let send = Rc::clone(&send);
+        Callback::from(move |start: u32| {
+            send(Request::LogRows {
+                start,
+                count: crate::web::components::log_view::PAGE,
+            })
+        })
+    };
     let on_tree_load = {
         let send = Rc::clone(&send);
         Callback::from(move |path: String| send(Request::TreeChildren { path }))
@@ -235,6 +251,13 @@ pub fn app() -> Html {
                         on_download_file={on_download_file.clone()} /> }
                     }
                     (None, None) => html! {},
+                },
+                Route::Log(sel) => match &state.log {
+                    Some(l) => {
+                        html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
+                        selected={*sel} detail={state.log_tx.clone()} on_need_rows={on_need_rows.clone()} /> }
+                    }
+                    None => html! {},
                 },
                 Route::Ags => match &state.ags {
                     Some(a) => html! { <AgList ags={Rc::clone(a)} /> },

@@ -7,6 +7,7 @@ pub mod blob_reader;
 pub mod bridge;
 pub mod components;
 pub mod download;
+pub mod log_views;
 pub mod protocol;
 pub mod route;
 pub mod state;

@@ -27,6 +27,12 @@ pub enum Request {
     Ags,
     /// The subdirectories of a directory, for the tree in the sidebar.
     TreeChildren { path: String },
+    /// Decode the log (once per image) and summarise it.
+    Log,
+    /// Rows of the transaction list: `count` transactions from `start`.
+    LogRows { start: u32, count: u32 },
+    /// One transaction with its items and bitmaps.
+    LogTransaction { index: u32 },
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -72,6 +78,12 @@ pub enum Response {
         dirs: Vec<String>,
         error: Option<String>,
     },
+    Log(Box<LogView>),
+    LogRows {
+        start: u32,
+        rows: Vec<TxRow>,
+    },
+    LogTransaction(Box<TxDetail>),
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -217,3 +229,83 @@ pub struct AgView {
 
 /// How many extents an inode view carries at most.
 pub const MAX_EXTENTS_SHOWN: usize = 2000;
+
+/// The log at a glance.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LogView {
+    pub clean: bool,
+    /// (cycle, block) with the block in 512-byte units from the log start.
+    pub head: (u32, u32),
+    pub tail: (u32, u32),
+    /// Log length in 512-byte blocks.
+    pub len_bbs: u32,
+    pub start_daddr: u64,
+    pub records: u64,
+    pub records_crc_ok: u64,
+    pub crc_mismatches: Vec<String>,
+    pub transactions: u32,
+    pub incomplete: u32,
+    /// Intents without a done item: one line each.
+    pub unfinished: Vec<String>,
+    /// Indices of transactions holding an unfinished intent.
+    pub unfinished_tx: Vec<u32>,
+    /// Totals by item kind: kind, items, regions, bytes.
+    pub by_kind: Vec<(String, u64, u64, u64)>,
+    /// Buffer totals: name and value.
+    pub buffers: Vec<Kv>,
+    pub problems: Vec<String>,
+    /// Milliseconds the worker took to find and decode the log.
+    pub decode_ms: f64,
+}
+
+/// One row of the transaction list.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TxRow {
+    pub index: u32,
+    pub tid: u32,
+    pub start: String,
+    pub commit: String,
+    pub items: u32,
+    pub regions: u64,
+    pub bytes: u64,
+    /// Items by kind, e.g. "buf 12, inode 3".
+    pub kinds: String,
+    pub unfinished_intent: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TxDetail {
+    pub row: TxRow,
+    pub type_: Option<u32>,
+    pub num_items: Option<u32>,
+    pub ops: u32,
+    pub problems: Vec<String>,
+    pub items: Vec<ItemView>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ItemView {
+    pub kind: String,
+    pub regions: u16,
+    pub text: String,
+    pub intent: bool,
+    pub unfinished: bool,
+    pub bitmap: Option<BitmapView>,
+}
+
+/// A buffer item's dirty bitmap: one cell per 128-byte chunk.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct BitmapView {
+    /// Chunks in the buffer (its length in 128-byte units).
+    pub chunks: u32,
+    pub runs: Vec<RunView>,
+    pub cancel: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RunView {
+    pub first: u32,
+    pub count: u32,
+    /// The fields (or entries, inodes) the run covers.
+    pub label: String,
+}

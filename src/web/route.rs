@@ -10,6 +10,8 @@ pub enum Route {
     Path(String),
     Inode(u64),
     Ags,
+    /// The log, with a transaction selected or not.
+    Log(Option<u32>),
     /// A hash this page does not know.
     Unknown(String),
 }
@@ -36,6 +38,14 @@ impl Route {
         if h == "ag" {
             return Route::Ags;
         }
+        if h == "log" {
+            return Route::Log(None);
+        }
+        if let Some(n) = h.strip_prefix("log/") {
+            if let Ok(i) = n.trim().parse() {
+                return Route::Log(Some(i));
+            }
+        }
         if h == "path" {
             return Route::Path("/".into());
         }
@@ -60,6 +70,8 @@ impl Route {
         match self {
             Route::Superblock => "#/".into(),
             Route::Ags => "#/ag".into(),
+            Route::Log(None) => "#/log".into(),
+            Route::Log(Some(i)) => format!("#/log/{i}"),
             Route::Inode(ino) => format!("#/inode/{ino}"),
             Route::Path(p) => {
                 let segs: Vec<String> =

@@ -1,6 +1,8 @@
 //! The page's state and the actions that change it (one reducer).
 
-use crate::web::protocol::{AgsView, DirView, InodeView, Opened, Response};
+use crate::web::protocol::{
+    AgsView, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
+};
 use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -28,6 +30,10 @@ pub struct State {
     pub view_error: Option<(String, String)>,
     /// The sidebar tree: subdirectories of each directory read so far.
     pub tree: BTreeMap<String, Result<Vec<String>, String>>,
+    /// The log summary, the transaction rows fetched so far, the open transaction.
+    pub log: Option<Rc<LogView>>,
+    pub log_rows: Rc<BTreeMap<u32, TxRow>>,
+    pub log_tx: Option<Rc<TxDetail>>,
 }
 
 impl Default for State {
@@ -44,6 +50,9 @@ impl Default for State {
             xattr_values: BTreeMap::new(),
             view_error: None,
             tree: BTreeMap::new(),
+            log: None,
+            log_rows: Rc::new(BTreeMap::new()),
+            log_tx: None,
         }
     }
 }
@@ -106,6 +115,9 @@ fn reduce_response(s: &mut State, r: Response) {
             s.xattr_values.clear();
             s.view_error = None;
             s.tree.clear();
+            s.log = None;
+            s.log_rows = Rc::new(BTreeMap::new());
+            s.log_tx = None;
             s.opened = Some(Rc::from(*o));
         }
         Response::Error { name, message } => {
@@ -145,6 +157,21 @@ fn reduce_response(s: &mut State, r: Response) {
         }
         Response::TreeChildren { path, dirs, error } => {
             s.tree.insert(path, error.map_or(Ok(dirs), Err));
+        }
+        Response::Log(l) => {
+            s.busy = None;
+            s.log = Some(Rc::from(*l));
+        }
+        Response::LogRows { rows, .. } => {
+            let mut m = (*s.log_rows).clone();
+            for r in rows {
+                m.insert(r.index, r);
+            }
+            s.log_rows = Rc::new(m);
+        }
+        Response::LogTransaction(t) => {
+            s.busy = None;
+            s.log_tx = Some(Rc::from(*t));
         }
         Response::Ags(a) => {
             s.busy = None;

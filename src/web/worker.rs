@@ -4,7 +4,7 @@
 
 use crate::web::blob_reader::BlobReader;
 use crate::web::protocol::{AgsView, Opened, Request, Response};
-use crate::web::views;
+use crate::web::{log_views, views};
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
 use crate::xfs::sb::read_superblock;
@@ -21,6 +21,8 @@ const WEB_CACHE_CHUNKS: usize = 64;
 
 thread_local! {
     static FS: RefCell<Option<Fs<BlobReader>>> = const { RefCell::new(None) };
+    /// The decoded log of the open image, made on first request.
+    static LOG: RefCell<Option<log_views::DecodedLog>> = const { RefCell::new(None) };
 }
 
 fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
@@ -42,6 +44,7 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 }
 
 fn open(blob: web_sys::Blob, name: String) -> Response {
+    LOG.with(|l| *l.borrow_mut() = None);
     let reader = match BlobReader::new(blob) {
         Ok(r) => r,
         Err(message) => return Response::Error { name, message },
@@ -128,6 +131,23 @@ fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<BlobReader>, ino: u64) 
     );
 }
 
+/// Run `f` on the decoded log, decoding it first if needed.
+fn with_log(f: impl FnOnce(&log_views::DecodedLog) -> Response) -> Response {
+    let have = LOG.with(|l| l.borrow().is_some());
+    if !have {
+        let decoded = FS.with(|cell| cell.borrow().as_ref().map(log_views::decode));
+        match decoded {
+            Some(Ok(d)) => LOG.with(|l| *l.borrow_mut() = Some(d)),
+            Some(Err(e)) => return view_error("log", e),
+            None => return view_error("log", "no filesystem is open"),
+        }
+    }
+    LOG.with(|l| match l.borrow().as_ref() {
+        Some(d) => f(d),
+        None => view_error("log", "the log could not be decoded"),
+    })
+}
+
 fn ags(fs: &Fs<BlobReader>) -> Response {
     let ags = (0..fs.geo.agcount)
         .map(|a| match crate::xfs::ag::summarize(fs, AgNumber(a)) {
@@ -171,6 +191,19 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         }
         Request::Ags => with_fs("allocation groups", ags),
         Request::TreeChildren { path } => with_fs("tree", |fs| views::tree_children(fs, &path)),
+        Request::Log => {
+            post(
+                scope,
+                &Response::Progress {
+                    stage: "finding and decoding the log".into(),
+                    done: 0,
+                    total: 0,
+                },
+            );
+            with_log(log_views::summary)
+        }
+        Request::LogRows { start, count } => with_log(|l| log_views::rows(l, start, count)),
+        Request::LogTransaction { index } => with_log(|l| log_views::transaction(l, index)),
     };
     post(scope, &resp);
 }

@@ -3,6 +3,7 @@
 pub mod ag_view;
 pub mod dir_list;
 pub mod inode_view;
+pub mod log_view;
 pub mod nav;
 pub mod open_panel;
 pub mod status;

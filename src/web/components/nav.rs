@@ -37,6 +37,7 @@ pub fn nav(props: &Props) -> Html {
                 { tab("Superblock", Route::Superblock, matches!(r, Route::Superblock)) }
                 { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
                 { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags)) }
+                { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }
             </div>
             { crumbs }
         </nav>

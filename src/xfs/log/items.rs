@@ -159,32 +159,31 @@ pub fn buf_type_name(t: u8) -> &'static str {
 }
 
 /// A short list of u32 (region lengths, bitmap words) kept inline when it
-/// has at most 4 entries, which is almost always: most items hold no heap
-/// memory at all.
+/// has at most 3 entries, which is almost always: most items hold no heap
+/// memory at all, and the list takes 16 bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub enum SmallU32s {
-    Inline(u8, [u32; 4]),
-    Heap(Box<[u32]>),
+    Inline(u8, [u32; 3]),
+    Heap(Box<Vec<u32>>),
 }
 
 impl SmallU32s {
-    pub fn from_iter_capped(it: impl Iterator<Item = u32>) -> SmallU32s {
-        let v: Vec<u32> = it.collect();
-        SmallU32s::from(v)
+    pub fn from_slice(v: &[u32]) -> SmallU32s {
+        if v.len() <= 3 {
+            let mut a = [0u32; 3];
+            for (d, s) in a.iter_mut().zip(v) {
+                *d = *s;
+            }
+            SmallU32s::Inline(u8::try_from(v.len()).unwrap_or(0), a)
+        } else {
+            SmallU32s::Heap(Box::new(v.to_vec()))
+        }
     }
 }
 
 impl From<Vec<u32>> for SmallU32s {
     fn from(v: Vec<u32>) -> SmallU32s {
-        if v.len() <= 4 {
-            let mut a = [0u32; 4];
-            for (d, s) in a.iter_mut().zip(&v) {
-                *d = *s;
-            }
-            SmallU32s::Inline(u8::try_from(v.len()).unwrap_or(0), a)
-        } else {
-            SmallU32s::Heap(v.into_boxed_slice())
-        }
+        SmallU32s::from_slice(&v)
     }
 }
 
@@ -228,8 +227,6 @@ pub struct Item {
     /// Byte length of every region, format region first.
     pub region_lens: SmallU32s,
     pub body: ItemBody,
-    /// For an intent, its done item; for a done item, its intent.
-    pub link: Option<ItemRef>,
 }
 
 /// A directory entry or free space found in the logged bytes of a
@@ -255,7 +252,7 @@ pub struct BufItem {
     /// The dirty bitmap words present in the item.
     pub map: SmallU32s,
     /// Entries found in logged directory data, when asked for.
-    pub dir_entries: Option<Box<[DirEntryRef]>>,
+    pub dir_entries: Option<Box<Vec<DirEntryRef>>>,
 }
 
 impl BufItem {
@@ -305,7 +302,7 @@ pub struct InodeItem {
     /// Device number with XFS_ILOG_DEV.
     pub rdev: Option<u32>,
     /// 56 (64-bit layout) or 52 (32-bit layout).
-    pub format_len: u32,
+    pub format_len: u8,
     /// The logged core, when details were asked for.
     pub core: Option<Box<LogDinodeCore>>,
 }
@@ -336,6 +333,8 @@ pub struct ExtentFreeItem {
     /// 64 or 32: which extent layout the region holds.
     pub extent_bits: u32,
     pub extents: Box<[FreeExtent]>,
+    #[serde(skip)]
+    pub link: Option<ItemRef>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -355,6 +354,8 @@ pub struct MapIntentItem {
     pub id: u64,
     pub nextents: u32,
     pub extents: Box<[MapExtent]>,
+    #[serde(skip)]
+    pub link: Option<ItemRef>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -371,12 +372,16 @@ pub struct RefcountIntentItem {
     pub id: u64,
     pub nextents: u32,
     pub extents: Box<[PhysExtent]>,
+    #[serde(skip)]
+    pub link: Option<ItemRef>,
 }
 
 /// RUD, CUD, BUD, ATTRD, XMD: the id of the intent they complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct DoneItem {
     pub id: u64,
+    #[serde(skip)]
+    pub link: Option<ItemRef>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -393,6 +398,8 @@ pub struct AttriItem {
     pub attr_filter: u32,
     /// The name, lossily as text, cut at 256 bytes.
     pub name: Option<String>,
+    #[serde(skip)]
+    pub link: Option<ItemRef>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -408,6 +415,8 @@ pub struct XmiItem {
     pub flags: u64,
     pub isize1: i64,
     pub isize2: i64,
+    #[serde(skip)]
+    pub link: Option<ItemRef>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -458,6 +467,33 @@ impl Item {
             ItemBody::Xmi(x) => Some(x.id),
             _ => None,
         }
+    }
+
+    /// For an intent, its done item; for a done item, its intent (set by
+    /// [`pair_intents`]).
+    pub fn link(&self) -> Option<ItemRef> {
+        match &self.body {
+            ItemBody::ExtentFree(e) => e.link,
+            ItemBody::MapIntent(m) => m.link,
+            ItemBody::RefcountIntent(r) => r.link,
+            ItemBody::Done(d) => d.link,
+            ItemBody::Attri(a) => a.link,
+            ItemBody::Xmi(x) => x.link,
+            _ => None,
+        }
+    }
+
+    fn set_link(&mut self, to: ItemRef) {
+        let slot = match &mut self.body {
+            ItemBody::ExtentFree(e) => &mut e.link,
+            ItemBody::MapIntent(m) => &mut m.link,
+            ItemBody::RefcountIntent(r) => &mut r.link,
+            ItemBody::Done(d) => &mut d.link,
+            ItemBody::Attri(a) => &mut a.link,
+            ItemBody::Xmi(x) => &mut x.link,
+            _ => return,
+        };
+        *slot = Some(to);
     }
 
     /// Bytes of all regions.
@@ -539,8 +575,18 @@ pub fn decode_item(regions: &[Vec<u8>], declared: u16, order: Order, ctx: &ItemC
 
 /// Whether decoding an item of this type looks at its regions after the
 /// format region (the walk keeps only the lengths of the others).
-pub fn needs_data(kind: ItemKind, ctx: &ItemContext) -> bool {
-    ctx.detail || matches!(kind.0, XFS_LI_ATTRI | XFS_LI_DQUOT)
+pub fn needs_data(format: &[u8], order: Order, ctx: &ItemContext) -> bool {
+    let kind = order.u16(format, 0).unwrap_or(0);
+    match kind {
+        XFS_LI_ATTRI | XFS_LI_DQUOT => true,
+        XFS_LI_BUF => {
+            let t = order.u16(format, 4).unwrap_or(0) >> XFS_BLFT_SHIFT;
+            ctx.dir_names
+                && (t == u16::from(XFS_BLFT_DIR_DATA_BUF) || t == u16::from(XFS_BLFT_DIR_BLOCK_BUF))
+        }
+        XFS_LI_INODE => ctx.inode_cores,
+        _ => false,
+    }
 }
 
 /// Decode one item whose region lengths are `lens`; `regions` holds the
@@ -564,9 +610,8 @@ pub fn decode_item_lens(
         kind,
         regions: u16::try_from(lens.len()).unwrap_or(u16::MAX),
         declared,
-        region_lens: SmallU32s::from(lens.to_vec()),
+        region_lens: SmallU32s::from_slice(lens),
         body,
-        link: None,
     }
 }
 
@@ -592,7 +637,7 @@ fn decode_body<O: ByteOrder>(
     let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
     Ok(match kind.0 {
         XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx)?),
-        XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.detail))?),
+        XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.inode_cores))?),
         XFS_LI_ICREATE => {
             let f: &XfsIcreateLog<O> = read(r0, "icreate")?;
             ItemBody::Icreate(IcreateItem {
@@ -640,6 +685,7 @@ fn decode_body<O: ByteOrder>(
                 id: h.rui_id.get(),
                 nextents: n,
                 extents,
+                link: None,
             })
         }
         XFS_LI_CUI | XFS_LI_CUI_RT => {
@@ -671,6 +717,7 @@ fn decode_body<O: ByteOrder>(
                 id: h.rui_id.get(),
                 nextents: n,
                 extents,
+                link: None,
             })
         }
         XFS_LI_RUD | XFS_LI_RUD_RT | XFS_LI_CUD | XFS_LI_CUD_RT | XFS_LI_BUD | XFS_LI_ATTRD
@@ -678,6 +725,7 @@ fn decode_body<O: ByteOrder>(
             let d: &XfsRudLogFormat<O> = read(r0, kind.name())?;
             ItemBody::Done(DoneItem {
                 id: d.rud_rui_id.get(),
+                link: None,
             })
         }
         XFS_LI_ATTRI => ItemBody::Attri(Box::new(decode_attri::<O>(r0, r1)?)),
@@ -695,6 +743,7 @@ fn decode_body<O: ByteOrder>(
                 flags: x.xmi_flags.get(),
                 isize1: x.xmi_isize1.get(),
                 isize2: x.xmi_isize2.get(),
+                link: None,
             }))
         }
         XFS_LI_DQUOT => {
@@ -740,15 +789,18 @@ fn decode_buf<O: ByteOrder>(
             r0.len()
         ));
     }
-    let map: SmallU32s = r0
-        .get(20..)
-        .unwrap_or(&[])
-        .chunks_exact(4)
-        .take(words)
-        .filter_map(|c| zerocopy::byteorder::U32::<O>::ref_from_bytes(c).ok())
-        .map(|w| w.get())
-        .collect::<Vec<u32>>()
-        .into();
+    let mut words_buf = [0u32; XFS_BLF_DATAMAP_SIZE];
+    let mut n = 0usize;
+    for (d, c) in words_buf
+        .iter_mut()
+        .zip(r0.get(20..).unwrap_or(&[]).chunks_exact(4).take(words))
+    {
+        if let Ok(w) = zerocopy::byteorder::U32::<O>::ref_from_bytes(c) {
+            *d = w.get();
+            n = n.saturating_add(1);
+        }
+    }
+    let map = SmallU32s::from_slice(words_buf.get(..n).unwrap_or(&[]));
     let flags = f.blf_flags.get();
     let buf_type = u8::try_from(flags >> XFS_BLFT_SHIFT).unwrap_or(0);
     let mut b = BufItem {
@@ -760,11 +812,11 @@ fn decode_buf<O: ByteOrder>(
         map,
         dir_entries: None,
     };
-    if ctx.detail
+    if ctx.dir_names
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
         && !b.cancel()
     {
-        b.dir_entries = Some(dir_entries(&b, regions, ctx).into_boxed_slice());
+        b.dir_entries = Some(Box::new(dir_entries(&b, regions, ctx)));
     }
     Ok(b)
 }
@@ -977,6 +1029,7 @@ fn decode_extent_free<O: ByteOrder>(r0: &[u8]) -> Result<ExtentFreeItem, String>
         nextents: n,
         extent_bits: bits,
         extents,
+        link: None,
     })
 }
 
@@ -1013,6 +1066,7 @@ fn decode_attri<O: ByteOrder>(r0: &[u8], r1: Option<&[u8]>) -> Result<AttriItem,
         value_len: a.alfi_value_len.get(),
         attr_filter: a.alfi_attr_filter.get(),
         name,
+        link: None,
     })
 }
 
@@ -1059,10 +1113,10 @@ pub fn pair_intents(ts: &mut [super::Transaction]) -> (Vec<IntentRef>, u64) {
     }
     for (intent, done) in pairs {
         if let Some(i) = get(ts, intent) {
-            i.link = Some(done);
+            i.set_link(done);
         }
         if let Some(d) = get(ts, done) {
-            d.link = Some(intent);
+            d.set_link(intent);
         }
     }
     let mut left: Vec<IntentRef> = open
@@ -1228,11 +1282,137 @@ impl Serialize for ItemJson<'_> {
             )?;
         }
         if it.kind.is_intent() {
-            m.serialize_entry("done", &it.link)?;
-        } else if let Some(l) = &it.link {
+            m.serialize_entry("done", &it.link())?;
+        } else if let Some(l) = &it.link() {
             m.serialize_entry("intent", l)?;
         }
         m.end()
+    }
+}
+
+impl Item {
+    /// What the item says, in one line for people (the kind and region
+    /// count are not repeated): a buffer's address, type and runs, an
+    /// inode's number and logged fields, an intent's id and extents and
+    /// whether it was finished.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write as _;
+        let mut line = String::new();
+        match &self.body {
+            ItemBody::Buf(b) => {
+                let _ = write!(
+                    line,
+                    "blkno {} len {} {}{} map {}",
+                    b.blkno,
+                    b.len,
+                    buf_type_name(b.buf_type),
+                    if b.cancel() { " CANCEL" } else { "" },
+                    b.map_size
+                );
+                let r: Vec<String> = b
+                    .runs()
+                    .iter()
+                    .map(|r| format!("{}+{}", r.first, r.count))
+                    .collect();
+                let _ = write!(line, "  runs [{}]", r.join(" "));
+            }
+            ItemBody::Inode(n) => {
+                let _ = write!(
+                    line,
+                    "  ino {} fields {:#x} dsize {} asize {}",
+                    n.ino, n.fields, n.dsize, n.asize
+                );
+                if let Some(c) = &n.core {
+                    let _ = write!(
+                        line,
+                        "  mode {:o} nlink {} size {} nblocks {}",
+                        c.mode, c.nlink, c.size, c.nblocks
+                    );
+                }
+            }
+            ItemBody::Icreate(c) => {
+                let _ = write!(
+                    line,
+                    "  ag {} agbno {} count {} isize {} length {}",
+                    c.ag, c.agbno, c.count, c.isize, c.length
+                );
+            }
+            ItemBody::ExtentFree(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| format!("{}+{}", x.start, x.len))
+                    .collect();
+                let _ = write!(line, "  id {:#x} extents [{}]", e.id, x.join(" "));
+            }
+            ItemBody::MapIntent(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{} owner {} block {} off {} len {}",
+                            x.op, x.owner, x.startblock, x.startoff, x.len
+                        )
+                    })
+                    .collect();
+                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+            }
+            ItemBody::RefcountIntent(e) => {
+                let x: Vec<String> = e
+                    .extents
+                    .iter()
+                    .map(|x| format!("{} {}+{}", x.op, x.startblock, x.len))
+                    .collect();
+                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+            }
+            ItemBody::Done(dn) => {
+                let _ = write!(line, "  id {:#x}", dn.id);
+            }
+            ItemBody::Attri(a) => {
+                let _ = write!(
+                    line,
+                    "  id {:#x} {} ino {} name {:?} value {} bytes",
+                    a.id,
+                    a.op,
+                    a.ino,
+                    a.name.as_deref().unwrap_or(""),
+                    a.value_len
+                );
+            }
+            ItemBody::Xmi(x) => {
+                let _ = write!(
+                    line,
+                    "  id {:#x} inodes {} and {} blocks {}",
+                    x.id, x.inode1, x.inode2, x.blockcount
+                );
+            }
+            ItemBody::Dquot(q) => {
+                let _ = write!(
+                    line,
+                    "  id {} blkno {} boffset {}",
+                    q.id, q.blkno, q.boffset
+                );
+            }
+            ItemBody::Quotaoff(q) => {
+                let _ = write!(line, "  flags {:#x}", q.flags);
+            }
+            ItemBody::Unknown => {
+                let _ = write!(line, "  type {:#06x}", self.kind.0);
+            }
+            ItemBody::Corrupt(m) => {
+                let _ = write!(line, "  CORRUPT: {m}");
+            }
+        }
+        if self.kind.is_intent() {
+            match self.link() {
+                Some(l) => {
+                    let _ = write!(line, "  (done in #{} item {})", l.transaction, l.item);
+                }
+                None => line.push_str("  (UNFINISHED)"),
+            }
+        }
+        line.trim_start().to_string()
     }
 }
 
@@ -1257,7 +1437,8 @@ mod tests {
             agblocks: 4096,
             agblklog: 12,
             ftype: true,
-            detail: true,
+            dir_names: true,
+            inode_cores: true,
         }
     }
 
@@ -1402,14 +1583,14 @@ mod tests {
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].id, 8);
         assert_eq!(
-            ts[0].items[0].link,
+            ts[0].items[0].link(),
             Some(ItemRef {
                 transaction: 1,
                 item: 0
             })
         );
         assert_eq!(
-            ts[1].items[0].link,
+            ts[1].items[0].link(),
             Some(ItemRef {
                 transaction: 0,
                 item: 0

@@ -181,7 +181,7 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
         }
         _ => {}
     }
-    if let Some(l) = &it.link {
+    if let Some(l) = &it.link() {
         key(out, ",\"intent\":");
         serde_into(out, l)?;
     }
@@ -347,7 +347,11 @@ mod tests {
         for name in ["v5-4k-dirty", "log-intents", "log-acrossend", "v5-sect4k"] {
             let fs = crate::xfs::testutil::fixture_fs(name);
             for detail in [false, true] {
-                let opts = super::super::DecodeOptions { detail };
+                let opts = if detail {
+                    super::super::DecodeOptions::DETAIL
+                } else {
+                    super::super::DecodeOptions::default()
+                };
                 let d = super::super::decode(&fs, opts).unwrap();
                 let ctx = ItemContext::of(&fs, opts);
                 let ctx = detail.then_some(&ctx);

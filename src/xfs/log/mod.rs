@@ -238,6 +238,23 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
             .saturating_add(u64::from(blk).saturating_mul(u64::from(BBSIZE)))
     }
 
+    /// Read the blocks from `blk` into `buf` (a whole number of blocks, not
+    /// wrapping) straight from the image, bypassing the window.
+    pub fn read_direct(&self, blk: u32, buf: &mut [u8]) -> Result<()> {
+        let count = u32::try_from(buf.len() / 512).unwrap_or(u32::MAX);
+        if blk.checked_add(count).is_none_or(|e| e > self.len) {
+            return Err(Error::corrupt(
+                "log",
+                self.location(blk),
+                format!(
+                    "{count} blocks from log block {blk} run past the end of the log ({} blocks)",
+                    self.len
+                ),
+            ));
+        }
+        self.img.read_into("log", self.byte_of(blk), buf)
+    }
+
     /// Read `count` blocks from `blk` without wrapping, into `out`
     /// (replacing its contents), using the sequential window when it helps.
     pub fn read_straight(&self, blk: u32, count: u32, out: &mut Vec<u8>) -> Result<()> {
@@ -417,10 +434,11 @@ pub struct Problem {
 /// What to decode beyond the structure of every item.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeOptions {
-    /// Keep details that cost memory on big logs: the names of directory
-    /// entries found in logged directory blocks (so runs can be named by
-    /// entry) and the logged inode cores.
-    pub detail: bool,
+    /// Keep the names of directory entries found in logged directory
+    /// blocks, so runs can be named by entry (memory on big logs).
+    pub dir_names: bool,
+    /// Keep the logged inode cores (memory on big logs).
+    pub inode_cores: bool,
 }
 
 /// Filesystem facts the item decoder uses to name what a buffer holds.
@@ -436,8 +454,9 @@ pub struct ItemContext {
     pub agblklog: u8,
     /// Directory entries carry a file type byte.
     pub ftype: bool,
-    /// See [`DecodeOptions::detail`].
-    pub detail: bool,
+    /// See [`DecodeOptions`].
+    pub dir_names: bool,
+    pub inode_cores: bool,
 }
 
 impl ItemContext {
@@ -452,7 +471,8 @@ impl ItemContext {
             agblocks: fs.geo.agblocks,
             agblklog: fs.geo.agblklog,
             ftype: fs.geo.v5 || fs.sb.features2 & 0x200 != 0,
-            detail: opts.detail,
+            dir_names: opts.dir_names,
+            inode_cores: opts.inode_cores,
         }
     }
 }
@@ -494,6 +514,14 @@ pub struct LogDecode {
     pub stats: stats::LogStats,
 }
 
+impl DecodeOptions {
+    /// Everything: directory entry names and inode cores.
+    pub const DETAIL: DecodeOptions = DecodeOptions {
+        dir_names: true,
+        inode_cores: true,
+    };
+}
+
 impl LogDecode {
     /// A copy of everything but the transactions and the record list.
     pub fn clone_without_transactions(&self) -> LogDecode {
@@ -524,6 +552,23 @@ pub fn decode<R: ReadAt>(fs: &Fs<R>, opts: DecodeOptions) -> Result<LogDecode> {
     let dev = LogDev::of_fs(fs)?;
     let ctx = ItemContext::of(fs, opts);
     decode_dev(&dev, location, ctx)
+}
+
+/// Decode one transaction again, from its start record to its commit
+/// record only (for example with details, after a plain [`decode`] of a big
+/// log). `None` when the log no longer holds it.
+pub fn decode_transaction<R: ReadAt>(
+    fs: &Fs<R>,
+    t: &Transaction,
+    opts: DecodeOptions,
+) -> Result<Option<Transaction>> {
+    let Some(commit) = t.commit_lsn else {
+        return Ok(None);
+    };
+    let dev = LogDev::of_fs(fs)?;
+    let ctx = ItemContext::of(fs, opts);
+    let found = trans::walk_range(&dev, t.start_lsn.block, commit.block, ctx)?;
+    Ok(found.into_iter().find(|x| x.tid == t.tid))
 }
 
 /// [`decode`] on an already opened log.

@@ -233,11 +233,23 @@ pub fn unpack(header: &[u8], data: &mut [u8]) {
     }
 }
 
-/// Reads records one at a time, reusing its buffers.
+/// Reads records one at a time from a private window of the log, checking
+/// and unpacking each in place: a front-to-back walk copies every byte once
+/// (from the image into the window) and no more.
 #[derive(Default)]
 pub struct RecordReader {
-    header: Vec<u8>,
-    data: Vec<u8>,
+    /// Log blocks `[first, first + nblocks)`.
+    buf: Vec<u8>,
+    first: u32,
+    nblocks: u32,
+    /// Blocks of the window before this one have been unpacked.
+    clean_from: u32,
+    /// A record that runs past the physical end, put together here.
+    wrap_header: Vec<u8>,
+    wrap_data: Vec<u8>,
+    /// Where the last record's data is: in `buf` at this byte range, or
+    /// (`None`) in `wrap_data`.
+    data: Option<(usize, usize)>,
 }
 
 /// A record that has been read: its header and CRC check; the unpacked
@@ -248,21 +260,56 @@ pub struct ReadRecord {
     pub crc: CrcCheck,
 }
 
+fn bytes_of(blocks: u32) -> usize {
+    usize::try_from(blocks).unwrap_or(0).saturating_mul(512)
+}
+
 impl RecordReader {
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Make log blocks `[blk, blk + n)` (not wrapping) present and not yet
+    /// unpacked in the window.
+    fn ensure<R: ReadAt>(&mut self, dev: &LogDev<'_, R>, blk: u32, n: u32) -> Result<()> {
+        let end = blk.saturating_add(n);
+        let w_end = self.first.saturating_add(self.nblocks);
+        if blk >= self.first && blk >= self.clean_from && end <= w_end {
+            return Ok(());
+        }
+        let count = n
+            .max(super::WINDOW_BBS)
+            .min(dev.len_bbs().saturating_sub(blk));
+        if count < n {
+            return Err(Error::corrupt(
+                "log record",
+                dev.location(blk),
+                format!("{n} blocks from log block {blk} run past the end of the log"),
+            ));
+        }
+        self.buf.resize(bytes_of(count), 0);
+        self.nblocks = 0;
+        dev.read_direct(blk, &mut self.buf)?;
+        self.first = blk;
+        self.nblocks = count;
+        self.clean_from = blk;
+        Ok(())
+    }
+
     /// Only the header of the record at `blk`.
     pub fn header<R: ReadAt>(&mut self, dev: &LogDev<'_, R>, blk: u32) -> Result<RecordHeader> {
-        let first = dev.block(blk)?;
-        RecordHeader::parse(&first, blk, dev.is_v2(), dev.len_bbs())
+        let blk = dev.wrap(blk, 0);
+        self.ensure(dev, blk, 1)?;
+        let off = bytes_of(blk.saturating_sub(self.first));
+        let sector = self.buf.get(off..off.saturating_add(512)).unwrap_or(&[]);
+        RecordHeader::parse(sector, blk, dev.is_v2(), dev.len_bbs())
             .map_err(|d| Error::corrupt("log record header", dev.location(blk), d))
     }
 
     /// Read the record at `blk`, check its CRC, and unpack its data (also
     /// when the CRC is bad, so the caller can still look at it).
     pub fn read<R: ReadAt>(&mut self, dev: &LogDev<'_, R>, blk: u32) -> Result<ReadRecord> {
+        let blk = dev.wrap(blk, 0);
         let h = self.header(dev, blk)?;
         if let Some(uuid) = dev.uuid() {
             if h.uuid != uuid && h.uuid != [0u8; 16] {
@@ -277,18 +324,42 @@ impl RecordReader {
                 ));
             }
         }
-        dev.read_wrapped(blk, h.hblks, &mut self.header)?;
-        dev.read_wrapped(dev.wrap(blk, h.hblks), h.data_bbs(), &mut self.data)?;
-        let crc = check_crc(&h, &self.header, &self.data);
-        unpack(&self.header, &mut self.data);
+        let total = h.total_bbs();
         let len = usize::try_from(h.len).unwrap_or(usize::MAX);
-        self.data.truncate(len);
+        if u64::from(blk).saturating_add(u64::from(total)) > u64::from(dev.len_bbs()) {
+            // Runs past the physical end: put it together.
+            dev.read_wrapped(blk, h.hblks, &mut self.wrap_header)?;
+            dev.read_wrapped(dev.wrap(blk, h.hblks), h.data_bbs(), &mut self.wrap_data)?;
+            let crc = check_crc(&h, &self.wrap_header, &self.wrap_data);
+            unpack(&self.wrap_header, &mut self.wrap_data);
+            self.wrap_data.truncate(len);
+            self.data = None;
+            return Ok(ReadRecord { header: h, crc });
+        }
+        self.ensure(dev, blk, total)?;
+        let off = bytes_of(blk.saturating_sub(self.first));
+        let rec = self
+            .buf
+            .get_mut(off..off.saturating_add(bytes_of(total)))
+            .ok_or_else(|| Error::corrupt("log record", dev.location(blk), "window too short"))?;
+        let (hdr, data) = rec.split_at_mut(bytes_of(h.hblks).min(rec.len()));
+        let crc = check_crc(&h, hdr, data);
+        unpack(hdr, data);
+        self.clean_from = blk.saturating_add(total);
+        let start = off.saturating_add(bytes_of(h.hblks));
+        self.data = Some((start, len.min(data.len())));
         Ok(ReadRecord { header: h, crc })
     }
 
     /// The unpacked data of the last record read (`h_len` bytes).
     pub fn data(&self) -> &[u8] {
-        &self.data
+        match self.data {
+            Some((start, len)) => self
+                .buf
+                .get(start..start.saturating_add(len))
+                .unwrap_or(&[]),
+            None => &self.wrap_data,
+        }
     }
 }
 

@@ -53,7 +53,12 @@ pub struct SmallMap<V>(pub Vec<(&'static str, V)>);
 
 impl<V: Default> SmallMap<V> {
     fn entry(&mut self, k: &'static str) -> Option<&mut V> {
-        match self.0.iter().position(|(n, _)| *n == k) {
+        // The names are the same static strings: compare addresses first.
+        match self
+            .0
+            .iter()
+            .position(|(n, _)| std::ptr::eq(n.as_ptr(), k.as_ptr()) || *n == k)
+        {
             Some(i) => self.0.get_mut(i).map(|e| &mut e.1),
             None => {
                 self.0.push((k, V::default()));

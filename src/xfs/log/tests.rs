@@ -237,7 +237,8 @@ fn ctx() -> ItemContext {
         agblocks: 4096,
         agblklog: 12,
         ftype: true,
-        detail: false,
+        dir_names: false,
+        inode_cores: false,
     }
 }
 
@@ -710,4 +711,38 @@ fn real_record_and_corruptions() {
     assert!(e.contains("h_len") && e.contains("daddr"), "{e}");
     let e = check(2 * 512 + 11, 9).unwrap_err().to_string();
     assert!(e.contains("h_version 9"), "{e}");
+}
+
+#[test]
+fn one_transaction_decodes_again_with_details() {
+    let fs = crate::xfs::testutil::fixture_fs("log-wrapped");
+    let d = decode(&fs, DecodeOptions::default()).unwrap();
+    let t = &d.transactions[1];
+    let again = decode_transaction(&fs, t, DecodeOptions::DETAIL)
+        .unwrap()
+        .expect("found");
+    assert_eq!(again.tid, t.tid);
+    assert_eq!(again.items.len(), t.items.len());
+    for (a, b) in again.items.iter().zip(&t.items) {
+        assert_eq!((a.kind, a.regions), (b.kind, b.regions));
+        assert_eq!(&*a.region_lens, &*b.region_lens);
+    }
+    // Details: inode cores and directory entry names are there now.
+    assert!(again
+        .items
+        .iter()
+        .any(|i| matches!(&i.body, ItemBody::Inode(n) if n.core.is_some())));
+    let names = d
+        .transactions
+        .iter()
+        .take(20)
+        .filter_map(|t| decode_transaction(&fs, t, DecodeOptions::DETAIL).unwrap())
+        .flat_map(|t| t.items)
+        .filter_map(|i| match i.body {
+            ItemBody::Buf(b) => b.dir_entries,
+            _ => None,
+        })
+        .map(|e| e.iter().filter(|x| x.name.is_some()).count())
+        .sum::<usize>();
+    assert!(names > 10, "{names}");
 }

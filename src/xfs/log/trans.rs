@@ -14,7 +14,7 @@
 //! for it is that of the record holding its START op.
 
 use super::find::{HeadTail, TailMove};
-use super::items::{decode_item_lens, needs_data, Item, ItemKind, Order};
+use super::items::{decode_item_lens, needs_data, Item, Order};
 use super::record::{btobb, RecordHeader, RecordReader};
 use super::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
 use crate::xfs::error::{Error, Result};
@@ -27,6 +27,22 @@ use std::collections::HashMap;
 
 /// The largest region kept; anything bigger is cut (and reported).
 pub const MAX_REGION_BYTES: usize = 4 << 20;
+/// Bytes kept of a data region (after the format region) when its bytes
+/// are needed at all: a 64 KiB directory block and then some.
+pub const MAX_KEPT_DATA_BYTES: usize = 256 << 10;
+/// Transactions open at once; a log holding more is hostile.
+pub const MAX_OPEN_TRANSACTIONS: usize = 65_536;
+/// Problems kept per transaction.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Record a problem, keeping at most [`MAX_PROBLEMS`].
+fn note(problems: &mut Vec<String>, message: String) {
+    if problems.len() < MAX_PROBLEMS {
+        problems.push(message);
+    } else if problems.len() == MAX_PROBLEMS {
+        problems.push("(further problems not listed)".into());
+    }
+}
 
 /// `xfs_trans_header`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -135,6 +151,7 @@ impl Open {
             let item = decode_item_lens(&p.regions, &p.lens, p.declared, self.t.order, ctx);
             self.t.items.push(item);
             pool.give(p.regions);
+            pool.give_lens(p.lens);
         }
     }
 
@@ -148,10 +165,13 @@ impl Open {
             return;
         }
         if !self.header_done {
-            self.t.problems.push(format!(
-                "a new region arrived while the transaction header had only {} of 16 bytes",
-                self.header.len()
-            ));
+            note(
+                &mut self.t.problems,
+                format!(
+                    "a new region arrived while the transaction header had only {} of 16 bytes",
+                    self.header.len()
+                ),
+            );
             self.header_done = true;
         }
         if self
@@ -166,7 +186,10 @@ impl Open {
             Some(p) => {
                 p.lens.push(len);
                 if p.keep {
-                    p.regions.push(pool.copy(payload, &mut self.t.problems));
+                    let cut = payload
+                        .get(..payload.len().min(MAX_KEPT_DATA_BYTES))
+                        .unwrap_or(&[]);
+                    p.regions.push(pool.copy(cut, &mut self.t.problems));
                 } else {
                     p.regions.push(Vec::new());
                 }
@@ -174,7 +197,7 @@ impl Open {
             None => {
                 let declared = self.t.order.u16(payload, 2).unwrap_or(0);
                 let declared = if declared == 0 || declared > XLOG_MAX_REGIONS_IN_ITEM {
-                    self.t.problems.push(format!(
+                    note(&mut self.t.problems, format!(
                         "item {} declares {declared} regions (1..={XLOG_MAX_REGIONS_IN_ITEM} allowed); taken as 1",
                         self.t.items.len()
                     ));
@@ -182,14 +205,15 @@ impl Open {
                 } else {
                     declared
                 };
-                let kind = ItemKind(self.t.order.u16(payload, 0).unwrap_or(0));
                 let mut regions = pool.list();
                 regions.push(pool.copy(payload, &mut self.t.problems));
+                let mut lens = pool.lens();
+                lens.push(len);
                 self.pending = Some(Pending {
                     declared,
-                    keep: needs_data(kind, ctx),
+                    keep: needs_data(payload, self.t.order, ctx),
                     regions,
-                    lens: vec![len],
+                    lens,
                 });
             }
         }
@@ -206,10 +230,13 @@ impl Open {
             }
             let room = 16usize.saturating_sub(self.header.len());
             if payload.len() > room {
-                self.t.problems.push(format!(
-                    "transaction header continued with {} bytes, only {room} missing",
-                    payload.len()
-                ));
+                note(
+                    &mut self.t.problems,
+                    format!(
+                        "transaction header continued with {} bytes, only {room} missing",
+                        payload.len()
+                    ),
+                );
             }
             self.header
                 .extend_from_slice(payload.get(..room.min(payload.len())).unwrap_or(&[]));
@@ -219,9 +246,10 @@ impl Open {
             return;
         }
         let Some(p) = self.pending.as_mut() else {
-            self.t
-                .problems
-                .push("a continued region arrived with no region to continue".into());
+            note(
+                &mut self.t.problems,
+                "a continued region arrived with no region to continue".into(),
+            );
             return;
         };
         let first = p.lens.len() <= 1;
@@ -231,14 +259,21 @@ impl Open {
         let room =
             MAX_REGION_BYTES.saturating_sub(usize::try_from(*last_len).unwrap_or(usize::MAX));
         if payload.len() > room {
-            self.t.problems.push(format!(
-                "a region grew past {MAX_REGION_BYTES} bytes; the rest is dropped"
-            ));
+            note(
+                &mut self.t.problems,
+                format!("a region grew past {MAX_REGION_BYTES} bytes; the rest is dropped"),
+            );
         }
         let add = payload.get(..room.min(payload.len())).unwrap_or(&[]);
         *last_len = last_len.saturating_add(u32::try_from(add.len()).unwrap_or(u32::MAX));
+        let limit = if first {
+            MAX_REGION_BYTES
+        } else {
+            MAX_KEPT_DATA_BYTES
+        };
         if p.keep || first {
-            last.extend_from_slice(add);
+            let room = limit.saturating_sub(last.len());
+            last.extend_from_slice(add.get(..room.min(add.len())).unwrap_or(&[]));
         }
     }
 
@@ -251,29 +286,37 @@ impl Open {
         let order = self.t.order;
         if le == Some(XFS_TRANS_HEADER_MAGIC) && be != Some(XFS_TRANS_HEADER_MAGIC) {
             if order != Order::Little {
-                self.t.problems.push(
+                note(
+                    &mut self.t.problems,
                     "h_fmt says big-endian but the transaction header is little-endian".into(),
                 );
                 self.t.order = Order::Little;
             }
         } else if be == Some(XFS_TRANS_HEADER_MAGIC) {
             if order != Order::Big {
-                self.t.problems.push(
+                note(
+                    &mut self.t.problems,
                     "h_fmt says little-endian but the transaction header is big-endian".into(),
                 );
                 self.t.order = Order::Big;
             }
         } else if payload.len() >= 4 {
-            self.t.problems.push(format!(
-                "transaction header magic is {:#010x}, expected \"TRAN\"",
-                be.unwrap_or(0)
-            ));
+            note(
+                &mut self.t.problems,
+                format!(
+                    "transaction header magic is {:#010x}, expected \"TRAN\"",
+                    be.unwrap_or(0)
+                ),
+            );
         }
         if payload.len() > 16 {
-            self.t.problems.push(format!(
-                "transaction header region is {} bytes, expected 16",
-                payload.len()
-            ));
+            note(
+                &mut self.t.problems,
+                format!(
+                    "transaction header region is {} bytes, expected 16",
+                    payload.len()
+                ),
+            );
         }
         self.header
             .extend_from_slice(payload.get(..16.min(payload.len())).unwrap_or(&[]));
@@ -297,14 +340,17 @@ impl Open {
         self.finish_pending(ctx, pool);
         self.t.items.shrink_to_fit();
         if !self.header_done {
-            self.t.problems.push(if self.header.is_empty() {
-                "no transaction header".to_string()
-            } else {
-                format!(
-                    "transaction header has only {} of 16 bytes",
-                    self.header.len()
-                )
-            });
+            note(
+                &mut self.t.problems,
+                if self.header.is_empty() {
+                    "no transaction header".to_string()
+                } else {
+                    format!(
+                        "transaction header has only {} of 16 bytes",
+                        self.header.len()
+                    )
+                },
+            );
         }
         self.t.commit_lsn = commit;
         self.t.stats = super::stats::TransStats::of(&self.t);
@@ -318,6 +364,7 @@ impl Open {
 struct Pool {
     bufs: Vec<Vec<u8>>,
     lists: Vec<Vec<Vec<u8>>>,
+    lens: Vec<Vec<u32>>,
 }
 
 impl Pool {
@@ -341,6 +388,17 @@ impl Pool {
 
     fn list(&mut self) -> Vec<Vec<u8>> {
         self.lists.pop().unwrap_or_default()
+    }
+
+    fn lens(&mut self) -> Vec<u32> {
+        self.lens.pop().unwrap_or_default()
+    }
+
+    fn give_lens(&mut self, mut v: Vec<u32>) {
+        if self.lens.len() < 64 {
+            v.clear();
+            self.lens.push(v);
+        }
     }
 
     fn give(&mut self, mut regions: Vec<Vec<u8>>) {
@@ -438,7 +496,17 @@ impl Assembler {
     fn op(&mut self, h: &RecordHeader, order: Order, tid: u32, flags: u8, payload: &[u8]) {
         let ctx = self.ctx;
         let Some(o) = self.open.get_mut(&tid) else {
-            if flags & XLOG_START_TRANS != 0 {
+            if flags & XLOG_START_TRANS != 0 && self.open.len() >= MAX_OPEN_TRANSACTIONS {
+                self.skipped_ops = self.skipped_ops.saturating_add(1);
+                if self.open.len() == MAX_OPEN_TRANSACTIONS {
+                    self.problem(
+                        h.blk,
+                        format!(
+                            "more than {MAX_OPEN_TRANSACTIONS} transactions open at once; further ones are skipped"
+                        ),
+                    );
+                }
+            } else if flags & XLOG_START_TRANS != 0 {
                 let mut t = Transaction::empty(tid);
                 t.start_lsn = h.lsn;
                 t.order = order;
@@ -480,8 +548,10 @@ impl Assembler {
             XLOG_UNMOUNT_TRANS => {
                 // Recovery drops a transaction that meets an unmount op.
                 if let Some(mut o) = self.open.remove(&tid) {
-                    o.t.problems
-                        .push(format!("ended by an unmount op in record {}", h.lsn));
+                    note(
+                        &mut o.t.problems,
+                        format!("ended by an unmount op in record {}", h.lsn),
+                    );
                     let t = o.finish(None, &ctx, &mut self.pool);
                     self.problem(
                         h.blk,
@@ -491,11 +561,14 @@ impl Assembler {
                 }
             }
             _ => {
-                o.t.problems.push(format!(
-                    "op in record {} has flags {}, which recovery refuses",
-                    h.lsn,
-                    flags_text(flags)
-                ));
+                note(
+                    &mut o.t.problems,
+                    format!(
+                        "op in record {} has flags {}, which recovery refuses",
+                        h.lsn,
+                        flags_text(flags)
+                    ),
+                );
             }
         }
     }
@@ -504,9 +577,10 @@ impl Assembler {
     /// miss ops.
     pub fn gap(&mut self, from: u32, to: u32) {
         for o in self.open.values_mut() {
-            o.t.problems.push(format!(
-                "log blocks {from}..{to} could not be read as records; ops may be missing"
-            ));
+            note(
+                &mut o.t.problems,
+                format!("log blocks {from}..{to} could not be read as records; ops may be missing"),
+            );
         }
     }
 
@@ -558,6 +632,13 @@ pub struct WalkOutput {
     pub problems: Vec<Problem>,
     pub skipped_ops: u64,
     pub unmount_records: u64,
+}
+
+/// Keep at most 10,000 problems for the whole log.
+fn push_problem(problems: &mut Vec<Problem>, p: Problem) {
+    if problems.len() < 10_000 {
+        problems.push(p);
+    }
 }
 
 /// The first record header after `pos` (not at it) before `head`.
@@ -671,7 +752,7 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
                                 stored,
                                 computed,
                             });
-                            out.problems.push(Problem {
+                            push_problem(&mut out.problems, Problem {
                                 block: Some(pos),
                                 message: format!(
                                     "record {} at log block {pos}: CRC stored {stored:#010x}, computed {computed:#010x} (decoded anyway)",
@@ -681,18 +762,21 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
                         }
                     }
                     if r.header.lsn.block != pos {
-                        out.problems.push(Problem {
-                            block: Some(pos),
-                            message: format!(
-                                "record at log block {pos} says its LSN is {}",
-                                r.header.lsn
-                            ),
-                        });
+                        push_problem(
+                            &mut out.problems,
+                            Problem {
+                                block: Some(pos),
+                                message: format!(
+                                    "record at log block {pos} says its LSN is {}",
+                                    r.header.lsn
+                                ),
+                            },
+                        );
                     }
                     asm.push_record(&r.header, reader.data());
                     let n = r.header.total_bbs().max(1);
                     if n > left {
-                        out.problems.push(Problem {
+                        push_problem(&mut out.problems, Problem {
                             block: Some(pos),
                             message: format!(
                                 "record at log block {pos} ({n} blocks) runs {} blocks past the head",
@@ -705,10 +789,13 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
                     pos = dev.wrap(pos, n);
                 }
                 Err(e @ Error::Corrupt { .. }) => {
-                    out.problems.push(Problem {
-                        block: Some(pos),
-                        message: e.to_string(),
-                    });
+                    push_problem(
+                        &mut out.problems,
+                        Problem {
+                            block: Some(pos),
+                            message: e.to_string(),
+                        },
+                    );
                     match next_header(dev, pos, head)? {
                         Some(next) => {
                             asm.gap(pos, next);
@@ -733,4 +820,33 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
         out.head_tail = ht;
         return Ok(out);
     }
+}
+
+/// Decode only the records from log block `from` through the record that
+/// starts at log block `last` (around the ring), and return the
+/// transactions that start and commit among them. For looking at one
+/// transaction again in detail without walking the whole log.
+pub fn walk_range<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    from: u32,
+    last: u32,
+    ctx: ItemContext,
+) -> Result<Vec<Transaction>> {
+    let mut reader = RecordReader::new();
+    let mut asm = Assembler::new(ctx);
+    let mut pos = from;
+    // The last record is included: walk until its start has been read.
+    let mut left = dev.distance(from, last).saturating_add(1);
+    while left > 0 {
+        let r = reader.read(dev, pos)?;
+        asm.push_record(&r.header, reader.data());
+        if pos == last {
+            break;
+        }
+        let n = r.header.total_bbs().max(1);
+        left = left.saturating_sub(n);
+        pos = dev.wrap(pos, n);
+    }
+    let (done, _, _, _, _) = asm.finish();
+    Ok(done)
 }
