@@ -13,7 +13,13 @@ pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileR
     let fs = Fs::open(img).map_err(at)?;
     let r =
         replay::replay(&fs, &mut |_| {}).map_err(|e| format!("{}: replay: {e}", path.display()))?;
-    for u in &r.report.unfinished_intents {
+    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
+    let left = plan
+        .mount
+        .as_ref()
+        .map(|m| m.intents_left.clone())
+        .unwrap_or_default();
+    for u in &left {
         eprintln!(
             "xfs-explorer: note: unfinished {} intent {:#x} (LSN {}) is not finished by this replay: {}",
             u.kind.name(),
@@ -22,7 +28,6 @@ pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileR
             u.work.join("; ")
         );
     }
-    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(m) = &plan.mount {
         for c in &m.cow.not_freed {
             eprintln!(
@@ -119,7 +124,28 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
     for w in &rep.warnings {
         t.push_str(&format!("warning: {w}\n"));
     }
-    for u in &rep.unfinished_intents {
+    let left = plan
+        .mount
+        .as_ref()
+        .map_or(&rep.unfinished_intents, |m| &m.intents_left);
+    if let Some(m) = &plan.mount {
+        for e in &m.efi_extents {
+            match &e.not_freed {
+                None => t.push_str(&format!(
+                    "finished EFI {:#x}: freed AG {} block {}, {} blocks (as the kernel does at mount)\n",
+                    e.id, e.agno, e.agbno, e.len
+                )),
+                Some(why) => t.push_str(&format!(
+                    "NOT FREED: EFI {:#x} extent AG {} block {} ({} blocks): {why}\n",
+                    e.id, e.agno, e.agbno, e.len
+                )),
+            }
+        }
+        for n in &m.notes {
+            t.push_str(&format!("note: {n}\n"));
+        }
+    }
+    for u in left {
         t.push_str(&format!(
             "NOT FINISHED: {} intent {:#x} from transaction {:#x} (LSN {}): {}\n",
             u.kind.name(),

@@ -155,6 +155,8 @@ pub struct Snapshot {
     blocks: BTreeMap<u32, Vec<u8>>,
     agf: Vec<u8>,
     agf_dirty: bool,
+    agfl: Option<Vec<u8>>,
+    agfl_dirty: bool,
     dirty: std::collections::BTreeSet<u32>,
 }
 
@@ -166,6 +168,9 @@ pub struct AgStore<'a, R: ReadAt> {
     blocks: BTreeMap<u32, Vec<u8>>,
     pub agf: Vec<u8>,
     pub agf_dirty: bool,
+    /// The AGFL sector, once read; and whether it changed.
+    agfl: Option<Vec<u8>>,
+    agfl_dirty: bool,
     dirty: std::collections::BTreeSet<u32>,
     hdr: usize,
     blocksize: usize,
@@ -180,6 +185,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             blocks: BTreeMap::new(),
             agf: Vec::new(),
             agf_dirty: false,
+            agfl: None,
+            agfl_dirty: false,
             dirty: Default::default(),
             hdr: if fs.geo.v5 { 56 } else { 16 },
             blocksize: usize::try_from(fs.geo.blocksize).unwrap_or(4096),
@@ -230,6 +237,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             blocks: self.blocks.clone(),
             agf: self.agf.clone(),
             agf_dirty: self.agf_dirty,
+            agfl: self.agfl.clone(),
+            agfl_dirty: self.agfl_dirty,
             dirty: self.dirty.clone(),
         }
     }
@@ -238,7 +247,40 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.blocks = s.blocks;
         self.agf = s.agf;
         self.agf_dirty = s.agf_dirty;
+        self.agfl = s.agfl;
+        self.agfl_dirty = s.agfl_dirty;
         self.dirty = s.dirty;
+    }
+
+    /// `xfs_alloc_put_freelist`: put `agbno` at the end of the free list.
+    pub fn put_freelist(&mut self, agbno: u32) -> EditResult<()> {
+        let ss = u64::from(self.fs.geo.sectsize);
+        if self.agfl.is_none() {
+            let off = self.ag_byte(0)?.saturating_add(ss.saturating_mul(3));
+            let b = self.read_bytes(off, ss)?;
+            if be32(&b, 0) != Some(0x5841_464c) {
+                return unsupported(format!("AG {}: bad AGFL magic", self.agno));
+            }
+            self.agfl = Some(b);
+        }
+        let hdr: u32 = if self.fs.geo.v5 { 36 } else { 0 };
+        let slots = u32::try_from(ss).unwrap_or(512).saturating_sub(hdr) / 4;
+        let mut last = self.agf_u32(44).saturating_add(1);
+        if last == slots {
+            last = 0;
+        }
+        if last >= slots {
+            return unsupported(format!("AG {}: agf_fllast out of range", self.agno));
+        }
+        self.set_agf_u32(44, last);
+        let count = self.agf_u32(48).saturating_add(1);
+        self.set_agf_u32(48, count);
+        let off = usize::try_from(hdr.saturating_add(last.saturating_mul(4))).unwrap_or(usize::MAX);
+        if let Some(agfl) = self.agfl.as_mut() {
+            super::put_be32(agfl, off, agbno);
+        }
+        self.agfl_dirty = true;
+        Ok(())
     }
 
     pub fn agf_u32(&self, off: usize) -> u32 {
@@ -269,9 +311,15 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 out.push((self.ag_byte(*b)? / 512, d.clone()));
             }
         }
+        let ss = u64::from(self.fs.geo.sectsize);
         if self.agf_dirty {
-            let ss = u64::from(self.fs.geo.sectsize);
             out.push((self.ag_byte(0)?.saturating_add(ss) / 512, self.agf.clone()));
+        }
+        if let (true, Some(agfl)) = (self.agfl_dirty, &self.agfl) {
+            out.push((
+                self.ag_byte(0)?.saturating_add(ss.saturating_mul(3)) / 512,
+                agfl.clone(),
+            ));
         }
         Ok(out)
     }
@@ -442,25 +490,75 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         Ok((left, right))
     }
 
-    /// Delete the record with exactly this key.
+    /// Delete the record with exactly this key. A leaf left under half
+    /// full takes one record from a sibling that can spare it, the right
+    /// one first (`xfs_btree_delrec`: lshift, then rshift); a join is
+    /// refused.
     pub fn delete(&mut self, tree: Tree, key: (u64, u64, u64)) -> EditResult<()> {
         let (path, leaf) = self.descend(tree, key)?;
         let mut recs = self.leaf_recs(tree, leaf)?;
         let Some(i) = recs.iter().position(|r| key_of(tree, r) == key) else {
             return unsupported(format!("{tree:?}: no record with key {key:?} to delete"));
         };
-        if !path.is_empty() && recs.len().saturating_sub(1) < self.maxrecs(tree, true) / 2 {
-            return unsupported(format!(
-                "{tree:?}: deleting would leave leaf {leaf} under half full (the kernel rebalances)"
-            ));
-        }
-        if recs.len() == 1 && !path.is_empty() {
-            return unsupported(format!("{tree:?}: deleting empties leaf {leaf}"));
-        }
         recs.remove(i);
         self.store_leaf_after_delete(tree, leaf, &recs)?;
+        if path.is_empty() {
+            return Ok(());
+        }
         self.fix_keys(tree, &path, leaf)?;
-        Ok(())
+        let minrecs = self.maxrecs(tree, true) / 2;
+        if recs.len() >= minrecs {
+            return Ok(());
+        }
+        let b = self.block(leaf)?.clone();
+        let left = be32(&b, 8).unwrap_or(u32::MAX);
+        let right = be32(&b, 12).unwrap_or(u32::MAX);
+        if right != u32::MAX {
+            let mut rrecs = self.leaf_recs(tree, right)?;
+            if rrecs.len().saturating_sub(1) >= minrecs && !rrecs.is_empty() {
+                // lshift: the right sibling's first record comes here.
+                let moved = rrecs.remove(0);
+                recs.push(moved);
+                self.write_leaf(tree, leaf, &recs)?;
+                self.store_leaf_after_delete(tree, right, &rrecs)?;
+                self.fix_keys(tree, &path, leaf)?;
+                let first = rrecs.first().map(|r| key_of(tree, r));
+                if let Some(k) = first {
+                    let (rpath, rleaf) = self.descend(tree, k)?;
+                    if rleaf != right {
+                        return unsupported(format!(
+                            "{tree:?}: sibling {right} not found by its key"
+                        ));
+                    }
+                    self.fix_keys(tree, &rpath, right)?;
+                }
+                return Ok(());
+            }
+        }
+        if left != u32::MAX {
+            let mut lrecs = self.leaf_recs(tree, left)?;
+            if lrecs.len().saturating_sub(1) >= minrecs {
+                // rshift: the left sibling's last record comes here.
+                let Some(moved) = lrecs.pop() else {
+                    return unsupported(format!("{tree:?}: empty left sibling {left}"));
+                };
+                recs.insert(0, moved);
+                self.store_leaf_after_delete(tree, left, &lrecs)?;
+                self.write_leaf(tree, leaf, &recs)?;
+                self.fix_keys(tree, &path, leaf)?;
+                if let Some(k) = lrecs.first().map(|r| key_of(tree, r)) {
+                    let (lpath, lleaf) = self.descend(tree, k)?;
+                    if lleaf == left {
+                        self.fix_keys(tree, &lpath, left)?;
+                    }
+                }
+                return Ok(());
+            }
+        }
+        unsupported(format!(
+            "{tree:?}: deleting leaves leaf {leaf} with {} records and no sibling can spare one (the kernel joins blocks)",
+            recs.len()
+        ))
     }
 
     fn store_leaf_after_delete(

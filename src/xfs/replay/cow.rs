@@ -83,40 +83,86 @@ fn min_freelist<R: ReadAt>(fs: &Fs<R>, s: &AgStore<'_, R>, rmapbt: bool) -> u32 
     need
 }
 
-fn free_one<R: ReadAt>(
-    s: &mut AgStore<'_, R>,
-    agbno: u32,
-    len: u32,
-    rmapbt: bool,
-    need: u32,
-) -> EditResult<()> {
-    let unsupported = |m: String| Err(EditError::Unsupported(super::agedit::Unsupported(m)));
+fn refuse<T>(m: String) -> EditResult<T> {
+    Err(EditError::Unsupported(super::agedit::Unsupported(m)))
+}
+
+/// `xfs_free_extent_fix_freelist` (`xfs_alloc_fix_freelist` while
+/// freeing): a free list shorter than it needs is refilled from the
+/// free-space btrees (`xfs_alloc_ag_vextent_size`: the first extent by size
+/// that is long enough, or else the longest, allocated from its start); a
+/// longer one is refused, as is a refill that would need the reverse
+/// mapping btree.
+fn check_freelist<R: ReadAt>(s: &mut AgStore<'_, R>, need: u32, rmapbt: bool) -> EditResult<()> {
     let flcount = s.agf_u32(48);
-    if flcount != need {
-        return unsupported(format!(
-            "the free list holds {flcount} blocks and needs {need}: the kernel would resize it first"
+    if flcount > need {
+        return refuse(format!(
+            "the free list holds {flcount} blocks and needs {need}: the kernel would shrink it first"
         ));
     }
-    // 1. The reverse mapping.
-    if rmapbt {
-        match s.find(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))? {
-            Some(r) if be32(&r, 4) == Some(len) => {
-                s.delete(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))?
-            }
-            Some(_) => {
-                return unsupported("the CoW reverse mapping is not one exact record".into())
-            }
-            None => return unsupported("no CoW reverse mapping for the extent".into()),
+    let mut guard = 0u32;
+    while s.agf_u32(48) < need {
+        if rmapbt {
+            return refuse(format!(
+                "the free list holds {} blocks and needs {need}: refilling it also maps the blocks in the rmapbt",
+                s.agf_u32(48)
+            ));
+        }
+        guard = guard.saturating_add(1);
+        if guard > 16 {
+            return refuse("the free list does not fill".into());
+        }
+        let maxlen = need.saturating_sub(s.agf_u32(48));
+        // The first extent by size with at least maxlen blocks (no extent
+        // starts at AG block 0, so "after (maxlen, 0)" is ">=").
+        let (_, ge) = s.neighbors(Tree::Cnt, key_cnt(0, maxlen))?;
+        let found = match ge {
+            Some(r) => Some(r),
+            None => s.last_record(Tree::Cnt)?,
+        };
+        let Some(r) = found else {
+            return refuse("no free space to refill the free list".into());
+        };
+        let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        let rlen = maxlen.min(flen);
+        if rlen == 0 {
+            return refuse("a free extent of length 0".into());
+        }
+        // xfs_alloc_fixup_trees: the allocation is at the front.
+        s.delete(Tree::Cnt, key_cnt(fbno, flen))?;
+        if flen > rlen {
+            s.insert(
+                Tree::Cnt,
+                &alloc_rec(fbno.saturating_add(rlen), flen.saturating_sub(rlen)),
+            )?;
+            s.update(
+                Tree::Bno,
+                key_bno(fbno),
+                &alloc_rec(fbno.saturating_add(rlen), flen.saturating_sub(rlen)),
+            )?;
+        } else {
+            s.delete(Tree::Bno, key_bno(fbno))?;
+        }
+        let free = s.agf_u32(52).saturating_sub(rlen);
+        s.set_agf_u32(52, free);
+        let longest = s
+            .last_record(Tree::Cnt)?
+            .and_then(|r| be32(&r, 4))
+            .unwrap_or(0);
+        if longest != s.agf_u32(56) {
+            s.set_agf_u32(56, longest);
+        }
+        for b in fbno..fbno.saturating_add(rlen) {
+            s.put_freelist(b)?;
         }
     }
-    // 2. The refcount record.
-    match s.find(Tree::Refc, key_refc(agbno | COW_FLAG))? {
-        Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {
-            s.delete(Tree::Refc, key_refc(agbno | COW_FLAG))?
-        }
-        _ => return unsupported("the CoW refcount record changed".into()),
-    }
-    // 3. Free the blocks (xfs_free_ag_extent).
+    Ok(())
+}
+
+/// `xfs_free_ag_extent` without the reverse mapping: put `[agbno, agbno +
+/// len)` into the free-space btrees, merged with free neighbours, and
+/// count it in the AGF.
+pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
     let (left, right) = s.neighbors(Tree::Bno, key_bno(agbno))?;
     let rec = |r: &Option<Vec<u8>>| {
         r.as_ref()
@@ -125,9 +171,12 @@ fn free_one<R: ReadAt>(
     let mut lt = rec(&left);
     let mut gt = rec(&right);
     let end = agbno.saturating_add(len);
+    if end > s.agf_u32(12) {
+        return refuse(format!("blocks {agbno}+{len} run past the end of the AG"));
+    }
     if let Some((b, l)) = lt {
         if b.saturating_add(l) > agbno {
-            return unsupported("the extent is already (partly) free".into());
+            return refuse("the extent is already (partly) free".into());
         }
         if b.saturating_add(l) < agbno {
             lt = None;
@@ -135,7 +184,7 @@ fn free_one<R: ReadAt>(
     }
     if let Some((b, _)) = gt {
         if end > b {
-            return unsupported("the extent is already (partly) free".into());
+            return refuse("the extent is already (partly) free".into());
         }
         if end < b {
             gt = None;
@@ -178,6 +227,160 @@ fn free_one<R: ReadAt>(
         s.set_agf_u32(56, longest);
     }
     Ok(())
+}
+
+fn free_one<R: ReadAt>(
+    s: &mut AgStore<'_, R>,
+    agbno: u32,
+    len: u32,
+    rmapbt: bool,
+    need: u32,
+) -> EditResult<()> {
+    check_freelist(s, need, rmapbt)?;
+    // 1. The reverse mapping.
+    if rmapbt {
+        match s.find(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))? {
+            Some(r) if be32(&r, 4) == Some(len) => {
+                s.delete(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))?
+            }
+            Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
+            None => return refuse("no CoW reverse mapping for the extent".into()),
+        }
+    }
+    // 2. The refcount record.
+    match s.find(Tree::Refc, key_refc(agbno | COW_FLAG))? {
+        Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {
+            s.delete(Tree::Refc, key_refc(agbno | COW_FLAG))?
+        }
+        _ => return refuse("the CoW refcount record changed".into()),
+    }
+    // 3. Free the blocks.
+    free_ag_extent(s, agbno, len)
+}
+
+/// One extent an unfinished EFI asks to free (done or not, and why).
+#[derive(Clone, Debug, Serialize)]
+pub struct EfiExtent {
+    pub id: u64,
+    pub agno: u32,
+    pub agbno: u32,
+    pub len: u32,
+    /// `None` when freed.
+    pub not_freed: Option<String>,
+}
+
+/// Finish unfinished extent-free intents as the kernel does at mount
+/// (before anything else): each extent is freed into the free-space
+/// btrees (the reverse mapping, owner unknown, must already be gone). Done
+/// only when every unfinished intent is an EFI; the blocks are stamped
+/// with `lsn`, the first checkpoint after recovery.
+pub fn recover_efis<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &mut Overlay,
+    intents: &[super::intents::Unfinished],
+    lsn: Lsn,
+) -> Result<Vec<EfiExtent>> {
+    let mut out = Vec::new();
+    let all_efi = intents
+        .iter()
+        .all(|u| u.kind.0 == crate::xfs::format::log::XFS_LI_EFI);
+    let rmapbt = fs.sb.features_ro_compat & (1 << 1) != 0;
+    let g = fs.geo;
+    let mask = 1u64
+        .checked_shl(u32::from(g.agblklog))
+        .unwrap_or(0)
+        .saturating_sub(1);
+    for u in intents {
+        if u.kind.0 != crate::xfs::format::log::XFS_LI_EFI {
+            continue;
+        }
+        // The kernel sorts an intent's extents by AG, stably.
+        let mut ext: Vec<(u32, u32, u32)> = u
+            .extents
+            .iter()
+            .map(|(fsb, len)| {
+                (
+                    u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX),
+                    u32::try_from(fsb & mask).unwrap_or(u32::MAX),
+                    *len,
+                )
+            })
+            .collect();
+        ext.sort_by_key(|e| e.0);
+        for (agno, agbno, len) in ext {
+            let mut e = EfiExtent {
+                id: u.id,
+                agno,
+                agbno,
+                len,
+                not_freed: None,
+            };
+            if !all_efi {
+                e.not_freed =
+                    Some("other unfinished intents come with it; none is finished".into());
+                out.push(e);
+                continue;
+            }
+            if agno >= g.agcount || agbno >= g.agblocks {
+                e.not_freed = Some("outside the filesystem".into());
+                out.push(e);
+                continue;
+            }
+            let changes = {
+                let mut s = AgStore::new(fs, ov, agno)?;
+                let need = min_freelist(fs, &s, rmapbt);
+                let r = check_freelist(&mut s, need, rmapbt).and_then(|()| {
+                    if rmapbt {
+                        // Owner unknown: the reverse mapping must be gone.
+                        let (l, _) = s.neighbors(Tree::Rmap, key_rmap(agbno, 0, 0))?;
+                        if l.as_ref().is_some_and(|l| {
+                            be32(l, 0)
+                                .unwrap_or(0)
+                                .saturating_add(be32(l, 4).unwrap_or(0))
+                                > agbno
+                        }) {
+                            return refuse("a reverse mapping still covers the extent".into());
+                        }
+                    }
+                    free_ag_extent(&mut s, agbno, len)
+                });
+                match r {
+                    Ok(()) => s.changed()?,
+                    Err(EditError::Read(err)) => return Err(err),
+                    Err(EditError::Unsupported(m)) => {
+                        e.not_freed = Some(m.0);
+                        Vec::new()
+                    }
+                }
+            };
+            stamp_into(ov, changes, lsn);
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+fn stamp_into(ov: &mut Overlay, changes: Vec<(u64, Vec<u8>)>, lsn: Lsn) {
+    for (daddr, mut data) in changes {
+        let stamp = if be32(&data, 0) == Some(0x5841_4746) {
+            Stamp::Whole {
+                lsn_off: Some(208),
+                crc_off: 216,
+            }
+        } else if be32(&data, 0) == Some(0x5841_464c) {
+            Stamp::Whole {
+                lsn_off: Some(24),
+                crc_off: 32,
+            }
+        } else {
+            Stamp::Whole {
+                lsn_off: Some(24),
+                crc_off: 52,
+            }
+        };
+        super::buf::apply_stamp(&mut data, stamp, lsn.raw());
+        ov.put(daddr, &data);
+    }
 }
 
 /// Free every CoW staging extent; the changed blocks go into `ov`,
@@ -244,21 +447,7 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
             }
             s.changed()?
         };
-        for (daddr, mut data) in changes {
-            let stamp = if be32(&data, 0) == Some(0x5841_4746) {
-                Stamp::Whole {
-                    lsn_off: Some(208),
-                    crc_off: 216,
-                }
-            } else {
-                Stamp::Whole {
-                    lsn_off: Some(24),
-                    crc_off: 52,
-                }
-            };
-            super::buf::apply_stamp(&mut data, stamp, lsn.raw());
-            ov.put(daddr, &data);
-        }
+        stamp_into(ov, changes, lsn);
     }
     Ok(report)
 }

@@ -278,7 +278,24 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
         sunit: fs.sb.logsunit,
         fmt: XLOG_FMT_LINUX_LE,
     };
+    // Unfinished extent-free intents first (the kernel finishes intents
+    // before anything else at mount), then CoW staging extents.
+    let efis = super::cow::recover_efis(fs, &mut overlay, &rep.unfinished_intents, rep.head)?;
+    let left: Vec<super::intents::Unfinished> = rep
+        .unfinished_intents
+        .iter()
+        .filter(|u| {
+            efis.iter().any(|e| e.id == u.id && e.not_freed.is_some()) || u.kind.0 != XFS_LI_EFI
+        })
+        .cloned()
+        .collect();
     let cow = super::cow::recover(fs, &mut overlay, rep.head)?;
+    let mut notes = Vec::new();
+    if efis.iter().any(|e| e.not_freed.is_none()) && !cow.freed.is_empty() {
+        notes.push(
+            "CoW staging extents were freed after intents: the kernel writes them in a later checkpoint, whose LSN this tool does not know; they carry the head's".to_string(),
+        );
+    }
     let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
     let mut ags: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
     for u in &mount.unlinked {
@@ -287,12 +304,15 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
     for c in &cow.not_freed {
         ags.insert(c.extent.agno);
     }
-    for u in &rep.unfinished_intents {
+    for u in &left {
         for fsb in &u.fsblocks {
             ags.insert(u32::try_from(fsb >> fs.geo.agblklog).unwrap_or(u32::MAX));
         }
     }
     mount.cow = cow;
+    mount.efi_extents = efis;
+    mount.intents_left = left;
+    mount.notes = notes;
     mount.ags_with_work_left = ags.into_iter().collect();
     Ok(Plan {
         overlay,

@@ -24,6 +24,9 @@ pub struct Unfinished {
     pub work: Vec<String>,
     /// The filesystem blocks (AG-packed) it names.
     pub fsblocks: Vec<u64>,
+    /// EFI: the extents to free (AG-packed start, length).
+    #[serde(skip)]
+    pub extents: Vec<(u64, u32)>,
 }
 
 #[derive(Default, Debug)]
@@ -88,6 +91,10 @@ impl Pending {
             tid: t.tid,
             work: describe(item),
             fsblocks: blocks(item),
+            extents: match &item.body {
+                ItemBody::ExtentFree(e) => e.extents.iter().map(|x| (x.start, x.len)).collect(),
+                _ => Vec::new(),
+            },
         });
     }
 

@@ -54,6 +54,11 @@ pub struct MountChanges {
     /// extents not freed).
     pub ag_blocks: u32,
     pub ags_with_work_left: Vec<u32>,
+    /// Extents of unfinished EFIs, freed or not.
+    pub efi_extents: Vec<super::cow::EfiExtent>,
+    /// Intents left unfinished by this tool.
+    pub intents_left: Vec<super::intents::Unfinished>,
+    pub notes: Vec<String>,
 }
 
 /// Read `len` bytes at byte `off` as replay left them.
@@ -171,5 +176,8 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         cow: super::cow::CowReport::default(),
         ag_blocks: fs.geo.agblocks,
         ags_with_work_left: Vec::new(),
+        efi_extents: Vec::new(),
+        intents_left: Vec::new(),
+        notes: Vec::new(),
     })
 }
