@@ -495,3 +495,27 @@ fn replay_changes_agree_with_the_kernels_before_and_after_listings() {
     }
     assert!(checked >= 3, "{checked}");
 }
+
+#[test]
+fn export_leaves_the_input_alone_writes_a_new_sparse_file_and_refuses_to_overwrite() {
+    use std::os::unix::fs::MetadataExt;
+    let name = "log-xattrs";
+    let img = image(name);
+    let before = Sha256::digest(std::fs::read(&img).unwrap());
+    let mtime = std::fs::metadata(&img).unwrap().mtime();
+    let (out, v) = export(name);
+    assert_eq!(Sha256::digest(std::fs::read(&img).unwrap()), before, "input unchanged");
+    assert_eq!(std::fs::metadata(&img).unwrap().mtime(), mtime);
+    let m = std::fs::metadata(&out).unwrap();
+    assert_eq!(m.len(), std::fs::metadata(&img).unwrap().len());
+    assert!(
+        m.blocks() * 512 < m.len() / 2,
+        "{} bytes allocated for {} bytes",
+        m.blocks() * 512,
+        m.len()
+    );
+    assert!(v["bytes_written"].as_u64().unwrap() < m.len());
+    // The output must be new.
+    let (ok, _, err) = run_cli(&["replay", img.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(!ok && err.contains("exists"), "{err}");
+}
