@@ -504,7 +504,11 @@ fn export_leaves_the_input_alone_writes_a_new_sparse_file_and_refuses_to_overwri
     let before = Sha256::digest(std::fs::read(&img).unwrap());
     let mtime = std::fs::metadata(&img).unwrap().mtime();
     let (out, v) = export(name);
-    assert_eq!(Sha256::digest(std::fs::read(&img).unwrap()), before, "input unchanged");
+    assert_eq!(
+        Sha256::digest(std::fs::read(&img).unwrap()),
+        before,
+        "input unchanged"
+    );
     assert_eq!(std::fs::metadata(&img).unwrap().mtime(), mtime);
     let m = std::fs::metadata(&out).unwrap();
     assert_eq!(m.len(), std::fs::metadata(&img).unwrap().len());

@@ -93,10 +93,11 @@ pub fn commit_pass2<R: ReadAt>(
         if disk_lsn != 0 && disk_lsn != u64::MAX && disk_lsn > lsn {
             st.cache.counts.inodes_skipped_lsn =
                 st.cache.counts.inodes_skipped_lsn.saturating_add(1);
-            owner_change_note(st, ii);
+            let copy = dip.to_vec();
             if was_dirty {
                 st.cache.put_back(daddr, len, data, stamp, lsn);
             }
+            change_owners(st, ii, &copy, lsn)?;
             return Ok(());
         }
     }
@@ -229,22 +230,125 @@ pub fn commit_pass2<R: ReadAt>(
             }
         }
     }
-    owner_change_note(st, ii);
+    let copy = dip.to_vec();
     if dip.get(4).copied().unwrap_or(0) >= 3 {
         put_crc(dip, XFS_DINODE_CRC_OFF);
     }
     st.cache.counts.inodes_replayed = st.cache.counts.inodes_replayed.saturating_add(1);
     st.cache.put(daddr, len, data, stamp, lsn);
+    change_owners(st, ii, &copy, lsn)?;
     Ok(())
 }
 
-fn owner_change_note<R: ReadAt>(st: &mut State<'_, R>, ii: &InodeItem) {
-    if ii.fields & (XFS_ILOG_DOWNER | XFS_ILOG_AOWNER) != 0 {
-        st.warnings.push(format!(
-            "inode {}: the item asks for the fork's btree blocks to be given this inode as owner (an extent swap); not done",
-            ii.ino
-        ));
+/// `xfs_recover_inode_owner_change`: an extent swap on v5 logs DOWNER or
+/// AOWNER; every block of that fork's bmbt below the root (which lives in
+/// the inode) gets this inode as `bb_owner`. Blocks already right are not
+/// touched; changed ones get a new CRC (and the LSN only if replay
+/// already stamps them in this LSN epoch).
+fn change_owners<R: ReadAt>(
+    st: &mut State<'_, R>,
+    ii: &InodeItem,
+    dip: &[u8],
+    lsn: u64,
+) -> Result<()> {
+    if ii.fields & (XFS_ILOG_DOWNER | XFS_ILOG_AOWNER) == 0
+        || crate::xfs::fs::be16(dip, 2).unwrap_or(0) == 0
+        || !st.geo.v5
+    {
+        return Ok(());
     }
+    let isize = usize::try_from(st.geo.inodesize).unwrap_or(usize::MAX);
+    let lit = dinode_size(dip);
+    let aoff = lit.saturating_add(usize::from(dip.get(82).copied().unwrap_or(0)).saturating_mul(8));
+    let forks = [
+        (
+            XFS_ILOG_DOWNER,
+            lit,
+            dfork_dsize(dip, isize),
+            dip.get(5).copied(),
+        ),
+        (
+            XFS_ILOG_AOWNER,
+            aoff,
+            dfork_asize(dip, isize),
+            dip.get(83).copied(),
+        ),
+    ];
+    for (flag, off, size, format) in forks {
+        if ii.fields & flag == 0 || format != Some(XFS_DINODE_FMT_BTREE) {
+            continue;
+        }
+        let Some(fork) = dip.get(off..off.saturating_add(size)) else {
+            continue;
+        };
+        let level = crate::xfs::fs::be16(fork, 0).unwrap_or(0);
+        if level == 0 || level > 9 {
+            continue;
+        }
+        let maxr = size.saturating_sub(4) / 16;
+        let p = 4usize.saturating_add(maxr.saturating_mul(8));
+        let Some(mut left) = crate::xfs::fs::be64(fork, p) else {
+            continue;
+        };
+        let hdr = XFS_BTREE_LBLOCK_CRC_LEN;
+        let bs = usize::try_from(st.geo.blocksize).unwrap_or(4096);
+        let bmaxr = bs.saturating_sub(hdr) / 16;
+        let len = st.geo.blocksize / 512;
+        let mut visited = 0u64;
+        for _ in 0..level {
+            let mut fsb = left;
+            let mut first = true;
+            loop {
+                visited = visited.saturating_add(1);
+                if visited > st.geo.dblocks {
+                    return Ok(());
+                }
+                let Some(daddr) = fsb_daddr(&st.geo, fsb) else {
+                    st.warnings.push(format!(
+                        "inode {}: bmbt block {fsb} is outside the filesystem; owner change stopped",
+                        ii.ino
+                    ));
+                    return Ok(());
+                };
+                let (mut b, stamp, was_dirty) = st.cache.take(daddr, len)?;
+                if first {
+                    first = false;
+                    let p = hdr.saturating_add(bmaxr.saturating_mul(8));
+                    left = crate::xfs::fs::be64(&b, p).unwrap_or(u64::MAX);
+                }
+                let right = crate::xfs::fs::be64(&b, 16).unwrap_or(u64::MAX);
+                if crate::xfs::fs::be64(&b, 56) != Some(ii.ino) {
+                    put_be64(&mut b, 56, ii.ino);
+                    let s = if was_dirty && stamp != super::Stamp::None {
+                        stamp
+                    } else {
+                        super::Stamp::Whole {
+                            lsn_off: None,
+                            crc_off: XFS_BTREE_LBLOCK_CRC_OFF,
+                        }
+                    };
+                    st.cache.put(daddr, len, b, s, lsn);
+                } else if was_dirty {
+                    st.cache.put_back(daddr, len, b, stamp, lsn);
+                }
+                if right == u64::MAX {
+                    break;
+                }
+                fsb = right;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fsb_daddr(g: &super::Geo, fsb: u64) -> Option<u64> {
+    let agno = u32::try_from(fsb >> g.agblklog).ok()?;
+    let mask = 1u64.checked_shl(u32::from(g.agblklog))?.checked_sub(1)?;
+    let agbno = u32::try_from(fsb & mask).ok()?;
+    if agno >= g.agcount || agbno >= g.agblocks {
+        return None;
+    }
+    g.agb_to_daddr(agno, agbno)
 }
 
 fn region(it: &super::RItem, i: usize, daddr: u64, ino: u64) -> Result<&[u8]> {
@@ -491,6 +595,80 @@ mod tests {
         // A short or garbage root does not panic.
         bmbt_to_bmdr(&[0xFF; 10], &mut dip, 176, 192, true);
         bmbt_to_bmdr(&[0xFF; 200], &mut dip, 500, 192, true);
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn an_extent_swap_gives_the_forks_bmbt_blocks_their_new_owner() {
+        use crate::xfs::replay::{Cache, Counts, Geo, State};
+        let fs = crate::xfs::testutil::fixture_fs("log-xattrs");
+        let geo = Geo::of(&fs);
+        let mut st = State {
+            geo,
+            cache: Cache {
+                fs: &fs,
+                written: Default::default(),
+                dirty: Default::default(),
+                counts: Counts::default(),
+                rejected: Vec::new(),
+            },
+            cancel: Default::default(),
+            intents: Default::default(),
+            warnings: Vec::new(),
+            ctx: crate::xfs::log::ItemContext::of(&fs, Default::default()),
+        };
+        // Two bmbt leaves at AG 1 blocks 100 and 101, owned by inode 5.
+        let fsb = |agbno: u64| (1u64 << geo.agblklog) | agbno;
+        let bs = geo.blocksize as usize;
+        for (agbno, right) in [(100u64, fsb(101)), (101, u64::MAX)] {
+            let mut b = vec![0u8; bs];
+            b[..4].copy_from_slice(b"BMA3");
+            b[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
+            b[16..24].copy_from_slice(&right.to_be_bytes());
+            b[32..40].copy_from_slice(&0x1_0000_0009u64.to_be_bytes());
+            b[56..64].copy_from_slice(&5u64.to_be_bytes());
+            let d = geo.agb_to_daddr(1, agbno as u32).unwrap();
+            st.cache.written.put(d, &b);
+        }
+        // A v3 inode whose data fork is a btree root of level 1.
+        let mut dip = vec![0u8; 512];
+        dip[2..4].copy_from_slice(&0o100644u16.to_be_bytes());
+        dip[4] = 3;
+        dip[5] = XFS_DINODE_FMT_BTREE;
+        dip[176..178].copy_from_slice(&1u16.to_be_bytes());
+        dip[178..180].copy_from_slice(&1u16.to_be_bytes());
+        let maxr = (336 - 4) / 16;
+        let p = 176 + 4 + maxr * 8;
+        dip[p..p + 8].copy_from_slice(&fsb(100).to_be_bytes());
+        let ii = InodeItem {
+            ino: 777,
+            fields: XFS_ILOG_CORE | XFS_ILOG_DBROOT | XFS_ILOG_DOWNER,
+            dsize: 0,
+            asize: 0,
+            blkno: 0,
+            cluster_len: 0,
+            boffset: 0,
+            rdev: None,
+            format_len: 56,
+            core: None,
+        };
+        change_owners(&mut st, &ii, &dip, 0x2_0000_0001).unwrap();
+        st.cache.flush().unwrap();
+        for agbno in [100u32, 101] {
+            let d = geo.agb_to_daddr(1, agbno).unwrap();
+            let mut b = Vec::new();
+            for i in 0..(bs as u64 / 512) {
+                b.extend_from_slice(st.cache.written.sector(d + i).unwrap());
+            }
+            assert_eq!(crate::xfs::fs::be64(&b, 56), Some(777));
+            assert_eq!(
+                crate::xfs::fs::be64(&b, 32),
+                Some(0x1_0000_0009),
+                "LSN kept"
+            );
+            let crc = u32::from_le_bytes(b[64..68].try_into().unwrap());
+            assert_eq!(crc, crate::xfs::sb::crc_with_hole(&b, 64));
+        }
     }
 
     #[test]
