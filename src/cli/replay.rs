@@ -11,9 +11,8 @@ use std::path::Path;
 pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileReader>, String> {
     let at = |e: crate::xfs::Error| format!("{}: {e}", path.display());
     let fs = Fs::open(img).map_err(at)?;
-    let r =
-        replay::replay(&fs, &mut |_| {}).map_err(|e| format!("{}: replay: {e}", path.display()))?;
-    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (_, plan) = replay::replay_and_mount(&fs, &mut |_| {})
+        .map_err(|e| format!("{}: replay: {e}", path.display()))?;
     let left = plan
         .mount
         .as_ref()

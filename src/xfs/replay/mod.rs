@@ -744,6 +744,21 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
     })
 }
 
+/// The filesystem as the kernel leaves it after mounting: the log
+/// replayed, then the mount-time work this tool does (EFIs, CoW staging
+/// extents, superblock counters). Lay `plan.overlay` over the image
+/// ([`crate::xfs::image::Image::set_overlay`]) to read that state; the
+/// export uses the same plan with a clean log.
+pub fn replay_and_mount<R: ReadAt>(
+    fs: &Fs<R>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<(ReplayReport, export::Plan)> {
+    let r = replay(fs, progress)?;
+    let report = r.report.clone();
+    let plan = export::plan(fs, r)?;
+    Ok((report, plan))
+}
+
 /// Byte helpers for the writers below: big-endian stores that do nothing
 /// when out of range (callers check lengths first).
 pub(crate) fn put_be16(b: &mut [u8], off: usize, v: u16) {
