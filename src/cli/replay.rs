@@ -82,17 +82,30 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
         None
     };
     if json {
-        let v = serde_json::json!({
-            "replay": report,
-            "mount": plan.mount,
-            "changes": changes,
-            "replay_seconds": replay_secs,
-            "output": output.map(|p| p.display().to_string()),
-            "bytes_written": written.map(|w| w.0),
-        });
-        let mut s = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
-        s.push('\n');
-        return super::print(&s);
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            replay: &'a replay::ReplayReport,
+            mount: &'a Option<replay::mount::MountChanges>,
+            changes: &'a Option<replay::diff::ReplayDiff>,
+            replay_seconds: f64,
+            output: Option<String>,
+            bytes_written: Option<u64>,
+        }
+        let out = Out {
+            replay: &report,
+            mount: &plan.mount,
+            changes: &changes,
+            replay_seconds: replay_secs,
+            output: output.map(|p| p.display().to_string()),
+            bytes_written: written.map(|w| w.0),
+        };
+        // Streamed: the changes of a big log are large.
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::new(stdout.lock());
+        serde_json::to_writer_pretty(&mut w, &out).map_err(|e| e.to_string())?;
+        use std::io::Write;
+        w.write_all(b"\n").map_err(|e| e.to_string())?;
+        return w.flush().map_err(|e| e.to_string());
     }
     let mut t = String::new();
     let rep = &report;
