@@ -16,7 +16,14 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Read the filesystem as the kernel would see it after mounting:
+    /// the log replayed in memory (the image is not written).
+    #[arg(long, global = true)]
+    replay: bool,
 }
+
+/// Set once from `--replay` before any command opens its image.
+static REPLAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 mod ag;
 mod cat;
@@ -25,6 +32,7 @@ mod info;
 mod inode;
 mod log;
 mod ls;
+mod replay;
 
 /// One variant per command; each command lives in its own module.
 #[derive(Subcommand)]
@@ -123,10 +131,29 @@ enum Command {
         /// One attribute's full Linux name.
         name: Option<std::ffi::OsString>,
     },
+    /// Replay the log as the kernel's recovery does, in memory, and report
+    /// what it changed; with `-o OUT` write a new image: the input with the
+    /// log replayed, the superblock counters the kernel recomputes at
+    /// mount, and a clean log, so the kernel mounts it without recovery.
+    Replay {
+        /// The image file (opened read-only, never written).
+        image: PathBuf,
+        /// Write the recovered image here (a new file; must not exist).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Print one JSON object: the replay report and what changed.
+        #[arg(long)]
+        json: bool,
+        /// List what replay changed: inodes and their fields, directory
+        /// entries, extended attributes, blocks.
+        #[arg(long)]
+        diff: bool,
+    },
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    REPLAY.store(cli.replay, std::sync::atomic::Ordering::Relaxed);
     let result = match cli.command {
         Command::Info { image, json } => info::run(&image, json),
         Command::Ag {
@@ -168,6 +195,12 @@ pub fn main() -> ExitCode {
             },
         ),
         Command::Getfattr { image, path, name } => getfattr::run(&image, &path, name.as_deref()),
+        Command::Replay {
+            image,
+            output,
+            json,
+            diff,
+        } => replay::run(&image, output.as_deref(), json, diff),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -180,7 +213,11 @@ pub fn main() -> ExitCode {
 
 pub(crate) fn open(path: &Path) -> Result<Image<FileReader>, String> {
     let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Image::new(reader))
+    let img = Image::new(reader);
+    if REPLAY.load(std::sync::atomic::Ordering::Relaxed) {
+        return replay::replayed_image(path, img);
+    }
+    Ok(img)
 }
 
 /// Write `text` to stdout.

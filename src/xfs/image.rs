@@ -16,37 +16,128 @@ pub const BBSIZE: u64 = 512;
 /// beyond this is a corrupt length, not a real need.
 pub const MAX_READ: u64 = 16 << 20;
 
-/// Recovered sectors laid over the image (filled by log replay). Keyed by
-/// daddr; each value is one 512-byte sector.
+/// Recovered sectors laid over the image (filled by log replay), by daddr.
+/// Kept in 4 KiB pages of eight sectors with a mask of the sectors present,
+/// so that a recovered block costs one map entry, not eight.
 #[derive(Default, Clone, Debug)]
 pub struct Overlay {
-    sectors: BTreeMap<u64, Box<[u8; 512]>>,
+    pages: BTreeMap<u64, Box<Page>>,
+    sectors: usize,
 }
+
+#[derive(Clone, Debug)]
+struct Page {
+    /// Bit i: sector i of the page is present.
+    mask: u8,
+    data: [u8; 4096],
+}
+
+/// Sectors per overlay page.
+const PAGE_SECTORS: u64 = 8;
 
 impl Overlay {
     pub fn is_empty(&self) -> bool {
-        self.sectors.is_empty()
+        self.sectors == 0
     }
 
+    /// Number of sectors held.
     pub fn len(&self) -> usize {
-        self.sectors.len()
+        self.sectors
     }
 
     /// Put one sector of recovered bytes at `daddr`.
     pub fn put_sector(&mut self, daddr: u64, bytes: [u8; 512]) {
-        self.sectors.insert(daddr, Box::new(bytes));
+        self.put(daddr, &bytes);
+    }
+
+    /// Put `bytes` (whole sectors; a partial last sector is ignored) from
+    /// sector `daddr` on.
+    pub fn put(&mut self, daddr: u64, bytes: &[u8]) {
+        for (i, chunk) in bytes.chunks_exact(512).enumerate() {
+            let at = daddr.saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
+            let slot = usize::try_from(at % PAGE_SECTORS).unwrap_or(0);
+            let page = self.pages.entry(at / PAGE_SECTORS).or_insert_with(|| {
+                Box::new(Page {
+                    mask: 0,
+                    data: [0u8; 4096],
+                })
+            });
+            let bit = 1u8
+                .checked_shl(u32::try_from(slot).unwrap_or(0))
+                .unwrap_or(0);
+            if page.mask & bit == 0 {
+                page.mask |= bit;
+                self.sectors = self.sectors.saturating_add(1);
+            }
+            let lo = slot.saturating_mul(512);
+            if let Some(d) = page.data.get_mut(lo..lo.saturating_add(512)) {
+                d.copy_from_slice(chunk);
+            }
+        }
+    }
+
+    fn page_sector(page: &Page, slot: u64) -> Option<&[u8; 512]> {
+        let bit = 1u8.checked_shl(u32::try_from(slot).ok()?)?;
+        if page.mask & bit == 0 {
+            return None;
+        }
+        let lo = usize::try_from(slot).ok()?.checked_mul(512)?;
+        page.data.get(lo..lo.checked_add(512)?)?.try_into().ok()
+    }
+
+    /// The recovered sector at `daddr`, if any.
+    pub fn sector(&self, daddr: u64) -> Option<&[u8; 512]> {
+        let page = self.pages.get(&(daddr / PAGE_SECTORS))?;
+        Self::page_sector(page, daddr % PAGE_SECTORS)
+    }
+
+    /// Every recovered sector in ascending daddr order.
+    pub fn sectors(&self) -> impl Iterator<Item = (u64, &[u8; 512])> + '_ {
+        self.sectors_in(0, u64::MAX)
+    }
+
+    /// Recovered sectors in `[first, last]`.
+    pub fn sectors_in(
+        &self,
+        first: u64,
+        last: u64,
+    ) -> impl Iterator<Item = (u64, &[u8; 512])> + '_ {
+        self.pages
+            .range(first / PAGE_SECTORS..=last / PAGE_SECTORS)
+            .flat_map(move |(p, page)| {
+                (0..PAGE_SECTORS).filter_map(move |slot| {
+                    let d = p.saturating_mul(PAGE_SECTORS).saturating_add(slot);
+                    if d < first || d > last {
+                        return None;
+                    }
+                    Self::page_sector(page, slot).map(|s| (d, s))
+                })
+            })
+    }
+
+    /// Bytes held (512 per sector, bookkeeping not counted).
+    pub fn bytes(&self) -> u64 {
+        u64::try_from(self.sectors)
+            .unwrap_or(u64::MAX)
+            .saturating_mul(BBSIZE)
+    }
+
+    /// Lay the overlay over `buf`, which holds the image bytes at byte
+    /// `offset`.
+    pub fn apply_to(&self, offset: u64, buf: &mut [u8]) {
+        self.apply(offset, buf);
     }
 
     /// Lay the overlay over `buf`, which holds the image bytes at `offset`.
     fn apply(&self, offset: u64, buf: &mut [u8]) {
-        if self.sectors.is_empty() || buf.is_empty() {
+        if self.sectors == 0 || buf.is_empty() {
             return;
         }
         let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
         let end = offset.saturating_add(len);
         let first = offset / BBSIZE;
         let last = end.saturating_sub(1) / BBSIZE;
-        for (daddr, sector) in self.sectors.range(first..=last) {
+        for (daddr, sector) in self.sectors_in(first, last) {
             let sec_start = daddr.saturating_mul(BBSIZE);
             let lo = sec_start.max(offset);
             let hi = sec_start.saturating_add(BBSIZE).min(end);
@@ -184,6 +275,44 @@ impl<R: ReadAt> Image<R> {
     /// Choose between the on-disk view (false) and the replayed view (true).
     pub fn set_use_overlay(&mut self, on: bool) {
         self.use_overlay = on;
+    }
+
+    /// The replay overlay (possibly empty).
+    pub fn overlay(&self) -> &Overlay {
+        &self.overlay
+    }
+
+    /// Whether reads see the overlay.
+    pub fn uses_overlay(&self) -> bool {
+        self.use_overlay
+    }
+
+    /// Read straight from the image, ignoring the overlay whatever the
+    /// setting (for replay, which builds the overlay from the on-disk state).
+    pub fn read_disk(&self, structure: &'static str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len).ok_or(Error::OutOfBounds {
+            structure,
+            offset,
+            len,
+            image_len: self.len,
+        })?;
+        if end > self.len || len > MAX_READ {
+            return Err(Error::OutOfBounds {
+                structure,
+                offset,
+                len,
+                image_len: self.len,
+            });
+        }
+        let size = usize::try_from(len).map_err(|_| Error::OutOfBounds {
+            structure,
+            offset,
+            len,
+            image_len: self.len,
+        })?;
+        let mut buf = vec![0u8; size];
+        self.fill_from_cache(offset, &mut buf)?;
+        Ok(buf)
     }
 
     /// Read `len` bytes at byte `offset`, for the structure named `structure`

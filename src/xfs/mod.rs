@@ -35,6 +35,7 @@ pub mod inode;
 pub mod log;
 pub mod read;
 pub mod reflink;
+pub mod replay;
 pub mod sb;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testutil;

@@ -1,0 +1,295 @@
+//! `xfs-explorer replay`: log recovery in memory, its report, and the
+//! export of a recovered image; and `--replay` for every other command.
+
+use crate::xfs::fs::Fs;
+use crate::xfs::image::Image;
+use crate::xfs::read::FileReader;
+use crate::xfs::replay;
+use std::path::Path;
+
+/// `--replay`: the image with the replayed state laid over it.
+pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileReader>, String> {
+    let at = |e: crate::xfs::Error| format!("{}: {e}", path.display());
+    let fs = Fs::open(img).map_err(at)?;
+    let (_, plan) = replay::replay_and_mount(&fs, &mut |_| {})
+        .map_err(|e| format!("{}: replay: {e}", path.display()))?;
+    let left = plan
+        .mount
+        .as_ref()
+        .map(|m| m.intents_left.clone())
+        .unwrap_or_default();
+    for u in &left {
+        eprintln!(
+            "xfs-explorer: note: unfinished {} intent {:#x} (LSN {}) is not finished by this replay: {}",
+            u.kind.name(),
+            u.id,
+            u.lsn,
+            u.work.join("; ")
+        );
+    }
+    if let Some(m) = &plan.mount {
+        for c in &m.cow.not_freed {
+            eprintln!(
+                "xfs-explorer: note: CoW staging extent AG {} block {} ({} blocks) is not freed by this replay: {}",
+                c.extent.agno, c.extent.agbno, c.extent.len, c.reason
+            );
+        }
+        for u in &m.unlinked {
+            eprintln!(
+                "xfs-explorer: note: inode {} is on an unlinked list; the kernel frees it at mount, this replay does not",
+                u.ino
+            );
+        }
+    }
+    let mut img = fs.img;
+    img.set_overlay(plan.overlay);
+    img.set_use_overlay(true);
+    Ok(img)
+}
+
+pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> Result<(), String> {
+    let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let fs = Fs::open(Image::new(reader)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let start = std::time::Instant::now();
+    let mut last = std::time::Instant::now();
+    let show = output.is_some() && !json;
+    let r = replay::replay(&fs, &mut |p: &replay::Progress| {
+        if show && last.elapsed().as_millis() >= 500 {
+            last = std::time::Instant::now();
+            eprintln!(
+                "replay: pass {} {}/{} log blocks, {} records, {} transactions, {} items",
+                p.pass, p.blocks_done, p.blocks_total, p.records, p.transactions, p.items
+            );
+        }
+    })
+    .map_err(|e| format!("{}: replay: {e}", path.display()))?;
+    let replay_secs = start.elapsed().as_secs_f64();
+    let report = r.report.clone();
+    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut written = None;
+    if let Some(out) = output {
+        let t = std::time::Instant::now();
+        let n = write_image(&fs, &plan, out)?;
+        written = Some((n, t.elapsed().as_secs_f64()));
+    }
+    // The changes, read from both sides of the overlay.
+    let changes = if want_diff || json {
+        let mut fs = fs;
+        fs.img.set_overlay(plan.overlay.clone());
+        fs.img.set_use_overlay(true);
+        Some(replay::diff::diff(&mut fs, 1_000_000))
+    } else {
+        None
+    };
+    if json {
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            replay: &'a replay::ReplayReport,
+            mount: &'a Option<replay::mount::MountChanges>,
+            changes: &'a Option<replay::diff::ReplayDiff>,
+            replay_seconds: f64,
+            output: Option<String>,
+            bytes_written: Option<u64>,
+        }
+        let out = Out {
+            replay: &report,
+            mount: &plan.mount,
+            changes: &changes,
+            replay_seconds: replay_secs,
+            output: output.map(|p| p.display().to_string()),
+            bytes_written: written.map(|w| w.0),
+        };
+        // Streamed: the changes of a big log are large.
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::new(stdout.lock());
+        serde_json::to_writer_pretty(&mut w, &out).map_err(|e| e.to_string())?;
+        use std::io::Write;
+        w.write_all(b"\n").map_err(|e| e.to_string())?;
+        return w.flush().map_err(|e| e.to_string());
+    }
+    let mut t = String::new();
+    let rep = &report;
+    if rep.clean {
+        t.push_str("the log is clean: nothing to replay\n");
+    } else {
+        t.push_str(&format!(
+            "log tail {} head {}: {} records, {} transactions replayed ({} uncommitted, discarded), {} items, in {replay_secs:.3} s\n",
+            rep.tail, rep.head, rep.records, rep.transactions, rep.uncommitted, rep.items
+        ));
+        let c = &rep.counts;
+        t.push_str(&format!(
+            "buffers: {} replayed, {} skipped (newer on disk), {} cancelled, {} cancel items, {} inode buffers ({} unlinked pointers)\n",
+            c.buffers_replayed, c.buffers_skipped_lsn, c.buffers_cancelled, c.cancel_items, c.inode_buffers, c.unlinked_pointers
+        ));
+        t.push_str(&format!(
+            "inodes: {} replayed, {} skipped (newer on disk), {} cancelled; icreate: {} replayed, {} cancelled\n",
+            c.inodes_replayed, c.inodes_skipped_lsn, c.inodes_cancelled, c.icreates_replayed, c.icreates_cancelled
+        ));
+        t.push_str(&format!(
+            "{} sectors recovered ({} buffer writes, {} stamped with their transaction's LSN)\n",
+            rep.overlay_sectors, c.buffer_writes, c.buffers_stamped
+        ));
+    }
+    for n in &rep.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    for w in &rep.warnings {
+        t.push_str(&format!("warning: {w}\n"));
+    }
+    let left = plan
+        .mount
+        .as_ref()
+        .map_or(&rep.unfinished_intents, |m| &m.intents_left);
+    if let Some(m) = &plan.mount {
+        for e in &m.efi_extents {
+            match &e.not_freed {
+                None => t.push_str(&format!(
+                    "finished EFI {:#x}: freed AG {} block {}, {} blocks (as the kernel does at mount)\n",
+                    e.id, e.agno, e.agbno, e.len
+                )),
+                Some(why) => t.push_str(&format!(
+                    "NOT FREED: EFI {:#x} extent AG {} block {} ({} blocks): {why}\n",
+                    e.id, e.agno, e.agbno, e.len
+                )),
+            }
+        }
+        for n in &m.notes {
+            t.push_str(&format!("note: {n}\n"));
+        }
+    }
+    for u in left {
+        t.push_str(&format!(
+            "NOT FINISHED: {} intent {:#x} from transaction {:#x} (LSN {}): {}\n",
+            u.kind.name(),
+            u.id,
+            u.tid,
+            u.lsn,
+            u.work.join("; ")
+        ));
+    }
+    if let Some(m) = &plan.mount {
+        t.push_str(&format!(
+            "superblock counters from the AGs: icount {} -> {}, ifree {} -> {}, fdblocks {} -> {}\n",
+            m.before.icount, m.after.icount, m.before.ifree, m.after.ifree, m.before.fdblocks, m.after.fdblocks
+        ));
+        for c in &m.cow.freed {
+            t.push_str(&format!(
+                "freed CoW staging extent: AG {} block {}, {} blocks (as the kernel does at mount)\n",
+                c.agno, c.agbno, c.len
+            ));
+        }
+        for c in &m.cow.not_freed {
+            t.push_str(&format!(
+                "NOT FREED: CoW staging extent AG {} block {} ({} blocks): {}\n",
+                c.extent.agno, c.extent.agbno, c.extent.len, c.reason
+            ));
+        }
+        for u in &m.unlinked {
+            t.push_str(&format!(
+                "NOT FREED: inode {} heads AGI {} unlinked bucket {}; the kernel frees the inodes of this list at mount\n",
+                u.ino, u.agno, u.bucket
+            ));
+        }
+    }
+    if let Some(d) = &changes {
+        t.push_str(&diff_text(d));
+    }
+    if let (Some(out), Some((n, secs))) = (output, written) {
+        t.push_str(&format!(
+            "wrote {} ({n} bytes of data, in {secs:.3} s)\n",
+            out.display()
+        ));
+    }
+    super::print(&t)
+}
+
+/// Write the recovered image to a new file, skipping all-zero chunks
+/// (the file is sparse where the input reads as zeros). Returns the bytes
+/// actually written.
+fn write_image(
+    fs: &Fs<FileReader>,
+    plan: &replay::export::Plan,
+    out: &Path,
+) -> Result<u64, String> {
+    use std::os::unix::fs::FileExt;
+    let rec = replay::export::Recovered {
+        fs,
+        overlay: &plan.overlay,
+        log: plan.log,
+    };
+    let werr = |e: std::io::Error| format!("{}: {e}", out.display());
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .map_err(werr)?;
+    const CHUNK: u64 = 1 << 20;
+    let len = rec.len();
+    let mut buf = vec![0u8; usize::try_from(CHUNK).unwrap_or(1 << 20)];
+    let mut off = 0u64;
+    let mut written = 0u64;
+    let mut last = std::time::Instant::now();
+    while off < len {
+        let n = usize::try_from(CHUNK.min(len - off)).unwrap_or(0);
+        let b = &mut buf[..n];
+        rec.read_at(off, b)
+            .map_err(|e| format!("reading the recovered image at byte {off}: {e}"))?;
+        if b.iter().any(|x| *x != 0) {
+            file.write_all_at(b, off).map_err(werr)?;
+            written += n as u64;
+        }
+        off += n as u64;
+        if last.elapsed().as_millis() >= 500 {
+            last = std::time::Instant::now();
+            eprintln!("export: {off} of {len} bytes");
+        }
+    }
+    file.set_len(len).map_err(werr)?;
+    file.sync_all().map_err(werr)?;
+    Ok(written)
+}
+
+/// `replay --diff` as text.
+fn diff_text(d: &replay::diff::ReplayDiff) -> String {
+    let mut t = String::new();
+    t.push_str(&format!(
+        "changed by replay: {} inodes, {} directory entries, {} extended attributes, {} block ranges{}\n",
+        d.inodes.len(),
+        d.entries.len(),
+        d.xattrs.len(),
+        d.blocks.len(),
+        if d.truncated { " (inodes cut at the limit)" } else { "" }
+    ));
+    for i in &d.inodes {
+        let fields: Vec<String> = i
+            .fields
+            .iter()
+            .map(|f| format!("{} {} -> {}", f.field, f.before, f.after))
+            .collect();
+        t.push_str(&format!(
+            "inode {} {} ({}){}{}\n",
+            i.ino,
+            i.change,
+            i.file_type,
+            if fields.is_empty() { "" } else { ": " },
+            fields.join(", ")
+        ));
+    }
+    for e in &d.entries {
+        let sign = if e.change == "added" { '+' } else { '-' };
+        t.push_str(&format!(
+            "entry {sign} dir {} {:?} -> inode {}\n",
+            e.dir, e.name, e.ino
+        ));
+    }
+    for x in &d.xattrs {
+        t.push_str(&format!("xattr {} inode {} {}\n", x.change, x.ino, x.name));
+    }
+    for b in &d.blocks {
+        t.push_str(&format!(
+            "blocks: daddr {} +{} sectors ({})\n",
+            b.daddr, b.sectors, b.what
+        ));
+    }
+    t
+}

@@ -1,0 +1,382 @@
+//! The recovered image as bytes: the input with the replayed sectors, the
+//! mount-time superblock changes and a clean log laid over it, readable at
+//! any offset so it can be written out (natively) or streamed (in the
+//! browser) without holding the image.
+//!
+//! The clean log is what `xfs_repair` formats (`libxfs_log_clear`):
+//!
+//! ```text
+//!  block 0: record of cycle C holding one unmount op (2 blocks, or the
+//!           log stripe unit), then records of cycle C-1 (256 KiB each,
+//!           8 header sectors) to the end of the log, each one an unmount
+//!           record too: the kernel finds the head right after the first
+//!           record and that record is an unmount record, so the log is
+//!           clean and its current cycle is C.
+//! ```
+//!
+//! C is one more than the head's cycle, so every LSN replay stamped into
+//! the metadata lies behind the new head, as the kernel requires.
+
+use super::{put_be32, put_be64};
+use crate::xfs::error::Result;
+use crate::xfs::format::log::*;
+use crate::xfs::fs::Fs;
+use crate::xfs::image::Overlay;
+use crate::xfs::read::ReadAt;
+use crate::xfs::types::Lsn;
+
+/// A freshly formatted, clean log.
+#[derive(Clone, Copy, Debug)]
+pub struct CleanLog {
+    /// Daddr of log block 0 and length in blocks.
+    pub start: u64,
+    pub len: u32,
+    pub cycle: u32,
+    pub uuid: [u8; 16],
+    pub version: u32,
+    /// Log stripe unit in bytes (`sb_logsunit`).
+    pub sunit: u32,
+    /// Writer byte order (`XLOG_FMT_*`) of the unmount payload.
+    pub fmt: u32,
+}
+
+/// Where a log block falls in the formatted log.
+struct RecordAt {
+    /// First block of its record, the record's length, its cycle.
+    start: u32,
+    len: u32,
+    cycle: u32,
+    /// Header sectors and the `sunit` given to `libxfs_log_header`.
+    hdrs: u32,
+    sunit: u32,
+    tail_block: u32,
+}
+
+const BDSTRAT_BBS: u32 = (256 * 1024) / 512;
+
+impl CleanLog {
+    fn first_len(&self) -> u32 {
+        let l = if self.version == 2 && self.sunit != 0 {
+            self.sunit.div_ceil(512)
+        } else {
+            2
+        };
+        l.max(2).min(self.len)
+    }
+
+    fn hdrs(&self, sunit: u32) -> u32 {
+        if self.version == 2 && sunit > XLOG_HEADER_CYCLE_SIZE {
+            sunit.div_ceil(XLOG_HEADER_CYCLE_SIZE)
+        } else {
+            1
+        }
+    }
+
+    fn record_of(&self, blk: u32) -> RecordAt {
+        let first = self.first_len();
+        if blk < first {
+            let sunit = self.sunit;
+            return RecordAt {
+                start: 0,
+                len: first,
+                cycle: self.cycle,
+                hdrs: self.hdrs(sunit),
+                sunit,
+                tail_block: 0,
+            };
+        }
+        let k = (blk.saturating_sub(first)) / BDSTRAT_BBS;
+        let start = first.saturating_add(k.saturating_mul(BDSTRAT_BBS));
+        let len = BDSTRAT_BBS.min(self.len.saturating_sub(start));
+        let sunit = len.saturating_mul(512);
+        RecordAt {
+            start,
+            len,
+            cycle: self.cycle.saturating_sub(1),
+            hdrs: self.hdrs(sunit),
+            sunit,
+            // As libxfs_log_clear computes it (it does not matter).
+            tail_block: start.wrapping_sub(len),
+        }
+    }
+
+    /// The 512 bytes of log block `blk`.
+    pub fn block(&self, blk: u32) -> [u8; 512] {
+        let mut b = [0u8; 512];
+        let r = self.record_of(blk);
+        if self.cycle <= 1 && r.start > 0 {
+            // A log formatted at the first cycle is zero past its record.
+            return b;
+        }
+        let i = blk.saturating_sub(r.start);
+        let cycle = r.cycle;
+        if i == 0 {
+            // The record header.
+            put_be32(&mut b, 0, XLOG_HEADER_MAGIC_NUM);
+            put_be32(&mut b, 4, cycle);
+            put_be32(&mut b, 8, self.version);
+            let body = (r.sunit.max(1024)).saturating_sub(r.hdrs.saturating_mul(512));
+            put_be32(&mut b, 12, body);
+            put_be64(
+                &mut b,
+                16,
+                Lsn {
+                    cycle,
+                    block: r.start,
+                }
+                .raw(),
+            );
+            let tail = if r.start == 0 {
+                if self.cycle == 1 {
+                    Lsn { cycle, block: 0 }
+                } else {
+                    Lsn {
+                        cycle: self.cycle.saturating_sub(1),
+                        block: self.len.wrapping_sub(r.len),
+                    }
+                }
+            } else {
+                Lsn {
+                    cycle,
+                    block: r.tail_block,
+                }
+            };
+            put_be64(&mut b, 24, tail.raw());
+            put_be32(&mut b, 36, u32::MAX);
+            put_be32(&mut b, 40, 1);
+            // The unmount block's first word (the op's tid) is saved here.
+            put_be32(&mut b, 44, 0xb0c0_d0d0);
+            put_be32(&mut b, 300, self.fmt);
+            if let Some(u) = b.get_mut(304..320) {
+                u.copy_from_slice(&self.uuid);
+            }
+            put_be32(&mut b, 320, r.sunit.max(XLOG_HEADER_CYCLE_SIZE));
+        } else if i < r.hdrs {
+            // Extended headers: the cycle, no saved words.
+            put_be32(&mut b, 0, cycle);
+        } else if i == r.hdrs {
+            // The unmount op: header (tid, len 8, client LOG, UNMOUNT) and
+            // its 8-byte payload, magic "Un" in the writer's order.
+            put_be32(&mut b, 0, cycle);
+            put_be32(&mut b, 4, 8);
+            if let Some(x) = b.get_mut(8) {
+                *x = XFS_LOG;
+            }
+            if let Some(x) = b.get_mut(9) {
+                *x = XLOG_UNMOUNT_TRANS;
+            }
+            let magic = if self.fmt == XLOG_FMT_LINUX_LE {
+                XLOG_UNMOUNT_TYPE.to_le_bytes()
+            } else {
+                XLOG_UNMOUNT_TYPE.to_be_bytes()
+            };
+            if let Some(x) = b.get_mut(12..14) {
+                x.copy_from_slice(&magic);
+            }
+        } else {
+            put_be32(&mut b, 0, cycle);
+        }
+        b
+    }
+}
+
+/// The recovered image, readable at any offset.
+pub struct Recovered<'a, R: ReadAt> {
+    pub fs: &'a Fs<R>,
+    /// Replayed sectors plus the mount-time changes.
+    pub overlay: &'a Overlay,
+    /// `None`: the log is left as it is (it was clean).
+    pub log: Option<CleanLog>,
+}
+
+impl<R: ReadAt> Recovered<'_, R> {
+    pub fn len(&self) -> u64 {
+        self.fs.img.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fill `buf` with the recovered image's bytes at `offset`.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset.saturating_add(u64::try_from(done).unwrap_or(u64::MAX));
+            let n = buf
+                .len()
+                .saturating_sub(done)
+                .min(usize::try_from(crate::xfs::image::MAX_READ).unwrap_or(1 << 20));
+            let bytes =
+                self.fs
+                    .img
+                    .read_disk("recovered image", pos, u64::try_from(n).unwrap_or(0))?;
+            if let Some(d) = buf.get_mut(done..done.saturating_add(n)) {
+                d.copy_from_slice(bytes.get(..n).unwrap_or(&[]));
+            }
+            done = done.saturating_add(n);
+        }
+        self.overlay.apply_to(offset, buf);
+        if let Some(log) = &self.log {
+            let lstart = log.start.saturating_mul(512);
+            let lend = lstart.saturating_add(u64::from(log.len).saturating_mul(512));
+            let end = offset.saturating_add(len);
+            let lo = offset.max(lstart);
+            let hi = end.min(lend);
+            let mut at = lo;
+            while at < hi {
+                let blk = u32::try_from((at.saturating_sub(lstart)) / 512).unwrap_or(u32::MAX);
+                let block = log.block(blk);
+                let blk_start = lstart.saturating_add(u64::from(blk).saturating_mul(512));
+                let from = usize::try_from(at.saturating_sub(blk_start)).unwrap_or(0);
+                let next = blk_start.saturating_add(512).min(hi);
+                let n = usize::try_from(next.saturating_sub(at)).unwrap_or(0);
+                let dst = usize::try_from(at.saturating_sub(offset)).unwrap_or(usize::MAX);
+                if let (Some(d), Some(s)) = (
+                    buf.get_mut(dst..dst.saturating_add(n)),
+                    block.get(from..from.saturating_add(n)),
+                ) {
+                    d.copy_from_slice(s);
+                }
+                at = next;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything needed to produce the recovered image.
+pub struct Plan {
+    /// Replayed sectors plus the mount-time superblock changes.
+    pub overlay: Overlay,
+    pub log: Option<CleanLog>,
+    /// `None` when the log was clean (the image is copied as it is).
+    pub mount: Option<super::mount::MountChanges>,
+}
+
+/// Plan the recovered image of `fs` from its replay.
+pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
+    let mut overlay = replay.overlay;
+    let rep = &replay.report;
+    if rep.clean {
+        return Ok(Plan {
+            overlay,
+            log: None,
+            mount: None,
+        });
+    }
+    let loc = crate::xfs::log::LogLocation::of(fs)?;
+    let top = rep.last_lsn.map_or(0, |l| l.cycle);
+    let cycle = rep.head.cycle.max(top).max(1).saturating_add(1);
+    let log = CleanLog {
+        start: loc.start_daddr.0,
+        len: loc.len_bbs,
+        cycle,
+        uuid: fs.sb.uuid,
+        version: if loc.v2 { 2 } else { 1 },
+        sunit: fs.sb.logsunit,
+        fmt: XLOG_FMT_LINUX_LE,
+    };
+    // Unfinished extent-free intents first (the kernel finishes intents
+    // before anything else at mount), then CoW staging extents.
+    let efis = super::cow::recover_efis(fs, &mut overlay, &rep.unfinished_intents, rep.head)?;
+    let left: Vec<super::intents::Unfinished> = rep
+        .unfinished_intents
+        .iter()
+        .filter(|u| {
+            efis.iter().any(|e| e.id == u.id && e.not_freed.is_some()) || u.kind.0 != XFS_LI_EFI
+        })
+        .cloned()
+        .collect();
+    let cow = super::cow::recover(fs, &mut overlay, rep.head)?;
+    let mut notes = Vec::new();
+    if efis.iter().any(|e| e.not_freed.is_none()) && !cow.freed.is_empty() {
+        notes.push(
+            "CoW staging extents were freed after intents: the kernel writes them in a later checkpoint, whose LSN this tool does not know; they carry the head's".to_string(),
+        );
+    }
+    let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
+    let mut ags: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    for u in &mount.unlinked {
+        ags.insert(u.agno);
+    }
+    for c in &cow.not_freed {
+        ags.insert(c.extent.agno);
+    }
+    for u in &left {
+        for fsb in &u.fsblocks {
+            ags.insert(u32::try_from(fsb >> fs.geo.agblklog).unwrap_or(u32::MAX));
+        }
+    }
+    mount.cow = cow;
+    mount.efi_extents = efis;
+    mount.intents_left = left;
+    mount.notes = notes;
+    mount.ags_with_work_left = ags.into_iter().collect();
+    Ok(Plan {
+        overlay,
+        log: Some(log),
+        mount: Some(mount),
+    })
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::image::Image;
+    use crate::xfs::log::find::find_head_tail;
+    use crate::xfs::log::LogDev;
+    use crate::xfs::types::Daddr;
+
+    #[test]
+    fn the_formatted_log_is_clean_with_its_head_after_the_unmount_record() {
+        for (len, cycle, sunit) in [(8192u32, 4u32, 1u32), (3000, 2, 1), (2048, 7, 32768)] {
+            let log = CleanLog {
+                start: 0,
+                len,
+                cycle,
+                uuid: [3; 16],
+                version: 2,
+                sunit,
+                fmt: XLOG_FMT_LINUX_LE,
+            };
+            let mut bytes = Vec::with_capacity(len as usize * 512);
+            for b in 0..len {
+                bytes.extend_from_slice(&log.block(b));
+            }
+            let img = Image::new(bytes);
+            let dev = LogDev::new(&img, Daddr(0), len, true)
+                .unwrap()
+                .with_uuid([3; 16]);
+            let ht = find_head_tail(&dev).unwrap();
+            assert!(ht.clean, "{len} {cycle}: {ht:?}");
+            let first = if sunit > 512 { sunit / 512 } else { 2 };
+            assert_eq!(ht.head.block, first);
+            assert_eq!(ht.head.cycle, cycle);
+            assert_eq!(ht.tail, ht.head);
+        }
+    }
+
+    #[test]
+    fn a_log_at_the_first_cycle_is_zero_after_its_record() {
+        let log = CleanLog {
+            start: 0,
+            len: 1024,
+            cycle: 1,
+            uuid: [0; 16],
+            version: 2,
+            sunit: 1,
+            fmt: XLOG_FMT_LINUX_LE,
+        };
+        assert_eq!(&log.block(0)[..4], &XLOG_HEADER_MAGIC_NUM.to_be_bytes());
+        assert!(log.block(5).iter().all(|b| *b == 0));
+    }
+}

@@ -1,0 +1,525 @@
+//! Log replay against the kernel's own recovery of the dirty fixtures:
+//!
+//! * `ls -R --replay --json` equals the listing of a copy the kernel
+//!   recovered (`NAME.recovered-ls.jsonl`);
+//! * the exported image (`replay -o`) has, outside the log, exactly the
+//!   blocks the kernel's recovered copy has (`NAME.recovered-blocks.txt`:
+//!   sha256 of every block recovery changed; the primary superblock's
+//!   `sb_lsn` and CRC, which depend on the log the kernel wrote after
+//!   recovery, are taken from `NAME.recovered-sb.txt`);
+//! * a log whose last record is damaged replays up to the record before
+//!   it, as the kernel did with the same damage (`NAME.torn.txt`,
+//!   `NAME.torn-recovered-ls.jsonl`);
+//! * where the kernel failed to recover (`NAME.recovery-failed.txt`),
+//!   replay fails at the same block;
+//! * intents left unfinished are the ones xfs_logprint shows
+//!   (`NAME.logfacts.txt`); where they are only extent-free intents
+//!   (`replay-efi`, made by `make-replay-efi-fixture.sh`), the exported
+//!   image holds the kernel's blocks after it finished them.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+use common::*;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn parse_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn by_path(lines: &[Value]) -> BTreeMap<String, Value> {
+    lines
+        .iter()
+        .map(|v| (v["path"].as_str().unwrap_or("?").to_string(), v.clone()))
+        .collect()
+}
+
+/// The first difference between our listing and the kernel's, in words.
+fn first_difference(
+    name: &str,
+    ours: &BTreeMap<String, Value>,
+    kernel: &BTreeMap<String, Value>,
+) -> Option<String> {
+    for (p, k) in kernel {
+        let Some(o) = ours.get(p) else {
+            return Some(format!(
+                "{name}: {p} is in the kernel listing but not in ours"
+            ));
+        };
+        if o != k {
+            return Some(format!("{name}: {p}: ours {o}, kernel {k}"));
+        }
+    }
+    ours.keys()
+        .find(|p| !kernel.contains_key(*p))
+        .map(|p| format!("{name}: {p} is in our listing but not in the kernel's"))
+}
+
+fn assert_listing(name: &str, img: &str, oracle_suffix: &str) {
+    let (ok, out, err) = run_cli(&["ls", "-R", "--replay", "--json", img]);
+    assert!(ok, "{name}: {err}");
+    let ours = parse_lines(&out);
+    assert!(
+        ours.iter().all(|v| v.get("error").is_none()),
+        "{name}: error lines in {out}"
+    );
+    let kernel = by_path(&parse_lines(&oracle(name, oracle_suffix)));
+    let ours = by_path(&ours);
+    if let Some(d) = first_difference(name, &ours, &kernel) {
+        panic!("{d}");
+    }
+    assert_eq!(ours.len(), kernel.len(), "{name}");
+}
+
+fn recovery_failed(name: &str) -> bool {
+    fixtures_dir()
+        .join(format!("{name}.recovery-failed.txt"))
+        .exists()
+}
+
+#[test]
+fn ls_replay_equals_the_kernel_listing_after_recovery() {
+    let names = fixtures_with("recovered-ls.jsonl");
+    assert!(names.len() >= 8, "{names:?}");
+    for name in &names {
+        let img = image(name);
+        assert_listing(name, img.to_str().unwrap(), "recovered-ls.jsonl");
+    }
+}
+
+/// `replay --json` of an image.
+fn replay_json(img: &str) -> Value {
+    let (ok, out, err) = run_cli(&["replay", "--json", img]);
+    assert!(ok, "{img}: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// `field = value` of an xfs_db print as a number.
+fn db_field(print: &str, field: &str) -> u64 {
+    parse_xfs_db_print(print)
+        .into_iter()
+        .find(|(k, _)| k == field)
+        .and_then(|(_, v)| xfs_db_number(&v))
+        .unwrap_or_else(|| panic!("no {field} in the xfs_db print"))
+}
+
+struct BlocksOracle {
+    blocksize: usize,
+    log: (u64, u64),
+    hashes: BTreeMap<u64, String>,
+}
+
+fn blocks_oracle(name: &str) -> BlocksOracle {
+    let text = oracle(name, "recovered-blocks.txt");
+    let mut blocksize = 0;
+    let mut log = (0, 0);
+    let mut hashes = BTreeMap::new();
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("# blocksize ") {
+            blocksize = rest.split(';').next().unwrap().trim().parse().unwrap();
+        } else if let Some(rest) = l.strip_prefix("# internal log: linear blocks ") {
+            let range = rest.split_whitespace().next().unwrap();
+            let (a, b) = range.split_once("..").unwrap();
+            log = (a.parse().unwrap(), b.parse().unwrap());
+        } else if !l.starts_with('#') {
+            let (b, h) = l.split_once(' ').unwrap();
+            hashes.insert(b.parse().unwrap(), h.to_string());
+        }
+    }
+    assert!(blocksize >= 512 && log.1 > log.0, "{name}: header");
+    BlocksOracle {
+        blocksize,
+        log,
+        hashes,
+    }
+}
+
+/// Export `name` and return (recovered image path, replay JSON).
+fn export(name: &str) -> (PathBuf, Value) {
+    let img = image(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay-export");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}.recovered.img"));
+    let _ = std::fs::remove_file(&out);
+    let (ok, stdout, err) = run_cli(&[
+        "replay",
+        "--json",
+        img.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{name}: {err}");
+    (out, serde_json::from_str(&stdout).unwrap())
+}
+
+/// Blocks of `rec` that differ from `dirty` outside the log, hashed; the
+/// primary superblock's LSN and CRC are set to the kernel's first.
+fn changed_blocks(name: &str, dirty: &[u8], rec: &[u8], o: &BlocksOracle) -> BTreeMap<u64, String> {
+    let sb = oracle(name, "recovered-sb.txt");
+    let mut rec = rec.to_vec();
+    rec[240..248].copy_from_slice(&db_field(&sb, "lsn").to_be_bytes());
+    // xfs_db prints the little-endian sb_crc as its four bytes read
+    // big-endian.
+    rec[224..228].copy_from_slice(&(db_field(&sb, "crc") as u32).to_be_bytes());
+    let bs = o.blocksize;
+    let mut out = BTreeMap::new();
+    for (i, (a, b)) in dirty.chunks(bs).zip(rec.chunks(bs)).enumerate() {
+        let i = i as u64;
+        if (o.log.0..=o.log.1).contains(&i) || a == b {
+            continue;
+        }
+        out.insert(i, format!("{:x}", Sha256::digest(b)));
+    }
+    out
+}
+
+/// Whether the kernel did work at mount that replay reports as not done.
+fn mount_work_left(v: &Value) -> Vec<String> {
+    let mut left = Vec::new();
+    if let Some(m) = v["mount"].as_object() {
+        for u in m["intents_left"].as_array().unwrap() {
+            left.push(format!("unfinished {} intent", u["kind"]));
+        }
+        for u in m["unlinked"].as_array().unwrap() {
+            left.push(format!("unlinked inode {}", u["ino"]));
+        }
+        for u in m["cow"]["not_freed"].as_array().unwrap() {
+            left.push(format!("CoW staging extent {u}"));
+        }
+    }
+    left
+}
+
+#[test]
+fn exported_image_has_the_kernels_recovered_blocks() {
+    let names = fixtures_with("recovered-blocks.txt");
+    assert!(names.len() >= 8, "{names:?}");
+    let mut exact = Vec::new();
+    for name in &names {
+        let o = blocks_oracle(name);
+        let (out, v) = export(name);
+        let dirty = std::fs::read(image(name)).unwrap();
+        let rec = std::fs::read(&out).unwrap();
+        assert_eq!(dirty.len(), rec.len(), "{name}: the export keeps the size");
+        let ours = changed_blocks(name, &dirty, &rec, &o);
+        let kernel: BTreeMap<u64, String> = o
+            .hashes
+            .iter()
+            .filter(|(b, _)| !(o.log.0..=o.log.1).contains(*b))
+            .map(|(b, h)| (*b, h.clone()))
+            .collect();
+        let left = mount_work_left(&v);
+        let differing: Vec<u64> = kernel
+            .keys()
+            .chain(ours.keys())
+            .copied()
+            .collect::<std::collections::BTreeSet<u64>>()
+            .into_iter()
+            .filter(|b| kernel.get(b) != ours.get(b))
+            .collect();
+        if left.is_empty() {
+            assert!(
+                differing.is_empty(),
+                "{name}: {} blocks differ from the kernel's recovered copy outside the log, first {:?}",
+                differing.len(),
+                &differing[..differing.len().min(10)]
+            );
+            exact.push(name.clone());
+        } else {
+            // Only the AGs of the work left may differ.
+            let ag_blocks = v["mount"]["ag_blocks"].as_u64().unwrap();
+            let ags: std::collections::BTreeSet<u64> = v["mount"]["ags_with_work_left"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_u64().unwrap())
+                .collect();
+            let bs = o.blocksize as u64;
+            for b in &differing {
+                let byte = b * bs;
+                let ag = (byte / bs) / ag_blocks;
+                assert!(
+                    *b == 0 || ags.contains(&ag),
+                    "{name}: block {b} (AG {ag}) differs, but the work left ({left:?}) is in AGs {ags:?}"
+                );
+            }
+            eprintln!("{name}: not byte-identical where the kernel did more at mount: {left:?}");
+        }
+    }
+    assert!(exact.len() >= 7, "byte-identical: {exact:?}");
+}
+
+#[test]
+fn exported_log_is_clean_and_replaying_it_does_nothing() {
+    let (out, _) = export("log-xattrs");
+    let v = replay_json(out.to_str().unwrap());
+    assert_eq!(v["replay"]["clean"], true, "{v}");
+    assert_eq!(v["replay"]["transactions"], 0);
+    // The head sits right after the unmount record at block 0, in a cycle
+    // past the replayed log's.
+    let before = replay_json(image("log-xattrs").to_str().unwrap());
+    let head = &v["replay"]["head"];
+    assert_eq!(head["block"], 2, "{head}");
+    assert_eq!(
+        head["cycle"].as_u64().unwrap(),
+        before["replay"]["head"]["cycle"].as_u64().unwrap() + 1
+    );
+}
+
+/// Flip one byte of a copy of `name` as `NAME.torn.txt` says.
+fn torn_copy(name: &str) -> PathBuf {
+    let facts = oracle(name, "torn.txt");
+    let off: usize = facts
+        .lines()
+        .find_map(|l| l.strip_prefix("flip_offset "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut bytes = std::fs::read(image(name)).unwrap();
+    bytes[off] ^= 0xff;
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.torn.img"));
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn a_damaged_last_record_is_cut_off_as_the_kernel_does() {
+    let names = fixtures_with("torn.txt");
+    for name in &names {
+        let facts = oracle(name, "torn.txt");
+        assert!(
+            facts.contains("Torn write"),
+            "{name}: the kernel saw a torn write"
+        );
+        let p = torn_copy(name);
+        let v = replay_json(p.to_str().unwrap());
+        let torn = &v["replay"]["torn_write"];
+        assert!(torn.is_object(), "{name}: {v}");
+        let last: String = facts
+            .lines()
+            .find_map(|l| l.strip_prefix("last_record "))
+            .unwrap()
+            .to_string();
+        let block: u64 = last.split(':').nth(1).unwrap().parse().unwrap();
+        assert_eq!(torn["first_bad"].as_u64(), Some(block), "{name}");
+        assert_eq!(v["replay"]["head"]["block"].as_u64(), Some(block), "{name}");
+        let (_, text, _) = run_cli(&["replay", p.to_str().unwrap()]);
+        assert!(text.contains("failed its check"), "{name}: says so: {text}");
+        assert_listing(name, p.to_str().unwrap(), "torn-recovered-ls.jsonl");
+        // The undamaged log replays more.
+        let full = replay_json(image(name).to_str().unwrap());
+        assert!(
+            full["replay"]["transactions"].as_u64() > v["replay"]["transactions"].as_u64(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn replay_fails_where_the_kernel_failed_to_recover() {
+    for name in fixtures_with("recovery-failed.txt") {
+        let msg = oracle(&name, "recovery-failed.txt");
+        // "... xfs_dir3_data block 0xbe0 ..."
+        let daddr = msg
+            .split_whitespace()
+            .skip_while(|w| *w != "block")
+            .nth(1)
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+            .unwrap_or_else(|| panic!("{name}: no block in {msg}"));
+        let img = image(&name);
+        let (ok, _, err) = run_cli(&["replay", img.to_str().unwrap()]);
+        assert!(
+            !ok,
+            "{name}: replay should fail as the kernel's recovery did"
+        );
+        assert!(
+            err.contains(&format!("daddr {daddr}")) && err.contains("does not mount"),
+            "{name}: {err}"
+        );
+        let (ok, _, err) = run_cli(&["ls", "--replay", img.to_str().unwrap()]);
+        assert!(!ok && err.contains("replay"), "{name}: {err}");
+    }
+    assert!(recovery_failed("log-64kdir-frag"));
+}
+
+#[test]
+fn unfinished_intents_are_the_ones_logprint_shows() {
+    for name in fixtures_with("logfacts.txt") {
+        if recovery_failed(&name) {
+            continue;
+        }
+        let facts = oracle(&name, "logfacts.txt");
+        // "unfinished: RUI id 0xffff88815b384000 extents 1: ..."
+        let mut want: Vec<(String, u64)> = facts
+            .lines()
+            .filter_map(|l| l.strip_prefix("unfinished: "))
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                let kind = w.next().unwrap().to_lowercase();
+                w.next();
+                let id =
+                    u64::from_str_radix(w.next().unwrap().trim_start_matches("0x"), 16).unwrap();
+                (kind, id)
+            })
+            .collect();
+        let v = replay_json(image(&name).to_str().unwrap());
+        let mut got: Vec<(String, u64)> = v["replay"]["unfinished_intents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                (
+                    u["kind"].as_str().unwrap().to_string(),
+                    u["id"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{name}");
+        // Each is named in the text: finished (EFIs this tool finishes) or
+        // NOT FINISHED.
+        let (_, text, _) = run_cli(&["replay", image(&name).to_str().unwrap()]);
+        for (kind, id) in &want {
+            let named = text.lines().any(|l| {
+                l.contains(&format!("{id:#x}"))
+                    && (l.starts_with("NOT FINISHED") || l.starts_with("finished EFI"))
+            });
+            assert!(named, "{name}: {kind} {id:#x} not named in {text}");
+        }
+    }
+}
+
+#[test]
+fn superblock_counters_after_export_are_the_kernels() {
+    for name in fixtures_with("recovered-blocks.txt") {
+        let (_, v) = export(&name);
+        if !mount_work_left(&v).is_empty() {
+            continue;
+        }
+        let sb = oracle(&name, "recovered-sb.txt");
+        for f in ["icount", "ifree", "fdblocks"] {
+            assert_eq!(
+                v["mount"]["after"][f].as_u64(),
+                Some(db_field(&sb, f)),
+                "{name}: {f}"
+            );
+        }
+    }
+}
+
+/// What `replay --json` says replay changed, against the kernel's two
+/// listings of the same image: on disk (log not replayed) and recovered.
+#[test]
+fn replay_changes_agree_with_the_kernels_before_and_after_listings() {
+    let mut checked = 0;
+    for name in fixtures_with("recovered-ls.jsonl") {
+        if recovery_failed(&name) || !fixtures_dir().join(format!("{name}.ls.jsonl")).exists() {
+            continue;
+        }
+        let before = by_path(&parse_lines(&oracle(&name, "ls.jsonl")));
+        let after = by_path(&parse_lines(&oracle(&name, "recovered-ls.jsonl")));
+        if before.values().any(|v| v.get("error").is_some()) {
+            continue;
+        }
+        let v = replay_json(image(&name).to_str().unwrap());
+        let ch = &v["changes"];
+        let added: std::collections::BTreeSet<(u64, String, u64)> = ch["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["change"] == "added")
+            .map(|e| {
+                (
+                    e["dir"].as_u64().unwrap(),
+                    e["name"].as_str().unwrap().to_string(),
+                    e["ino"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // Every path the kernel shows only after recovery is an entry
+        // replay added to its parent.
+        for (p, e) in &after {
+            if before.contains_key(p) || p == "/" {
+                continue;
+            }
+            let (dir, leaf) = p.rsplit_once('/').unwrap();
+            let dir = if dir.is_empty() { "/" } else { dir };
+            let parent = after[dir]["ino"].as_u64().unwrap();
+            let want = (parent, leaf.to_string(), e["ino"].as_u64().unwrap());
+            assert!(
+                added.contains(&want),
+                "{name}: {p}: {want:?} not among the added entries"
+            );
+        }
+        // Every inode whose attributes differ between the listings has an
+        // xattr change.
+        let xattr_inos: std::collections::BTreeSet<u64> = ch["xattrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["ino"].as_u64().unwrap())
+            .collect();
+        for (p, a) in &after {
+            let b = before.get(p);
+            if b.is_some_and(|b| b["ino"] == a["ino"] && b["xattrs_sha256"] != a["xattrs_sha256"]) {
+                let ino = a["ino"].as_u64().unwrap();
+                assert!(xattr_inos.contains(&ino), "{name}: {p}: xattrs changed");
+            }
+        }
+        // Changed inodes include every path whose size, mode or nlink
+        // changed.
+        let inos: std::collections::BTreeSet<u64> = ch["inodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["ino"].as_u64().unwrap())
+            .collect();
+        for (p, a) in &after {
+            let differs = before.get(p).is_none_or(|b| {
+                ["size", "mode", "nlink", "uid", "gid"]
+                    .iter()
+                    .any(|k| b[*k] != a[*k])
+            });
+            if differs {
+                assert!(inos.contains(&a["ino"].as_u64().unwrap()), "{name}: {p}");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked}");
+}
+
+#[test]
+fn export_leaves_the_input_alone_writes_a_new_sparse_file_and_refuses_to_overwrite() {
+    use std::os::unix::fs::MetadataExt;
+    let name = "log-xattrs";
+    let img = image(name);
+    let before = Sha256::digest(std::fs::read(&img).unwrap());
+    let mtime = std::fs::metadata(&img).unwrap().mtime();
+    let (out, v) = export(name);
+    assert_eq!(
+        Sha256::digest(std::fs::read(&img).unwrap()),
+        before,
+        "input unchanged"
+    );
+    assert_eq!(std::fs::metadata(&img).unwrap().mtime(), mtime);
+    let m = std::fs::metadata(&out).unwrap();
+    assert_eq!(m.len(), std::fs::metadata(&img).unwrap().len());
+    assert!(
+        m.blocks() * 512 < m.len() / 2,
+        "{} bytes allocated for {} bytes",
+        m.blocks() * 512,
+        m.len()
+    );
+    assert!(v["bytes_written"].as_u64().unwrap() < m.len());
+    // The output must be new.
+    let (ok, _, err) = run_cli(&["replay", img.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(!ok && err.contains("exists"), "{err}");
+}
