@@ -110,34 +110,37 @@ pub fn app() -> Html {
         let send = Rc::clone(&send);
         let opened = state.opened.clone();
         let route = state.route.clone();
-        use_effect_with((route.clone(), opened.clone()), move |_| {
-            if let Some(o) = &opened {
-                if o.fs_error.is_none() {
-                    let req = match &route {
-                        Route::Path(p) => {
-                            Some((format!("reading {p}"), Request::Path { path: p.clone() }))
-                        }
-                        Route::Inode(ino) => {
-                            Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
-                        }
-                        Route::Ags => {
-                            Some(("reading the allocation groups".to_string(), Request::Ags))
-                        }
-                        Route::Log(sel) => {
-                            if let Some(i) = sel {
-                                send(Request::LogTransaction { index: *i });
+        use_effect_with(
+            (route.clone(), opened.clone(), state.generation),
+            move |_| {
+                if let Some(o) = &opened {
+                    if o.fs_error.is_none() {
+                        let req = match &route {
+                            Route::Path(p) => {
+                                Some((format!("reading {p}"), Request::Path { path: p.clone() }))
                             }
-                            Some(("finding and decoding the log".to_string(), Request::Log))
+                            Route::Inode(ino) => {
+                                Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
+                            }
+                            Route::Ags => {
+                                Some(("reading the allocation groups".to_string(), Request::Ags))
+                            }
+                            Route::Log(sel) => {
+                                if let Some(i) = sel {
+                                    send(Request::LogTransaction { index: *i });
+                                }
+                                Some(("finding and decoding the log".to_string(), Request::Log))
+                            }
+                            Route::Superblock | Route::Unknown(_) => None,
+                        };
+                        if let Some((what, req)) = req {
+                            dispatcher.dispatch(Action::Loading(what));
+                            send(req);
                         }
-                        Route::Superblock | Route::Unknown(_) => None,
-                    };
-                    if let Some((what, req)) = req {
-                        dispatcher.dispatch(Action::Loading(what));
-                        send(req);
                     }
                 }
-            }
-        });
+            },
+        );
     }
 
     let open_blob = {
@@ -211,6 +214,18 @@ pub fn app() -> Html {
         })
     };
 
+    let on_replay = {
+        let send = Rc::clone(&send);
+        let dispatcher = state.dispatcher();
+        Callback::from(move |on: bool| {
+            dispatcher.dispatch(Action::Loading(if on {
+                "replaying the log".into()
+            } else {
+                "back to the state on disk".into()
+            }));
+            send(Request::SetReplay { on });
+        })
+    };
     let on_need_rows = {
         let send = Rc::clone(&send);
         Callback::from(move |start: u32| {
@@ -264,11 +279,21 @@ pub fn app() -> Html {
                     None => html! {},
                 },
             };
+            let replayed = state.replay.as_ref().is_some_and(|r| r.on);
+            let replay_box = state.replay.as_ref().filter(|r| r.on).map(|r| html! {
+                <div class="replay-box" data-testid="replay-summary">
+                    <strong>{ "Replayed view: " }</strong>
+                    { "the log replayed in memory as the kernel's recovery would; the file is not written. " }
+                    { for r.summary.iter().map(|k| html! { <span class="muted">{ format!("{} {} · ", k.name, k.value) }</span> }) }
+                    if !r.notes.is_empty() { <ul>{ for r.notes.iter().map(|n| html! { <li class="warn">{ n }</li> }) }</ul> }
+                </div>
+            });
             let files = matches!(state.route, Route::Path(_) | Route::Inode(_))
                 && opened.fs_error.is_none();
             let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
-                <Nav route={state.route.clone()} />
+                <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()} />
+                { for replay_box }
                 { for view_error }
                 if files {
                     <div class="files">

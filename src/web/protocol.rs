@@ -33,6 +33,9 @@ pub enum Request {
     LogRows { start: u32, count: u32 },
     /// One transaction with its items and bitmaps.
     LogTransaction { index: u32 },
+    /// Switch every view to the replayed state (replaying the log the
+    /// first time) or back to the state on disk.
+    SetReplay { on: bool },
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -84,6 +87,7 @@ pub enum Response {
         rows: Vec<TxRow>,
     },
     LogTransaction(Box<TxDetail>),
+    Replay(Box<ReplayView>),
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -308,4 +312,14 @@ pub struct RunView {
     pub count: u32,
     /// The fields (or entries, inodes) the run covers.
     pub label: String,
+}
+
+/// The replayed state: whether views show it, and what replay did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ReplayView {
+    pub on: bool,
+    pub summary: Vec<Kv>,
+    /// Notes and warnings of the replay (unfinished intents, torn writes...).
+    pub notes: Vec<String>,
+    pub error: Option<String>,
 }

@@ -1,5 +1,6 @@
 //! The page's state and the actions that change it (one reducer).
 
+use crate::web::protocol::ReplayView;
 use crate::web::protocol::{
     AgsView, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
 };
@@ -34,6 +35,10 @@ pub struct State {
     pub log: Option<Rc<LogView>>,
     pub log_rows: Rc<BTreeMap<u32, TxRow>>,
     pub log_tx: Option<Rc<TxDetail>>,
+    /// The replayed state, once asked for; `replay.on` says which state views show.
+    pub replay: Option<Rc<ReplayView>>,
+    /// Bumped when the state views read from changes, so they load again.
+    pub generation: u32,
 }
 
 impl Default for State {
@@ -53,6 +58,8 @@ impl Default for State {
             log: None,
             log_rows: Rc::new(BTreeMap::new()),
             log_tx: None,
+            replay: None,
+            generation: 0,
         }
     }
 }
@@ -118,6 +125,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.log = None;
             s.log_rows = Rc::new(BTreeMap::new());
             s.log_tx = None;
+            s.replay = None;
             s.opened = Some(Rc::from(*o));
         }
         Response::Error { name, message } => {
@@ -172,6 +180,19 @@ fn reduce_response(s: &mut State, r: Response) {
         Response::LogTransaction(t) => {
             s.busy = None;
             s.log_tx = Some(Rc::from(*t));
+        }
+        Response::Replay(r) => {
+            s.busy = None;
+            s.dir = None;
+            s.inode = None;
+            s.ags = None;
+            s.tree.clear();
+            s.xattr_values.clear();
+            if let Some(e) = &r.error {
+                s.view_error = Some(("replay".into(), e.clone()));
+            }
+            s.replay = Some(Rc::from(*r));
+            s.generation = s.generation.wrapping_add(1);
         }
         Response::Ags(a) => {
             s.busy = None;

@@ -23,6 +23,9 @@ thread_local! {
     static FS: RefCell<Option<Fs<BlobReader>>> = const { RefCell::new(None) };
     /// The decoded log of the open image, made on first request.
     static LOG: RefCell<Option<log_views::DecodedLog>> = const { RefCell::new(None) };
+    /// The replay of the open image's log: its summary and overlay, made
+    /// the first time the replayed view is asked for.
+    static REPLAY: RefCell<Option<(crate::web::protocol::ReplayView, crate::xfs::image::Overlay)>> = const { RefCell::new(None) };
 }
 
 fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
@@ -45,6 +48,7 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 
 fn open(blob: web_sys::Blob, name: String) -> Response {
     LOG.with(|l| *l.borrow_mut() = None);
+    REPLAY.with(|r| *r.borrow_mut() = None);
     let reader = match BlobReader::new(blob) {
         Ok(r) => r,
         Err(message) => return Response::Error { name, message },
@@ -148,6 +152,96 @@ fn with_log(f: impl FnOnce(&log_views::DecodedLog) -> Response) -> Response {
     })
 }
 
+/// Replay the log once (an overlay of recovered blocks; the file is never
+/// written) and switch the reads of every view to it, or back.
+fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
+    use crate::web::protocol::{Kv, ReplayView};
+    if on && REPLAY.with(|r| r.borrow().is_none()) {
+        let made = FS.with(|cell| {
+            let b = cell.borrow();
+            let fs = b
+                .as_ref()
+                .ok_or_else(|| "no filesystem is open".to_string())?;
+            let mut last = 0.0f64;
+            let (rep, plan) = crate::xfs::replay::replay_and_mount(fs, &mut |p| {
+                let now = js_sys::Date::now();
+                if now - last > 200.0 {
+                    last = now;
+                    post(
+                        scope,
+                        &Response::Progress {
+                            stage: format!(
+                                "replaying the log: pass {}, {} records, {} transactions, {} items",
+                                p.pass, p.records, p.transactions, p.items
+                            ),
+                            done: p.blocks_done,
+                            total: p.blocks_total,
+                        },
+                    );
+                }
+            })
+            .map_err(|e| e.to_string())?;
+            let kv = |n: &str, v: u64| Kv {
+                name: n.into(),
+                value: v.to_string(),
+                meaning: String::new(),
+            };
+            let c = &rep.counts;
+            let mut notes = rep.notes.clone();
+            notes.extend(rep.warnings.iter().cloned());
+            for u in &rep.unfinished_intents {
+                notes.push(format!("unfinished intent: {u:?}"));
+            }
+            let view = ReplayView {
+                on: true,
+                summary: vec![
+                    kv("records", rep.records),
+                    kv("transactions", rep.transactions),
+                    kv("items", rep.items),
+                    kv("buffers replayed", c.buffers_replayed),
+                    kv("buffers skipped (newer on disk)", c.buffers_skipped_lsn),
+                    kv("buffers cancelled", c.buffers_cancelled),
+                    kv("inodes replayed", c.inodes_replayed),
+                    kv("recovered sectors", rep.overlay_sectors),
+                ],
+                notes,
+                error: None,
+            };
+            Ok::<_, String>((view, plan.overlay))
+        });
+        match made {
+            Ok(v) => REPLAY.with(|r| *r.borrow_mut() = Some(v)),
+            Err(e) => {
+                return Response::Replay(Box::new(ReplayView {
+                    on: false,
+                    summary: Vec::new(),
+                    notes: Vec::new(),
+                    error: Some(e),
+                }))
+            }
+        }
+    }
+    let overlay = REPLAY.with(|r| r.borrow().as_ref().map(|(_, o)| o.clone()));
+    FS.with(|cell| {
+        if let Some(fs) = cell.borrow_mut().as_mut() {
+            if let Some(o) = overlay {
+                fs.img.set_overlay(o);
+            }
+            fs.img.set_use_overlay(on);
+        }
+    });
+    let mut view = REPLAY
+        .with(|r| r.borrow().as_ref().map(|(v, _)| v.clone()))
+        .unwrap_or(ReplayView {
+            on: false,
+            summary: Vec::new(),
+            notes: Vec::new(),
+            error: None,
+        });
+    view.on = on;
+    Response::Replay(Box::new(view))
+}
+
 fn ags(fs: &Fs<BlobReader>) -> Response {
     let ags = (0..fs.geo.agcount)
         .map(|a| match crate::xfs::ag::summarize(fs, AgNumber(a)) {
@@ -204,6 +298,7 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         }
         Request::LogRows { start, count } => with_log(|l| log_views::rows(l, start, count)),
         Request::LogTransaction { index } => with_log(|l| log_views::transaction(l, index)),
+        Request::SetReplay { on } => set_replay(scope, on),
     };
     post(scope, &resp);
 }

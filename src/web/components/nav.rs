@@ -6,6 +6,10 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct Props {
     pub route: Route,
+    /// Views show the replayed state.
+    pub replayed: bool,
+    /// Ask for the replayed (true) or on-disk (false) state.
+    pub on_replay: Callback<bool>,
 }
 
 #[function_component(Nav)]
@@ -15,6 +19,10 @@ pub fn nav(props: &Props) -> Html {
         html! { <a {class} href={target.href()}>{ label.to_string() }</a> }
     };
     let r = &props.route;
+    let onchange = {
+        let (cb, now) = (props.on_replay.clone(), props.replayed);
+        Callback::from(move |_: Event| cb.emit(!now))
+    };
     let crumbs = match r {
         Route::Path(p) => {
             let mut acc = String::new();
@@ -38,6 +46,10 @@ pub fn nav(props: &Props) -> Html {
                 { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
                 { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags)) }
                 { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }
+                <label class="replay" title="Read every view through the log replayed in memory, as the kernel's recovery would leave the filesystem; the file is never written">
+                    <input type="checkbox" data-testid="replay-toggle" checked={props.replayed} {onchange} />
+                    { " replayed" }
+                </label>
             </div>
             { crumbs }
         </nav>
