@@ -13,7 +13,7 @@
 //! layout is fixed or self-describing: superblock, AGF, AGI, AGFL, inode
 //! clusters, directory data blocks.
 
-use super::items::BufItem;
+use super::items::{BufItem, Segment};
 use super::ItemContext;
 use crate::xfs::format::ag::{XfsAgf, XfsAgi};
 use crate::xfs::format::log::*;
@@ -370,6 +370,16 @@ pub fn ino_at(b: &BufItem, off: u32, ctx: &ItemContext) -> Option<u64> {
 fn dir_data_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<String> {
     let (hdr, bestfree_off): (u32, u32) = if ctx.v5 { (64, 48) } else { (16, 4) };
     let mut out = Vec::new();
+    // Offsets in the directory block.
+    let base = match b.segment {
+        Segment::Whole => 0,
+        Segment::Part(o) => o,
+        Segment::Unknown => {
+            out.push("part of a directory block logged in segments (its place unknown)".into());
+            return out;
+        }
+    };
+    let (lo, hi) = (lo.saturating_add(base), hi.saturating_add(base));
     if lo < bestfree_off {
         out.push(if ctx.v5 {
             "data header (magic, crc, blkno, lsn, uuid, owner)".to_string()
@@ -393,7 +403,10 @@ fn dir_data_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<Stri
     } else if hi > hdr {
         out.push("entries".to_string());
     }
-    let bsize = u32::try_from(u64::from(b.len).saturating_mul(512)).unwrap_or(u32::MAX);
+    let bsize = match b.segment {
+        Segment::Whole => u32::try_from(u64::from(b.len).saturating_mul(512)).unwrap_or(u32::MAX),
+        _ => ctx.dirblksize,
+    };
     if b.buf_type == XFS_BLFT_DIR_BLOCK_BUF && hi >= bsize && bsize > 0 {
         out.push("leaf entries and block tail".to_string());
     }

@@ -158,9 +158,8 @@ pub fn buf_type_name(t: u8) -> &'static str {
     }
 }
 
-/// A short list of u32 (region lengths, bitmap words) kept inline when it
-/// has at most 3 entries, which is almost always: most items hold no heap
-/// memory at all, and the list takes 16 bytes.
+/// A short list of u32 (bitmap words) kept inline when it has at most 3
+/// entries: the list takes 16 bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub enum SmallU32s {
     Inline(u8, [u32; 3]),
@@ -197,6 +196,73 @@ impl std::ops::Deref for SmallU32s {
     }
 }
 
+/// Region lengths in 16 bytes: up to six multiples of 4 below 256 KiB
+/// (what region lengths almost always are, being padded to 4 bytes) kept
+/// inline, anything else on the heap.
+#[derive(Clone, PartialEq, Eq)]
+pub enum RegionLens {
+    /// `n` lengths, each stored divided by 4.
+    Inline(u8, [u16; 6]),
+    Heap(Box<Vec<u32>>),
+}
+
+/// The lengths of a [`RegionLens`] as a slice.
+pub enum LensView<'a> {
+    Inline(usize, [u32; 6]),
+    Heap(&'a [u32]),
+}
+
+impl std::ops::Deref for LensView<'_> {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        match self {
+            LensView::Inline(n, a) => a.get(..*n).unwrap_or(&[]),
+            LensView::Heap(s) => s,
+        }
+    }
+}
+
+impl RegionLens {
+    pub fn from_slice(v: &[u32]) -> RegionLens {
+        let fits = v.len() <= 6 && v.iter().all(|x| x % 4 == 0 && x / 4 <= u32::from(u16::MAX));
+        if fits {
+            let mut a = [0u16; 6];
+            for (d, s) in a.iter_mut().zip(v) {
+                *d = u16::try_from(s / 4).unwrap_or(0);
+            }
+            RegionLens::Inline(u8::try_from(v.len()).unwrap_or(0), a)
+        } else {
+            RegionLens::Heap(Box::new(v.to_vec()))
+        }
+    }
+
+    /// The lengths as a slice (inline ones unpacked on the stack).
+    pub fn view(&self) -> LensView<'_> {
+        match self {
+            RegionLens::Inline(n, a) => {
+                let mut out = [0u32; 6];
+                for (d, s) in out.iter_mut().zip(a) {
+                    *d = u32::from(*s).saturating_mul(4);
+                }
+                LensView::Inline(usize::from(*n).min(6), out)
+            }
+            RegionLens::Heap(b) => LensView::Heap(b),
+        }
+    }
+}
+
+impl std::fmt::Debug for RegionLens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.view().iter()).finish()
+    }
+}
+
+impl Serialize for RegionLens {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.view().iter())
+    }
+}
+
 impl std::fmt::Debug for SmallU32s {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -225,7 +291,7 @@ pub struct Item {
     /// Regions the item says it has (its format structure's size field).
     pub declared: u16,
     /// Byte length of every region, format region first.
-    pub region_lens: SmallU32s,
+    pub region_lens: RegionLens,
     pub body: ItemBody,
 }
 
@@ -253,6 +319,37 @@ pub struct BufItem {
     pub map: SmallU32s,
     /// Entries found in logged directory data, when asked for.
     pub dir_entries: Option<Box<Vec<DirEntryRef>>>,
+    /// Where this item's buffer lies in a directory block logged as
+    /// several segments (a directory block made of discontiguous extents).
+    pub segment: Segment,
+}
+
+/// The place of a buffer item in its directory block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Segment {
+    /// The item covers its whole buffer.
+    Whole,
+    /// One segment of a discontiguous directory block, starting this many
+    /// bytes into the block.
+    Part(u32),
+    /// A segment of a discontiguous directory block whose place could not
+    /// be told (its neighbours were not logged in the same checkpoint).
+    Unknown,
+}
+
+/// Whether buffers of this type are directory blocks (which may be
+/// discontiguous).
+pub fn is_dir_buf(t: u8) -> bool {
+    matches!(
+        t,
+        XFS_BLFT_DIR_BLOCK_BUF
+            | XFS_BLFT_DIR_DATA_BUF
+            | XFS_BLFT_DIR_FREE_BUF
+            | XFS_BLFT_DIR_LEAF1_BUF
+            | XFS_BLFT_DIR_LEAFN_BUF
+            | XFS_BLFT_DA_NODE_BUF
+    )
 }
 
 impl BufItem {
@@ -498,7 +595,7 @@ impl Item {
 
     /// Bytes of all regions.
     pub fn bytes(&self) -> u64 {
-        self.region_lens.iter().map(|l| u64::from(*l)).sum()
+        self.region_lens.view().iter().map(|l| u64::from(*l)).sum()
     }
 
     /// A problem with the item, if any (corrupt format, regions missing,
@@ -514,7 +611,8 @@ impl Item {
             ));
         }
         if let ItemBody::Buf(b) = &self.body {
-            return fit_regions(&b.map, self.region_lens.get(1..).unwrap_or(&[])).problem;
+            let lens = self.region_lens.view();
+            return fit_regions(&b.map, lens.get(1..).unwrap_or(&[])).problem;
         }
         None
     }
@@ -599,18 +697,31 @@ pub fn decode_item_lens(
     order: Order,
     ctx: &ItemContext,
 ) -> Item {
+    decode_item_seg(regions, lens, declared, order, ctx, Segment::Whole)
+}
+
+/// [`decode_item_lens`] for a buffer item whose place in its directory
+/// block is `segment`.
+pub fn decode_item_seg(
+    regions: &[Vec<u8>],
+    lens: &[u32],
+    declared: u16,
+    order: Order,
+    ctx: &ItemContext,
+    segment: Segment,
+) -> Item {
     let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
     let kind = ItemKind(order.u16(r0, 0).unwrap_or(0));
     let body = match order {
-        Order::Little => decode_body::<LittleEndian>(kind, regions, ctx),
-        Order::Big => decode_body::<BigEndian>(kind, regions, ctx),
+        Order::Little => decode_body::<LittleEndian>(kind, regions, ctx, segment),
+        Order::Big => decode_body::<BigEndian>(kind, regions, ctx, segment),
     };
     let body = body.unwrap_or_else(ItemBody::Corrupt);
     Item {
         kind,
         regions: u16::try_from(lens.len()).unwrap_or(u16::MAX),
         declared,
-        region_lens: SmallU32s::from_slice(lens),
+        region_lens: RegionLens::from_slice(lens),
         body,
     }
 }
@@ -632,11 +743,12 @@ fn decode_body<O: ByteOrder>(
     kind: ItemKind,
     regions: &[Vec<u8>],
     ctx: &ItemContext,
+    segment: Segment,
 ) -> Result<ItemBody, String> {
     let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
     let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
     Ok(match kind.0 {
-        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx)?),
+        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx, segment)?),
         XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.inode_cores))?),
         XFS_LI_ICREATE => {
             let f: &XfsIcreateLog<O> = read(r0, "icreate")?;
@@ -773,6 +885,7 @@ fn decode_buf<O: ByteOrder>(
     r0: &[u8],
     regions: &[Vec<u8>],
     ctx: &ItemContext,
+    segment: Segment,
 ) -> Result<BufItem, String> {
     let f: &XfsBufLogFormat<O> = read(r0, "buffer")?;
     let map_size = f.blf_map_size.get();
@@ -811,6 +924,7 @@ fn decode_buf<O: ByteOrder>(
         map_size,
         map,
         dir_entries: None,
+        segment,
     };
     if ctx.dir_names
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
@@ -832,6 +946,13 @@ fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -> Vec<DirEn
         .collect();
     let fit = fit_regions(&b.map, &lens);
     let hdr: u32 = if ctx.v5 { 64 } else { 16 };
+    // Entry tags hold offsets in the directory block, so a segment's
+    // entries are found at the segment's offset in the block.
+    let base = match b.segment {
+        Segment::Whole => 0,
+        Segment::Part(o) => o,
+        Segment::Unknown => return Vec::new(),
+    };
     let mut out = Vec::new();
     // Glue the pieces of each run back together.
     let mut i = 0usize;
@@ -852,10 +973,59 @@ fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -> Vec<DirEn
             end_chunk = q.first.saturating_add(q.count);
             i = i.saturating_add(1);
         }
-        scan_dir_run(&bytes, start, hdr, ctx.ftype, &mut out);
+        scan_dir_run(&bytes, base.saturating_add(start), hdr, ctx.ftype, &mut out);
         if out.len() > 4096 {
             break;
         }
+    }
+    out
+}
+
+/// Place the buffer items of a transaction that are segments of
+/// discontiguous directory blocks: the kernel logs such a block as one item
+/// per segment, in order, so consecutive directory buffer items of one type
+/// shorter than a directory block, adding up to exactly one, are its
+/// segments. Returns the segment of every item (`Whole` for the others).
+pub fn segments(items: &[Item], dirblksize: u32) -> Vec<Segment> {
+    let mut out = vec![Segment::Whole; items.len()];
+    let mut i = 0usize;
+    while let Some(it) = items.get(i) {
+        let ItemBody::Buf(b) = &it.body else {
+            i = i.saturating_add(1);
+            continue;
+        };
+        let len = u32::from(b.len).saturating_mul(512);
+        if !is_dir_buf(b.buf_type) || len >= dirblksize || len == 0 {
+            i = i.saturating_add(1);
+            continue;
+        }
+        // Gather the run of segments starting here.
+        let mut j = i;
+        let mut total = 0u32;
+        let mut offsets = Vec::new();
+        while let Some(ItemBody::Buf(c)) = items.get(j).map(|x| &x.body) {
+            let l = u32::from(c.len).saturating_mul(512);
+            if c.buf_type != b.buf_type || l == 0 || total.saturating_add(l) > dirblksize {
+                break;
+            }
+            offsets.push(total);
+            total = total.saturating_add(l);
+            j = j.saturating_add(1);
+            if total == dirblksize {
+                break;
+            }
+        }
+        let whole = total == dirblksize;
+        for (k, off) in offsets.iter().enumerate() {
+            if let Some(s) = out.get_mut(i.saturating_add(k)) {
+                *s = if whole {
+                    Segment::Part(*off)
+                } else {
+                    Segment::Unknown
+                };
+            }
+        }
+        i = j.max(i.saturating_add(1));
     }
     out
 }
@@ -1168,9 +1338,15 @@ impl Serialize for ItemJson<'_> {
                     m.serialize_entry("dquot_flags", &dq)?;
                 }
                 m.serialize_entry("map_size", &b.map_size)?;
+                match b.segment {
+                    Segment::Whole => {}
+                    Segment::Part(o) => m.serialize_entry("segment_offset", &o)?,
+                    Segment::Unknown => m.serialize_entry("segment_offset", &None::<u32>)?,
+                }
                 let runs = b.runs();
                 m.serialize_entry("runs", &runs)?;
-                let fit = fit_regions(&b.map, it.region_lens.get(1..).unwrap_or(&[]));
+                let lens = it.region_lens.view();
+                let fit = fit_regions(&b.map, lens.get(1..).unwrap_or(&[]));
                 if fit.straddles > 0 {
                     m.serialize_entry("straddles", &fit.straddles)?;
                 }
@@ -1437,6 +1613,7 @@ mod tests {
             agblocks: 4096,
             agblklog: 12,
             ftype: true,
+            dirblksize: 4096,
             dir_names: true,
             inode_cores: true,
         }

@@ -4,7 +4,7 @@
 //! ([`LogJson`], [`items::ItemJson`]) and the output is the same
 //! (a test checks it on every fixture).
 
-use super::items::{buf_type_name, Item, ItemBody, ItemJson};
+use super::items::{buf_type_name, Item, ItemBody, ItemJson, Segment};
 use super::{ItemContext, LogDecode, LogJson, Transaction};
 use crate::xfs::format::log::{
     XFS_BLF_GDQUOT_BUF, XFS_BLF_INODE_BUF, XFS_BLF_PDQUOT_BUF, XFS_BLF_UDQUOT_BUF,
@@ -73,7 +73,8 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
     num(out, u64::from(it.regions));
     key(out, ",\"region_lens\":");
     out.push(b'[');
-    for (i, l) in it.region_lens.iter().enumerate() {
+    let lens = it.region_lens.view();
+    for (i, l) in lens.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -105,6 +106,14 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
             }
             key(out, ",\"map_size\":");
             num(out, u64::from(b.map_size));
+            match b.segment {
+                Segment::Whole => {}
+                Segment::Part(o) => {
+                    key(out, ",\"segment_offset\":");
+                    num(out, u64::from(o));
+                }
+                Segment::Unknown => key(out, ",\"segment_offset\":null"),
+            }
             key(out, ",\"runs\":");
             out.push(b'[');
             let runs = b.runs();
@@ -119,7 +128,7 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
                 out.push(b']');
             }
             out.push(b']');
-            let data = it.region_lens.get(1..).unwrap_or(&[]);
+            let data = lens.get(1..).unwrap_or(&[]);
             // Straddles and mismatches only where regions and runs differ.
             if data.len() != runs.len()
                 || data
@@ -195,7 +204,7 @@ fn transaction<W: Write>(
     t: &Transaction,
     ctx: Option<&ItemContext>,
 ) -> io::Result<()> {
-    let st = &t.stats;
+    let st = super::stats::TransStats::of(t);
     out.extend_from_slice(b"{\"tid\":");
     num(out, u64::from(t.tid));
     key(out, ",\"start_lsn\":");
@@ -344,7 +353,13 @@ mod tests {
     /// details.
     #[test]
     fn same_as_serde_on_fixtures() {
-        for name in ["v5-4k-dirty", "log-intents", "log-acrossend", "v5-sect4k"] {
+        for name in [
+            "v5-4k-dirty",
+            "log-intents",
+            "log-acrossend",
+            "log-64kdir-frag",
+            "v5-sect4k",
+        ] {
             let fs = crate::xfs::testutil::fixture_fs(name);
             for detail in [false, true] {
                 let opts = if detail {

@@ -454,6 +454,9 @@ pub struct ItemContext {
     pub agblklog: u8,
     /// Directory entries carry a file type byte.
     pub ftype: bool,
+    /// Bytes of a directory block (a buffer of this size may be logged as
+    /// several segments).
+    pub dirblksize: u32,
     /// See [`DecodeOptions`].
     pub dir_names: bool,
     pub inode_cores: bool,
@@ -471,6 +474,11 @@ impl ItemContext {
             agblocks: fs.geo.agblocks,
             agblklog: fs.geo.agblklog,
             ftype: fs.geo.v5 || fs.sb.features2 & 0x200 != 0,
+            dirblksize: fs
+                .geo
+                .blocksize
+                .checked_shl(u32::from(fs.geo.dirblklog))
+                .unwrap_or(fs.geo.blocksize),
             dir_names: opts.dir_names,
             inode_cores: opts.inode_cores,
         }
@@ -580,7 +588,7 @@ pub fn decode_dev<R: ReadAt>(
     let head_tail = find::find_head_tail(dev)?;
     let mut out = trans::walk(dev, &head_tail, ctx)?;
     let (unfinished, orphans) = items::pair_intents(&mut out.transactions);
-    let stats = stats::LogStats::of(&out.transactions);
+    let stats = std::mem::take(&mut out.stats);
     Ok(LogDecode {
         location,
         head_tail: out.head_tail,
@@ -623,7 +631,7 @@ impl Serialize for TransactionJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let t = self.t;
-        let st = &t.stats;
+        let st = stats::TransStats::of(t);
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("tid", &t.tid)?;
         m.serialize_entry("start_lsn", &t.start_lsn)?;

@@ -104,7 +104,8 @@ impl TransStats {
                 k.bytes = k.bytes.saturating_add(it.bytes());
             }
             if let ItemBody::Buf(b) = &it.body {
-                let one = buf_totals(b, it.region_lens.get(1..).unwrap_or(&[]));
+                let lens = it.region_lens.view();
+                let one = buf_totals(b, lens.get(1..).unwrap_or(&[]));
                 s.buffers.add(&one);
                 if let Some(e) = s.by_buf_type.entry(buf_type_name(b.buf_type)) {
                     e.add(&one);
@@ -115,20 +116,15 @@ impl TransStats {
     }
 }
 
-/// Number of runs of set bits.
+/// Number of runs of set bits: a run starts at a set bit whose lower
+/// neighbour (the previous word's top bit for bit 0) is clear.
 fn run_count(map: &[u32]) -> u64 {
-    let mut prev = false;
+    let mut carry = 0u32;
     let mut n = 0u64;
     for w in map {
-        let mut x = *w;
-        for _ in 0..32 {
-            let b = x & 1 != 0;
-            if b && !prev {
-                n = n.saturating_add(1);
-            }
-            prev = b;
-            x >>= 1;
-        }
+        let starts = w & !(w.wrapping_shl(1) | carry);
+        n = n.saturating_add(u64::from(starts.count_ones()));
+        carry = w >> 31;
     }
     n
 }
@@ -171,7 +167,15 @@ impl LogStats {
     pub fn of(ts: &[Transaction]) -> LogStats {
         let mut s = LogStats::default();
         for t in ts {
-            let one = &t.stats;
+            s.add(&TransStats::of(t));
+        }
+        s
+    }
+
+    /// Count one more transaction.
+    pub fn add(&mut self, one: &TransStats) {
+        let s = self;
+        {
             s.transactions = s.transactions.saturating_add(1);
             s.ops = s.ops.saturating_add(one.ops);
             s.items = s.items.saturating_add(one.items);
@@ -188,7 +192,6 @@ impl LogStats {
                 s.by_buf_type.entry(*k).or_default().add(v);
             }
         }
-        s
     }
 }
 

@@ -237,6 +237,7 @@ fn ctx() -> ItemContext {
         agblocks: 4096,
         agblklog: 12,
         ftype: true,
+        dirblksize: 4096,
         dir_names: false,
         inode_cores: false,
     }
@@ -416,7 +417,7 @@ fn split_transaction_header_and_continued_regions_reassemble() {
     assert_eq!(t.header.unwrap().num_items, 3);
     assert_eq!(t.start_lsn.block, 2);
     assert_eq!(t.items.len(), 2);
-    assert_eq!(&*t.items[0].region_lens, &[24, 256]);
+    assert_eq!(&*t.items[0].region_lens.view(), &[24, 256]);
     assert_eq!(t.items[0].problem(), None);
     assert_eq!(t.items[1].kind.name(), "efd");
     assert_eq!(d.orphan_dones, 1);
@@ -725,7 +726,7 @@ fn one_transaction_decodes_again_with_details() {
     assert_eq!(again.items.len(), t.items.len());
     for (a, b) in again.items.iter().zip(&t.items) {
         assert_eq!((a.kind, a.regions), (b.kind, b.regions));
-        assert_eq!(&*a.region_lens, &*b.region_lens);
+        assert_eq!(&*a.region_lens.view(), &*b.region_lens.view());
     }
     // Details: inode cores and directory entry names are there now.
     assert!(again
@@ -745,4 +746,99 @@ fn one_transaction_decodes_again_with_details() {
         .map(|e| e.iter().filter(|x| x.name.is_some()).count())
         .sum::<usize>();
     assert!(names > 10, "{names}");
+}
+
+/// A 64 KiB directory block made of sixteen 4 KiB extents is logged as
+/// sixteen buffer items in order (xfs_logprint -t on log-64kdir-frag): they
+/// are placed at 0, 4096, ... in the block, and the entries found in each
+/// carry tags inside that segment.
+#[test]
+fn discontiguous_directory_blocks_are_placed_by_segment() {
+    let fs = crate::xfs::testutil::fixture_fs("log-64kdir-frag");
+    let d = decode(&fs, DecodeOptions::DETAIL).unwrap();
+    let t = &d.transactions[1];
+    let segs: Vec<(i64, items::Segment)> = t
+        .items
+        .iter()
+        .filter_map(|i| match &i.body {
+            ItemBody::Buf(b) if b.len == 8 && b.buf_type == XFS_BLFT_DIR_DATA_BUF => {
+                Some((b.blkno, b.segment))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(segs.len(), 16);
+    for (k, (_, s)) in segs.iter().enumerate() {
+        assert_eq!(*s, items::Segment::Part(k as u32 * 4096));
+    }
+    let mut entries = 0;
+    for i in &t.items {
+        if let ItemBody::Buf(b) = &i.body {
+            if let (items::Segment::Part(o), Some(es)) = (b.segment, &b.dir_entries) {
+                for e in es.iter() {
+                    assert!(
+                        e.offset >= o && e.offset < o + 4096,
+                        "{e:?} in segment at {o}"
+                    );
+                    entries += 1;
+                }
+            }
+        }
+    }
+    assert!(entries > 500, "{entries}");
+    // Fields of a later segment are named by block offset, not as a header.
+    let ItemBody::Buf(b) = &t
+        .items
+        .iter()
+        .find(|i| matches!(&i.body, ItemBody::Buf(b) if b.segment == items::Segment::Part(4096)))
+        .unwrap()
+        .body
+    else {
+        unreachable!()
+    };
+    let f = bitmap::describe_run(
+        b,
+        bitmap::Run {
+            first: 0,
+            count: 32,
+        },
+        &ItemContext::of(&fs, DecodeOptions::DETAIL),
+    );
+    assert!(!f.iter().any(|s| s.contains("header")), "{f:?}");
+    assert!(f.iter().any(|s| s.starts_with("entry \"")), "{f:?}");
+}
+
+#[test]
+fn segments_that_do_not_make_a_block_are_unknown() {
+    let mk = |len: u16, t: u8| Item {
+        kind: items::ItemKind(XFS_LI_BUF),
+        regions: 1,
+        declared: 1,
+        region_lens: items::RegionLens::from_slice(&[24]),
+        body: ItemBody::Buf(items::BufItem {
+            blkno: 0,
+            len,
+            flags: u16::from(t) << 11,
+            buf_type: t,
+            map_size: 1,
+            map: items::SmallU32s::from_slice(&[1]),
+            dir_entries: None,
+            segment: items::Segment::Whole,
+        }),
+    };
+    let d = XFS_BLFT_DIR_DATA_BUF;
+    let its = vec![
+        mk(8, d),
+        mk(8, d),
+        mk(8, XFS_BLFT_AGF_BUF),
+        mk(8, d),
+        mk(16, d),
+        mk(8, d),
+    ];
+    let s = items::segments(&its, 16384);
+    use items::Segment::*;
+    assert_eq!(
+        s,
+        vec![Unknown, Unknown, Whole, Part(0), Part(4096), Part(12288)]
+    );
 }

@@ -14,7 +14,7 @@
 //! for it is that of the record holding its START op.
 
 use super::find::{HeadTail, TailMove};
-use super::items::{decode_item_lens, needs_data, Item, Order};
+use super::items::{decode_item_seg, is_dir_buf, needs_data, segments, Item, Order, Segment};
 use super::record::{btobb, RecordHeader, RecordReader};
 use super::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
 use crate::xfs::error::{Error, Result};
@@ -73,8 +73,6 @@ pub struct Transaction {
     pub op_bytes: u64,
     pub items: Vec<Item>,
     pub problems: Vec<String>,
-    /// Counts, filled in when the transaction is complete.
-    pub stats: super::stats::TransStats,
 }
 
 impl Transaction {
@@ -89,7 +87,6 @@ impl Transaction {
             op_bytes: 0,
             items: Vec::new(),
             problems: Vec::new(),
-            stats: super::stats::TransStats::default(),
         }
     }
 
@@ -114,6 +111,9 @@ struct Open {
     header: Vec<u8>,
     header_done: bool,
     pending: Option<Pending>,
+    /// An open run of directory block segments: buffer type and the
+    /// offset the next segment would start at.
+    seg: Option<(u8, u32)>,
 }
 
 /// Reassembles transactions from the ops of consecutive records.
@@ -126,6 +126,8 @@ pub struct Assembler {
     /// Ops of transactions that started before the tail, and unmount ops.
     pub skipped_ops: u64,
     pub unmount_records: u64,
+    /// Counts of the committed transactions, kept as they commit.
+    pub stats: super::stats::LogStats,
 }
 
 fn flags_text(f: u8) -> String {
@@ -146,9 +148,39 @@ fn flags_text(f: u8) -> String {
 }
 
 impl Open {
+    /// Where the buffer item about to be decoded lies in its directory
+    /// block, judged from the items before it (checked again at commit by
+    /// [`segments`]).
+    fn next_segment(&mut self, p: &Pending, ctx: &ItemContext) -> Segment {
+        let o = self.t.order;
+        let r0 = p.regions.first().map(Vec::as_slice).unwrap_or(&[]);
+        if o.u16(r0, 0) != Some(XFS_LI_BUF) {
+            self.seg = None;
+            return Segment::Whole;
+        }
+        let t = u8::try_from(o.u16(r0, 4).unwrap_or(0) >> XFS_BLFT_SHIFT).unwrap_or(0);
+        let len = u32::from(o.u16(r0, 6).unwrap_or(0)).saturating_mul(512);
+        if !is_dir_buf(t) || len == 0 || len >= ctx.dirblksize {
+            self.seg = None;
+            return Segment::Whole;
+        }
+        match self.seg {
+            Some((st, next)) if st == t && next.saturating_add(len) <= ctx.dirblksize => {
+                let end = next.saturating_add(len);
+                self.seg = (end < ctx.dirblksize).then_some((t, end));
+                Segment::Part(next)
+            }
+            _ => {
+                self.seg = Some((t, len));
+                Segment::Part(0)
+            }
+        }
+    }
+
     fn finish_pending(&mut self, ctx: &ItemContext, pool: &mut Pool) {
         if let Some(p) = self.pending.take() {
-            let item = decode_item_lens(&p.regions, &p.lens, p.declared, self.t.order, ctx);
+            let seg = self.next_segment(&p, ctx);
+            let item = decode_item_seg(&p.regions, &p.lens, p.declared, self.t.order, ctx, seg);
             self.t.items.push(item);
             pool.give(p.regions);
             pool.give_lens(p.lens);
@@ -339,6 +371,27 @@ impl Open {
     fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext, pool: &mut Pool) -> Transaction {
         self.finish_pending(ctx, pool);
         self.t.items.shrink_to_fit();
+        // Segments whose run did not add up to a directory block: their
+        // place is unknown after all (and entries found by a guessed
+        // offset are dropped).
+        let any = self.t.items.iter().any(
+            |i| matches!(&i.body, crate::xfs::log::ItemBody::Buf(b) if b.segment != Segment::Whole),
+        );
+        let segs = if any {
+            segments(&self.t.items, ctx.dirblksize)
+        } else {
+            Vec::new()
+        };
+        for (it, s) in self.t.items.iter_mut().zip(segs) {
+            if let crate::xfs::log::ItemBody::Buf(b) = &mut it.body {
+                if b.segment != s {
+                    if s == Segment::Unknown {
+                        b.dir_entries = None;
+                    }
+                    b.segment = s;
+                }
+            }
+        }
         if !self.header_done {
             note(
                 &mut self.t.problems,
@@ -353,7 +406,6 @@ impl Open {
             );
         }
         self.t.commit_lsn = commit;
-        self.t.stats = super::stats::TransStats::of(&self.t);
         self.t
     }
 }
@@ -424,6 +476,7 @@ impl Assembler {
             problems: Vec::new(),
             skipped_ops: 0,
             unmount_records: 0,
+            stats: super::stats::LogStats::default(),
         }
     }
 
@@ -519,6 +572,7 @@ impl Assembler {
                         header: Vec::new(),
                         header_done: false,
                         pending: None,
+                        seg: None,
                     },
                 );
             } else {
@@ -542,7 +596,9 @@ impl Assembler {
             XLOG_WAS_CONT_TRANS => o.add_continuation(payload),
             XLOG_COMMIT_TRANS => {
                 if let Some(o) = self.open.remove(&tid) {
-                    self.done.push(o.finish(Some(h.lsn), &ctx, &mut self.pool));
+                    let t = o.finish(Some(h.lsn), &ctx, &mut self.pool);
+                    self.stats.add(&super::stats::TransStats::of(&t));
+                    self.done.push(t);
                 }
             }
             XLOG_UNMOUNT_TRANS => {
@@ -632,6 +688,7 @@ pub struct WalkOutput {
     pub problems: Vec<Problem>,
     pub skipped_ops: u64,
     pub unmount_records: u64,
+    pub stats: super::stats::LogStats,
 }
 
 /// Keep at most 10,000 problems for the whole log.
@@ -679,6 +736,7 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
         problems: Vec::new(),
         skipped_ops: 0,
         unmount_records: 0,
+        stats: super::stats::LogStats::default(),
     };
     if ht.clean || ht.head.block == ht.tail.block {
         return Ok(empty(ht));
@@ -811,6 +869,7 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
                 Err(e) => return Err(e),
             }
         }
+        out.stats = std::mem::take(&mut asm.stats);
         let (done, incomplete, problems, skipped, unmounts) = asm.finish();
         out.transactions = done;
         out.incomplete = incomplete;
