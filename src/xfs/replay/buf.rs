@@ -461,6 +461,7 @@ mod tests {
             map_size: map.len() as u32,
             map: map.to_vec().into(),
             dir_entries: None,
+            segment: crate::xfs::log::items::Segment::Whole,
         }
     }
 
