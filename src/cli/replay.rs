@@ -130,7 +130,7 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
             rep.overlay_sectors, c.buffer_writes, c.buffers_stamped
         ));
     }
-    for n in &rep.notes {
+    for n in rep.notes.iter().filter(|_| !rep.clean) {
         t.push_str(&format!("note: {n}\n"));
     }
     for w in &rep.warnings {

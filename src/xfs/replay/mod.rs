@@ -16,8 +16,17 @@
 //! ```
 //!
 //! The log is read three times front to back (CRC check, pass 1, pass 2),
-//! one record at a time; only one open transaction's regions, the buffers
+//! one record at a time; only the open transactions' regions, the buffers
 //! dirtied since the last LSN change, and the recovered sectors are held.
+//!
+//! Then what the kernel does when it mounts ([`replay_and_mount`],
+//! [`export::plan`]): unfinished EFIs finished (when they are the only
+//! unfinished intents) and CoW staging extents freed (`cow.rs`, with the AG
+//! btree editor `agedit.rs`), both stamped with the first LSN the kernel
+//! writes after recovery (the old head); the superblock counters summed
+//! from the AG headers (`mount.rs`). Other intents and the inodes on AGI
+//! unlinked lists are listed, not processed. [`export`] lays a clean log
+//! over the result; [`diff`] says what changed.
 
 pub mod agedit;
 pub mod buf;
