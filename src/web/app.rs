@@ -226,6 +226,25 @@ pub fn app() -> Html {
             send(Request::SetReplay { on });
         })
     };
+    let on_download_recovered = {
+        let send = Rc::clone(&send);
+        let downloads = Rc::clone(&downloads);
+        let dispatcher = state.dispatcher();
+        let name = state
+            .opened
+            .as_ref()
+            .map(|o| o.name.clone())
+            .unwrap_or_default();
+        Callback::from(move |_: MouseEvent| {
+            let base = name.strip_suffix(".img").unwrap_or(&name);
+            downloads.borrow_mut().want_file(
+                crate::web::protocol::RECOVERED_IMAGE,
+                format!("{base}-recovered.img"),
+            );
+            dispatcher.dispatch(Action::Loading("writing the recovered image".into()));
+            send(Request::DownloadRecovered);
+        })
+    };
     let on_need_rows = {
         let send = Rc::clone(&send);
         Callback::from(move |start: u32| {
@@ -282,6 +301,7 @@ pub fn app() -> Html {
             let replayed = state.replay.as_ref().is_some_and(|r| r.on);
             let replay_box = state.replay.as_ref().filter(|r| r.on).map(|r| html! {
                 <div class="replay-box" data-testid="replay-summary">
+                    <button class="right" data-testid="download-recovered" onclick={on_download_recovered.clone()}>{ "download the recovered image" }</button>
                     <strong>{ "Replayed view: " }</strong>
                     { "the log replayed in memory as the kernel's recovery would; the file is not written. " }
                     { for r.summary.iter().map(|k| html! { <span class="muted">{ format!("{} {} · ", k.name, k.value) }</span> }) }

@@ -85,7 +85,7 @@ impl Bridge {
     }
 
     pub fn send(&self, req: &Request) -> Result<(), String> {
-        let msg = serde_wasm_bindgen::to_value(req).map_err(|e| e.to_string())?;
+        let msg = crate::web::protocol::to_js(req).map_err(|e| e.to_string())?;
         let mut s = self.shared.borrow_mut();
         if s.ready {
             self.worker

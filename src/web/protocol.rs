@@ -36,6 +36,20 @@ pub enum Request {
     /// Switch every view to the replayed state (replaying the log the
     /// first time) or back to the state on disk.
     SetReplay { on: bool },
+    /// The recovered image (the log replayed, mount-time work done, a clean
+    /// log), streamed back as `FileChunk`s for inode [`RECOVERED_IMAGE`].
+    DownloadRecovered,
+}
+
+/// The `FileChunk` id of the recovered image stream (no inode has number 0).
+pub const RECOVERED_IMAGE: u64 = 0;
+
+/// Encode a message for postMessage. 64-bit integers travel as BigInts, so
+/// every value an image holds (inode numbers, sizes, LSNs up to 2^64 - 1)
+/// crosses intact instead of failing the whole message.
+pub fn to_js<T: Serialize>(v: &T) -> Result<wasm_bindgen::JsValue, serde_wasm_bindgen::Error> {
+    let ser = serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true);
+    v.serialize(&ser)
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -25,11 +25,11 @@ thread_local! {
     static LOG: RefCell<Option<log_views::DecodedLog>> = const { RefCell::new(None) };
     /// The replay of the open image's log: its summary and overlay, made
     /// the first time the replayed view is asked for.
-    static REPLAY: RefCell<Option<(crate::web::protocol::ReplayView, crate::xfs::image::Overlay)>> = const { RefCell::new(None) };
+    static REPLAY: RefCell<Option<(crate::web::protocol::ReplayView, crate::xfs::replay::export::Plan)>> = const { RefCell::new(None) };
 }
 
 fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
-    match serde_wasm_bindgen::to_value(resp) {
+    match crate::web::protocol::to_js(resp) {
         Ok(v) => {
             if let Err(e) = scope.post_message(&v) {
                 web_sys::console::error_2(&"worker: postMessage failed".into(), &e);
@@ -207,7 +207,7 @@ fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
                 notes,
                 error: None,
             };
-            Ok::<_, String>((view, plan.overlay))
+            Ok::<_, String>((view, plan))
         });
         match made {
             Ok(v) => REPLAY.with(|r| *r.borrow_mut() = Some(v)),
@@ -221,7 +221,7 @@ fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
             }
         }
     }
-    let overlay = REPLAY.with(|r| r.borrow().as_ref().map(|(_, o)| o.clone()));
+    let overlay = REPLAY.with(|r| r.borrow().as_ref().map(|(_, p)| p.overlay.clone()));
     FS.with(|cell| {
         if let Some(fs) = cell.borrow_mut().as_mut() {
             if let Some(o) = overlay {
@@ -240,6 +240,72 @@ fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
         });
     view.on = on;
     Response::Replay(Box::new(view))
+}
+
+/// Stream the recovered image to the page in 4 MiB pieces; nothing but the
+/// piece in flight is held here.
+fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
+    use crate::web::protocol::RECOVERED_IMAGE;
+    const PIECE: u64 = 4 << 20;
+    if REPLAY.with(|r| r.borrow().is_none()) {
+        let r = set_replay(scope, true);
+        post(scope, &r);
+    }
+    let result = FS.with(|cell| {
+        let b = cell.borrow();
+        let fs = b
+            .as_ref()
+            .ok_or_else(|| "no filesystem is open".to_string())?;
+        REPLAY.with(|r| {
+            let r = r.borrow();
+            let (_, plan) = r
+                .as_ref()
+                .ok_or_else(|| "the log could not be replayed".to_string())?;
+            let rec = crate::xfs::replay::export::Recovered {
+                fs,
+                overlay: &plan.overlay,
+                log: plan.log,
+            };
+            let total = rec.len();
+            let mut offset = 0u64;
+            while offset < total {
+                let n = PIECE.min(total.saturating_sub(offset));
+                let mut buf = vec![0u8; usize::try_from(n).map_err(|e| e.to_string())?];
+                rec.read_at(offset, &mut buf).map_err(|e| e.to_string())?;
+                post(
+                    scope,
+                    &Response::FileChunk {
+                        ino: RECOVERED_IMAGE,
+                        offset,
+                        bytes: buf,
+                        last: false,
+                    },
+                );
+                offset = offset.saturating_add(n);
+                post(
+                    scope,
+                    &Response::Progress {
+                        stage: "writing the recovered image".into(),
+                        done: offset,
+                        total,
+                    },
+                );
+            }
+            Ok::<(), String>(())
+        })
+    });
+    if let Err(e) = result {
+        post(scope, &view_error("recovered image", e));
+    }
+    post(
+        scope,
+        &Response::FileChunk {
+            ino: RECOVERED_IMAGE,
+            offset: 0,
+            bytes: Vec::new(),
+            last: true,
+        },
+    );
 }
 
 fn ags(fs: &Fs<BlobReader>) -> Response {
@@ -299,6 +365,10 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         Request::LogRows { start, count } => with_log(|l| log_views::rows(l, start, count)),
         Request::LogTransaction { index } => with_log(|l| log_views::transaction(l, index)),
         Request::SetReplay { on } => set_replay(scope, on),
+        Request::DownloadRecovered => {
+            download_recovered(scope);
+            return;
+        }
     };
     post(scope, &resp);
 }
