@@ -4,7 +4,8 @@
 //! ([`LogJson`], [`items::ItemJson`]) and the output is the same
 //! (a test checks it on every fixture).
 
-use super::items::{buf_type_name, Item, ItemBody, ItemJson, Segment};
+use super::items::{buf_type_name, Item, ItemBody, ItemJson, Order, Segment};
+use super::stats::{BufTotals, KindTotals, TransStats};
 use super::{ItemContext, LogDecode, LogJson, Transaction};
 use crate::xfs::format::log::{
     XFS_BLF_GDQUOT_BUF, XFS_BLF_INODE_BUF, XFS_BLF_PDQUOT_BUF, XFS_BLF_UDQUOT_BUF,
@@ -12,6 +13,7 @@ use crate::xfs::format::log::{
 use crate::xfs::types::Lsn;
 use std::io::{self, Write};
 
+#[inline]
 fn num(out: &mut Vec<u8>, mut v: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
@@ -37,6 +39,7 @@ fn inum(out: &mut Vec<u8>, v: i64) {
 }
 
 /// `k` is the whole `,"name":` text, written with one copy.
+#[inline(always)]
 fn key(out: &mut Vec<u8>, k: &str) {
     out.extend_from_slice(k.as_bytes());
 }
@@ -198,13 +201,56 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
     Ok(())
 }
 
+/// `{"items":..,"regions":..,"bytes":..}`, as serde writes [`KindTotals`].
+fn kind_totals(out: &mut Vec<u8>, k: &KindTotals) {
+    key(out, "{\"items\":");
+    num(out, k.items);
+    key(out, ",\"regions\":");
+    num(out, k.regions);
+    key(out, ",\"bytes\":");
+    num(out, k.bytes);
+    out.push(b'}');
+}
+
+/// [`BufTotals`] as serde writes it.
+fn buf_totals(out: &mut Vec<u8>, b: &BufTotals) {
+    for (k, v) in [
+        ("{\"items\":", b.items),
+        (",\"cancelled\":", b.cancelled),
+        (",\"chunks_dirty\":", b.chunks_dirty),
+        (",\"runs\":", b.runs),
+        (",\"bytes_logged\":", b.bytes_logged),
+        (",\"regions_chunkwise\":", b.regions_chunkwise),
+        (",\"regions_runwise\":", b.regions_runwise),
+        (",\"straddles\":", b.straddles),
+    ] {
+        key(out, k);
+        num(out, v);
+    }
+    out.push(b'}');
+}
+
+/// A JSON string of a name that needs no escaping (letters, digits,
+/// `_`); anything else goes through serde.
+fn name_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
+    if s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_into(out, &s)
+    }
+}
+
 fn transaction<W: Write>(
     w: &mut W,
     out: &mut Vec<u8>,
     t: &Transaction,
     ctx: Option<&ItemContext>,
+    st: &mut TransStats,
 ) -> io::Result<()> {
-    let st = super::stats::TransStats::of(t);
+    st.fill(t, false);
     out.extend_from_slice(b"{\"tid\":");
     num(out, u64::from(t.tid));
     key(out, ",\"start_lsn\":");
@@ -225,7 +271,10 @@ fn transaction<W: Write>(
         None => out.extend_from_slice(b"null"),
     }
     key(out, ",\"byte_order\":");
-    serde_into(out, &t.order)?;
+    out.extend_from_slice(match t.order {
+        Order::Little => b"\"little\"".as_slice(),
+        Order::Big => b"\"big\"",
+    });
     key(out, ",\"ops\":");
     num(out, st.ops);
     key(out, ",\"regions\":");
@@ -233,10 +282,19 @@ fn transaction<W: Write>(
     key(out, ",\"bytes\":");
     num(out, st.bytes);
     key(out, ",\"items_by_kind\":");
-    serde_into(out, &st.by_kind)?;
+    out.push(b'{');
+    for (i, (k, v)) in st.by_kind.0.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        name_str(out, k)?;
+        out.push(b':');
+        kind_totals(out, v);
+    }
+    out.push(b'}');
     if st.buffers.items > 0 {
         key(out, ",\"buffers\":");
-        serde_into(out, &st.buffers)?;
+        buf_totals(out, &st.buffers);
     }
     if !t.problems.is_empty() {
         key(out, ",\"problems\":");
@@ -319,11 +377,12 @@ fn list<W: Write>(
     ctx: Option<&ItemContext>,
 ) -> io::Result<()> {
     buf.push(b'[');
+    let mut st = TransStats::default();
     for (i, t) in ts.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
         }
-        transaction(w, buf, t, ctx)?;
+        transaction(w, buf, t, ctx, &mut st)?;
     }
     buf.push(b']');
     Ok(())

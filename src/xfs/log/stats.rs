@@ -90,12 +90,22 @@ pub struct TransStats {
 
 impl TransStats {
     pub fn of(t: &Transaction) -> TransStats {
-        let mut s = TransStats {
-            ops: u64::from(t.ops),
-            items: u64::try_from(t.items.len()).unwrap_or(u64::MAX),
-            bytes: t.op_bytes,
-            ..TransStats::default()
-        };
+        let mut s = TransStats::default();
+        s.fill(t, true);
+        s
+    }
+
+    /// Count `t` into `self`, replacing what it held and reusing its
+    /// memory; `by_buf_type` is left empty unless `buf_types`.
+    pub fn fill(&mut self, t: &Transaction, buf_types: bool) {
+        self.ops = u64::from(t.ops);
+        self.items = u64::try_from(t.items.len()).unwrap_or(u64::MAX);
+        self.regions = 0;
+        self.bytes = t.op_bytes;
+        self.by_kind.0.clear();
+        self.buffers = BufTotals::default();
+        self.by_buf_type.0.clear();
+        let s = self;
         for it in &t.items {
             s.regions = s.regions.saturating_add(u64::from(it.regions));
             if let Some(k) = s.by_kind.entry(it.kind.name()) {
@@ -107,12 +117,13 @@ impl TransStats {
                 let lens = it.region_lens.view();
                 let one = buf_totals(b, lens.get(1..).unwrap_or(&[]));
                 s.buffers.add(&one);
-                if let Some(e) = s.by_buf_type.entry(buf_type_name(b.buf_type)) {
-                    e.add(&one);
+                if buf_types {
+                    if let Some(e) = s.by_buf_type.entry(buf_type_name(b.buf_type)) {
+                        e.add(&one);
+                    }
                 }
             }
         }
-        s
     }
 }
 
