@@ -423,7 +423,6 @@ impl Open {
 
     fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext, pool: &mut Pool) -> Transaction {
         self.finish_pending(ctx, pool);
-        self.t.items.shrink_to_fit();
         // Segments whose run did not add up to a directory block: their
         // place is unknown after all (and entries found by a guessed
         // offset are dropped).
@@ -459,6 +458,10 @@ impl Open {
             );
         }
         self.t.commit_lsn = commit;
+        // Move the items from the growing list into one of the exact size
+        // (one allocation per transaction) and keep the list for reuse.
+        let exact: Vec<Item> = self.t.items.drain(..).collect();
+        pool.give_items(std::mem::replace(&mut self.t.items, exact));
         self.t
     }
 }
@@ -470,6 +473,7 @@ struct Pool {
     bufs: Vec<Vec<u8>>,
     lists: Vec<Vec<Vec<u8>>>,
     lens: Vec<Vec<u32>>,
+    items: Vec<Vec<Item>>,
 }
 
 impl Pool {
@@ -497,6 +501,18 @@ impl Pool {
 
     fn lens(&mut self) -> Vec<u32> {
         self.lens.pop().unwrap_or_default()
+    }
+
+    fn items(&mut self) -> Vec<Item> {
+        self.items.pop().unwrap_or_default()
+    }
+
+    fn give_items(&mut self, mut v: Vec<Item>) {
+        // A bounded number of lists of modest size.
+        if self.items.len() < 64 && v.capacity() <= 1024 {
+            v.clear();
+            self.items.push(v);
+        }
     }
 
     fn give_lens(&mut self, mut v: Vec<u32>) {
@@ -615,6 +631,7 @@ impl Assembler {
                 }
             } else if flags & XLOG_START_TRANS != 0 {
                 let mut t = Transaction::empty(tid);
+                t.items = self.pool.items();
                 t.start_lsn = h.lsn;
                 t.order = order;
                 t.ops = 1;
