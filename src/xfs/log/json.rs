@@ -5,7 +5,9 @@
 //! (a test checks it on every fixture).
 
 use super::items::{buf_type_name, Item, ItemBody, ItemJson, Order, Segment};
+use super::record::CrcCheck;
 use super::stats::{BufTotals, KindTotals, TransStats};
+use super::trans::RecordInfo;
 use super::{ItemContext, LogDecode, LogJson, Transaction};
 use crate::xfs::format::log::{
     XFS_BLF_GDQUOT_BUF, XFS_BLF_INODE_BUF, XFS_BLF_PDQUOT_BUF, XFS_BLF_UDQUOT_BUF,
@@ -339,34 +341,62 @@ pub fn write_log_json<W: Write>(
     buf.extend_from_slice(b"\"transactions\":");
     list(w, &mut buf, &d.transactions, ctx)?;
     // record_list and incomplete_transactions sit in the serde part as
-    // empty lists: put the real ones in.
-    let mut tail_s = tail.to_vec();
-    for (k, v) in [
-        (
-            b"\"record_list\":[]".as_slice(),
-            serde_json::to_vec(&d.record_list).map_err(io::Error::other)?,
-        ),
-        (b"\"incomplete_transactions\":[]".as_slice(), {
-            let mut b = Vec::new();
-            let mut inner = Vec::new();
-            list(&mut b, &mut inner, &d.incomplete, ctx)?;
-            b.extend_from_slice(&inner);
-            b
-        }),
+    // empty lists: write the real ones in their place.
+    let mut tail = tail;
+    for (k, records) in [
+        (b"\"record_list\":[]".as_slice(), true),
+        (b"\"incomplete_transactions\":[]".as_slice(), false),
     ] {
-        if let Some(p) = tail_s.windows(k.len()).position(|x| x == k) {
-            let key_len = k.len().saturating_sub(2);
-            let mut n = tail_s
-                .get(..p.saturating_add(key_len))
-                .unwrap_or(&[])
-                .to_vec();
-            n.extend_from_slice(&v);
-            n.extend_from_slice(tail_s.get(p.saturating_add(k.len())..).unwrap_or(&[]));
-            tail_s = n;
+        let Some(p) = tail.windows(k.len()).position(|x| x == k) else {
+            continue;
+        };
+        let key_len = k.len().saturating_sub(2);
+        buf.extend_from_slice(tail.get(..p.saturating_add(key_len)).unwrap_or(&[]));
+        if records {
+            record_list(w, &mut buf, &d.record_list)?;
+        } else {
+            list(w, &mut buf, &d.incomplete, ctx)?;
         }
+        tail = tail.get(p.saturating_add(k.len())..).unwrap_or(&[]);
     }
     w.write_all(&buf)?;
-    w.write_all(&tail_s)
+    w.write_all(tail)
+}
+
+/// The record list, as serde writes it, flushing `buf` to `w` every
+/// megabyte.
+fn record_list<W: Write>(w: &mut W, buf: &mut Vec<u8>, rs: &[RecordInfo]) -> io::Result<()> {
+    buf.push(b'[');
+    for (i, r) in rs.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        key(buf, "{\"lsn\":");
+        lsn(buf, r.lsn);
+        key(buf, ",\"block\":");
+        num(buf, u64::from(r.block));
+        key(buf, ",\"len\":");
+        num(buf, u64::from(r.len));
+        key(buf, ",\"num_logops\":");
+        num(buf, u64::from(r.num_logops));
+        key(buf, ",\"hblks\":");
+        num(buf, u64::from(r.hblks));
+        key(buf, ",\"tail_lsn\":");
+        lsn(buf, r.tail_lsn);
+        key(buf, ",\"crc\":");
+        match r.crc {
+            CrcCheck::Ok => key(buf, "{\"state\":\"ok\"}"),
+            CrcCheck::NotChecksummed => key(buf, "{\"state\":\"not_checksummed\"}"),
+            c => serde_into(buf, &c)?,
+        }
+        buf.push(b'}');
+        if buf.len() >= 1 << 20 {
+            w.write_all(buf)?;
+            buf.clear();
+        }
+    }
+    buf.push(b']');
+    Ok(())
 }
 
 /// `[t, t, ...]`, flushing `buf` to `w` every megabyte.
@@ -406,6 +436,43 @@ mod tests {
             inum(&mut v, n);
             assert_eq!(String::from_utf8(v.clone()).unwrap(), n.to_string());
         }
+    }
+
+    /// Each CRC state of a record is written as serde writes it.
+    #[test]
+    fn records_as_serde() {
+        let l = Lsn {
+            cycle: 7,
+            block: 4_000_000_000,
+        };
+        let rs: Vec<RecordInfo> = [
+            CrcCheck::Ok,
+            CrcCheck::OkShortHeader,
+            CrcCheck::NotChecksummed,
+            CrcCheck::Bad {
+                stored: 1,
+                computed: u32::MAX,
+            },
+        ]
+        .into_iter()
+        .map(|crc| RecordInfo {
+            lsn: l,
+            block: 12,
+            len: 32768,
+            num_logops: 3,
+            hblks: 1,
+            tail_lsn: l,
+            crc,
+        })
+        .collect();
+        let mut w = Vec::new();
+        let mut buf = Vec::new();
+        record_list(&mut w, &mut buf, &rs).unwrap();
+        w.extend_from_slice(&buf);
+        assert_eq!(
+            String::from_utf8(w).unwrap(),
+            serde_json::to_string(&rs).unwrap()
+        );
     }
 
     /// The hand-written JSON equals serde's on real logs, with and without
