@@ -325,6 +325,24 @@ pub fn write_log_json<W: Write>(
     d: &LogDecode,
     ctx: Option<&ItemContext>,
 ) -> io::Result<()> {
+    write_log_json_with(w, d, ctx, &mut |w, buf, ts| list(w, buf, ts, ctx))
+}
+
+/// Writes a list of transactions: given the writer, the pending output
+/// and the transactions.
+pub type TransactionsWriter<'a, W> =
+    dyn FnMut(&mut W, &mut Vec<u8>, &[Transaction]) -> io::Result<()> + 'a;
+
+/// [`write_log_json`] with the committed transactions' list (`[...]`)
+/// written by `transactions`, given the writer, the pending output (to
+/// append to or flush first) and the transactions; it can spread the work
+/// over threads with [`transactions_chunk`].
+pub fn write_log_json_with<W: Write>(
+    w: &mut W,
+    d: &LogDecode,
+    ctx: Option<&ItemContext>,
+    transactions: &mut TransactionsWriter<'_, W>,
+) -> io::Result<()> {
     // Everything but the transactions, through serde, then spliced: the
     // object starts with clean, head, tail, records, transactions.
     let empty = d.clone_without_transactions();
@@ -339,7 +357,7 @@ pub fn write_log_json<W: Write>(
     w.write_all(head)?;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
     buf.extend_from_slice(b"\"transactions\":");
-    list(w, &mut buf, &d.transactions, ctx)?;
+    transactions(w, &mut buf, &d.transactions)?;
     // record_list and incomplete_transactions sit in the serde part as
     // empty lists: write the real ones in their place.
     let mut tail = tail;
@@ -396,6 +414,31 @@ fn record_list<W: Write>(w: &mut W, buf: &mut Vec<u8>, rs: &[RecordInfo]) -> io:
         }
     }
     buf.push(b']');
+    Ok(())
+}
+
+/// Append the JSON of `ts` to `out`, separated by commas, with a comma
+/// before the first unless `first`: a piece of the transactions' list.
+pub fn transactions_chunk(
+    out: &mut Vec<u8>,
+    ts: &[Transaction],
+    ctx: Option<&ItemContext>,
+    first: bool,
+) -> io::Result<()> {
+    let mut st = TransStats::default();
+    // `transaction` moves its output to a writer past a megabyte: here a
+    // spill list, put back in front at the end.
+    let mut spill = Vec::new();
+    for (i, t) in ts.iter().enumerate() {
+        if i > 0 || !first {
+            out.push(b',');
+        }
+        transaction(&mut spill, out, t, ctx, &mut st)?;
+    }
+    if !spill.is_empty() {
+        spill.extend_from_slice(out);
+        std::mem::swap(out, &mut spill);
+    }
     Ok(())
 }
 
