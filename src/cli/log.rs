@@ -51,11 +51,20 @@ fn transactions_parallel<W: std::io::Write>(
     ts: &[Transaction],
     ctx: Option<&ItemContext>,
 ) -> std::io::Result<()> {
+    // Transactions per piece: a few hundred kilobytes of JSON.
+    transactions_in_pieces(w, buf, ts, ctx, 256)
+}
+
+fn transactions_in_pieces<W: std::io::Write>(
+    w: &mut W,
+    buf: &mut Vec<u8>,
+    ts: &[Transaction],
+    ctx: Option<&ItemContext>,
+    piece: usize,
+) -> std::io::Result<()> {
     use log::json::transactions_chunk;
     use std::sync::mpsc::sync_channel;
-    /// Transactions per piece (a few hundred kilobytes of JSON).
-    const CHUNK: usize = 256;
-    let chunks: Vec<&[Transaction]> = ts.chunks(CHUNK).collect();
+    let chunks: Vec<&[Transaction]> = ts.chunks(piece.max(1)).collect();
     buf.push(b'[');
     let two = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let done = std::thread::scope(|s| -> std::io::Result<bool> {
@@ -299,4 +308,29 @@ fn write_transaction(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The list written in pieces by two threads is the one written in one
+    /// go, whatever the piece size.
+    #[test]
+    fn pieces_in_order() {
+        let fs = crate::xfs::testutil::fixture_fs("log-1k-rmap");
+        let d = log::decode(&fs, DecodeOptions::default()).unwrap();
+        assert!(d.transactions.len() > 20);
+        let mut one = Vec::new();
+        log::json::write_log_json(&mut one, &d, None).unwrap();
+        for piece in [1, 3, 7, 1000] {
+            let mut out = Vec::new();
+            log::json::write_log_json_with(&mut out, &d, None, &mut |w, buf, ts| {
+                transactions_in_pieces(w, buf, ts, None, piece)
+            })
+            .unwrap();
+            assert!(out == one, "piece size {piece}");
+        }
+    }
 }
