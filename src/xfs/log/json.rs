@@ -4,7 +4,10 @@
 //! ([`LogJson`], [`items::ItemJson`]) and the output is the same
 //! (a test checks it on every fixture).
 
-use super::items::{buf_type_name, Item, ItemBody, ItemJson, Segment};
+use super::items::{buf_type_name, Item, ItemBody, ItemJson, Order, Segment};
+use super::record::CrcCheck;
+use super::stats::{BufTotals, KindTotals, TransStats};
+use super::trans::RecordInfo;
 use super::{ItemContext, LogDecode, LogJson, Transaction};
 use crate::xfs::format::log::{
     XFS_BLF_GDQUOT_BUF, XFS_BLF_INODE_BUF, XFS_BLF_PDQUOT_BUF, XFS_BLF_UDQUOT_BUF,
@@ -12,6 +15,7 @@ use crate::xfs::format::log::{
 use crate::xfs::types::Lsn;
 use std::io::{self, Write};
 
+#[inline]
 fn num(out: &mut Vec<u8>, mut v: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
@@ -37,6 +41,7 @@ fn inum(out: &mut Vec<u8>, v: i64) {
 }
 
 /// `k` is the whole `,"name":` text, written with one copy.
+#[inline(always)]
 fn key(out: &mut Vec<u8>, k: &str) {
     out.extend_from_slice(k.as_bytes());
 }
@@ -198,13 +203,56 @@ fn item(out: &mut Vec<u8>, it: &Item, ctx: Option<&ItemContext>) -> io::Result<(
     Ok(())
 }
 
+/// `{"items":..,"regions":..,"bytes":..}`, as serde writes [`KindTotals`].
+fn kind_totals(out: &mut Vec<u8>, k: &KindTotals) {
+    key(out, "{\"items\":");
+    num(out, k.items);
+    key(out, ",\"regions\":");
+    num(out, k.regions);
+    key(out, ",\"bytes\":");
+    num(out, k.bytes);
+    out.push(b'}');
+}
+
+/// [`BufTotals`] as serde writes it.
+fn buf_totals(out: &mut Vec<u8>, b: &BufTotals) {
+    for (k, v) in [
+        ("{\"items\":", b.items),
+        (",\"cancelled\":", b.cancelled),
+        (",\"chunks_dirty\":", b.chunks_dirty),
+        (",\"runs\":", b.runs),
+        (",\"bytes_logged\":", b.bytes_logged),
+        (",\"regions_chunkwise\":", b.regions_chunkwise),
+        (",\"regions_runwise\":", b.regions_runwise),
+        (",\"straddles\":", b.straddles),
+    ] {
+        key(out, k);
+        num(out, v);
+    }
+    out.push(b'}');
+}
+
+/// A JSON string of a name that needs no escaping (letters, digits,
+/// `_`); anything else goes through serde.
+fn name_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
+    if s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_into(out, &s)
+    }
+}
+
 fn transaction<W: Write>(
     w: &mut W,
     out: &mut Vec<u8>,
     t: &Transaction,
     ctx: Option<&ItemContext>,
+    st: &mut TransStats,
 ) -> io::Result<()> {
-    let st = super::stats::TransStats::of(t);
+    st.fill(t, false);
     out.extend_from_slice(b"{\"tid\":");
     num(out, u64::from(t.tid));
     key(out, ",\"start_lsn\":");
@@ -225,7 +273,10 @@ fn transaction<W: Write>(
         None => out.extend_from_slice(b"null"),
     }
     key(out, ",\"byte_order\":");
-    serde_into(out, &t.order)?;
+    out.extend_from_slice(match t.order {
+        Order::Little => b"\"little\"".as_slice(),
+        Order::Big => b"\"big\"",
+    });
     key(out, ",\"ops\":");
     num(out, st.ops);
     key(out, ",\"regions\":");
@@ -233,10 +284,19 @@ fn transaction<W: Write>(
     key(out, ",\"bytes\":");
     num(out, st.bytes);
     key(out, ",\"items_by_kind\":");
-    serde_into(out, &st.by_kind)?;
+    out.push(b'{');
+    for (i, (k, v)) in st.by_kind.0.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        name_str(out, k)?;
+        out.push(b':');
+        kind_totals(out, v);
+    }
+    out.push(b'}');
     if st.buffers.items > 0 {
         key(out, ",\"buffers\":");
-        serde_into(out, &st.buffers)?;
+        buf_totals(out, &st.buffers);
     }
     if !t.problems.is_empty() {
         key(out, ",\"problems\":");
@@ -265,6 +325,24 @@ pub fn write_log_json<W: Write>(
     d: &LogDecode,
     ctx: Option<&ItemContext>,
 ) -> io::Result<()> {
+    write_log_json_with(w, d, ctx, &mut |w, buf, ts| list(w, buf, ts, ctx))
+}
+
+/// Writes a list of transactions: given the writer, the pending output
+/// and the transactions.
+pub type TransactionsWriter<'a, W> =
+    dyn FnMut(&mut W, &mut Vec<u8>, &[Transaction]) -> io::Result<()> + 'a;
+
+/// [`write_log_json`] with the committed transactions' list (`[...]`)
+/// written by `transactions`, given the writer, the pending output (to
+/// append to or flush first) and the transactions; it can spread the work
+/// over threads with [`transactions_chunk`].
+pub fn write_log_json_with<W: Write>(
+    w: &mut W,
+    d: &LogDecode,
+    ctx: Option<&ItemContext>,
+    transactions: &mut TransactionsWriter<'_, W>,
+) -> io::Result<()> {
     // Everything but the transactions, through serde, then spliced: the
     // object starts with clean, head, tail, records, transactions.
     let empty = d.clone_without_transactions();
@@ -279,36 +357,89 @@ pub fn write_log_json<W: Write>(
     w.write_all(head)?;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
     buf.extend_from_slice(b"\"transactions\":");
-    list(w, &mut buf, &d.transactions, ctx)?;
+    transactions(w, &mut buf, &d.transactions)?;
     // record_list and incomplete_transactions sit in the serde part as
-    // empty lists: put the real ones in.
-    let mut tail_s = tail.to_vec();
-    for (k, v) in [
-        (
-            b"\"record_list\":[]".as_slice(),
-            serde_json::to_vec(&d.record_list).map_err(io::Error::other)?,
-        ),
-        (b"\"incomplete_transactions\":[]".as_slice(), {
-            let mut b = Vec::new();
-            let mut inner = Vec::new();
-            list(&mut b, &mut inner, &d.incomplete, ctx)?;
-            b.extend_from_slice(&inner);
-            b
-        }),
+    // empty lists: write the real ones in their place.
+    let mut tail = tail;
+    for (k, records) in [
+        (b"\"record_list\":[]".as_slice(), true),
+        (b"\"incomplete_transactions\":[]".as_slice(), false),
     ] {
-        if let Some(p) = tail_s.windows(k.len()).position(|x| x == k) {
-            let key_len = k.len().saturating_sub(2);
-            let mut n = tail_s
-                .get(..p.saturating_add(key_len))
-                .unwrap_or(&[])
-                .to_vec();
-            n.extend_from_slice(&v);
-            n.extend_from_slice(tail_s.get(p.saturating_add(k.len())..).unwrap_or(&[]));
-            tail_s = n;
+        let Some(p) = tail.windows(k.len()).position(|x| x == k) else {
+            continue;
+        };
+        let key_len = k.len().saturating_sub(2);
+        buf.extend_from_slice(tail.get(..p.saturating_add(key_len)).unwrap_or(&[]));
+        if records {
+            record_list(w, &mut buf, &d.record_list)?;
+        } else {
+            list(w, &mut buf, &d.incomplete, ctx)?;
         }
+        tail = tail.get(p.saturating_add(k.len())..).unwrap_or(&[]);
     }
     w.write_all(&buf)?;
-    w.write_all(&tail_s)
+    w.write_all(tail)
+}
+
+/// The record list, as serde writes it, flushing `buf` to `w` every
+/// megabyte.
+fn record_list<W: Write>(w: &mut W, buf: &mut Vec<u8>, rs: &[RecordInfo]) -> io::Result<()> {
+    buf.push(b'[');
+    for (i, r) in rs.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        key(buf, "{\"lsn\":");
+        lsn(buf, r.lsn);
+        key(buf, ",\"block\":");
+        num(buf, u64::from(r.block));
+        key(buf, ",\"len\":");
+        num(buf, u64::from(r.len));
+        key(buf, ",\"num_logops\":");
+        num(buf, u64::from(r.num_logops));
+        key(buf, ",\"hblks\":");
+        num(buf, u64::from(r.hblks));
+        key(buf, ",\"tail_lsn\":");
+        lsn(buf, r.tail_lsn);
+        key(buf, ",\"crc\":");
+        match r.crc {
+            CrcCheck::Ok => key(buf, "{\"state\":\"ok\"}"),
+            CrcCheck::NotChecksummed => key(buf, "{\"state\":\"not_checksummed\"}"),
+            c => serde_into(buf, &c)?,
+        }
+        buf.push(b'}');
+        if buf.len() >= 1 << 20 {
+            w.write_all(buf)?;
+            buf.clear();
+        }
+    }
+    buf.push(b']');
+    Ok(())
+}
+
+/// Append the JSON of `ts` to `out`, separated by commas, with a comma
+/// before the first unless `first`: a piece of the transactions' list.
+pub fn transactions_chunk(
+    out: &mut Vec<u8>,
+    ts: &[Transaction],
+    ctx: Option<&ItemContext>,
+    first: bool,
+) -> io::Result<()> {
+    let mut st = TransStats::default();
+    // `transaction` moves its output to a writer past a megabyte: here a
+    // spill list, put back in front at the end.
+    let mut spill = Vec::new();
+    for (i, t) in ts.iter().enumerate() {
+        if i > 0 || !first {
+            out.push(b',');
+        }
+        transaction(&mut spill, out, t, ctx, &mut st)?;
+    }
+    if !spill.is_empty() {
+        spill.extend_from_slice(out);
+        std::mem::swap(out, &mut spill);
+    }
+    Ok(())
 }
 
 /// `[t, t, ...]`, flushing `buf` to `w` every megabyte.
@@ -319,11 +450,12 @@ fn list<W: Write>(
     ctx: Option<&ItemContext>,
 ) -> io::Result<()> {
     buf.push(b'[');
+    let mut st = TransStats::default();
     for (i, t) in ts.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
         }
-        transaction(w, buf, t, ctx)?;
+        transaction(w, buf, t, ctx, &mut st)?;
     }
     buf.push(b']');
     Ok(())
@@ -347,6 +479,43 @@ mod tests {
             inum(&mut v, n);
             assert_eq!(String::from_utf8(v.clone()).unwrap(), n.to_string());
         }
+    }
+
+    /// Each CRC state of a record is written as serde writes it.
+    #[test]
+    fn records_as_serde() {
+        let l = Lsn {
+            cycle: 7,
+            block: 4_000_000_000,
+        };
+        let rs: Vec<RecordInfo> = [
+            CrcCheck::Ok,
+            CrcCheck::OkShortHeader,
+            CrcCheck::NotChecksummed,
+            CrcCheck::Bad {
+                stored: 1,
+                computed: u32::MAX,
+            },
+        ]
+        .into_iter()
+        .map(|crc| RecordInfo {
+            lsn: l,
+            block: 12,
+            len: 32768,
+            num_logops: 3,
+            hblks: 1,
+            tail_lsn: l,
+            crc,
+        })
+        .collect();
+        let mut w = Vec::new();
+        let mut buf = Vec::new();
+        record_list(&mut w, &mut buf, &rs).unwrap();
+        w.extend_from_slice(&buf);
+        assert_eq!(
+            String::from_utf8(w).unwrap(),
+            serde_json::to_string(&rs).unwrap()
+        );
     }
 
     /// The hand-written JSON equals serde's on real logs, with and without

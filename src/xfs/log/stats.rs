@@ -54,11 +54,12 @@ pub struct SmallMap<V>(pub Vec<(&'static str, V)>);
 impl<V: Default> SmallMap<V> {
     fn entry(&mut self, k: &'static str) -> Option<&mut V> {
         // The names are the same static strings: compare addresses first.
-        match self
+        let at = self
             .0
             .iter()
-            .position(|(n, _)| std::ptr::eq(n.as_ptr(), k.as_ptr()) || *n == k)
-        {
+            .position(|(n, _)| std::ptr::eq(n.as_ptr(), k.as_ptr()))
+            .or_else(|| self.0.iter().position(|(n, _)| *n == k));
+        match at {
             Some(i) => self.0.get_mut(i).map(|e| &mut e.1),
             None => {
                 self.0.push((k, V::default()));
@@ -90,29 +91,42 @@ pub struct TransStats {
 
 impl TransStats {
     pub fn of(t: &Transaction) -> TransStats {
-        let mut s = TransStats {
-            ops: u64::from(t.ops),
-            items: u64::try_from(t.items.len()).unwrap_or(u64::MAX),
-            bytes: t.op_bytes,
-            ..TransStats::default()
-        };
+        let mut s = TransStats::default();
+        s.fill(t, true);
+        s
+    }
+
+    /// Count `t` into `self`, replacing what it held and reusing its
+    /// memory; `by_buf_type` is left empty unless `buf_types`.
+    pub fn fill(&mut self, t: &Transaction, buf_types: bool) {
+        self.ops = u64::from(t.ops);
+        self.items = u64::try_from(t.items.len()).unwrap_or(u64::MAX);
+        self.regions = 0;
+        self.bytes = t.op_bytes;
+        self.by_kind.0.clear();
+        self.buffers = BufTotals::default();
+        self.by_buf_type.0.clear();
+        let s = self;
         for it in &t.items {
             s.regions = s.regions.saturating_add(u64::from(it.regions));
+            let lens = it.region_lens.view();
             if let Some(k) = s.by_kind.entry(it.kind.name()) {
                 k.items = k.items.saturating_add(1);
                 k.regions = k.regions.saturating_add(u64::from(it.regions));
-                k.bytes = k.bytes.saturating_add(it.bytes());
+                k.bytes = k
+                    .bytes
+                    .saturating_add(lens.iter().map(|l| u64::from(*l)).sum());
             }
             if let ItemBody::Buf(b) = &it.body {
-                let lens = it.region_lens.view();
                 let one = buf_totals(b, lens.get(1..).unwrap_or(&[]));
                 s.buffers.add(&one);
-                if let Some(e) = s.by_buf_type.entry(buf_type_name(b.buf_type)) {
-                    e.add(&one);
+                if buf_types {
+                    if let Some(e) = s.by_buf_type.entry(buf_type_name(b.buf_type)) {
+                        e.add(&one);
+                    }
                 }
             }
         }
-        s
     }
 }
 

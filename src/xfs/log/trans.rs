@@ -117,9 +117,60 @@ struct Open {
 }
 
 /// Reassembles transactions from the ops of consecutive records.
+/// Hashing of ticket ids for the open-transaction map: one multiply with
+/// a key picked per map (a few hundred thousand lookups per log; the
+/// default hasher costs more than the rest of the lookup).
+#[derive(Clone, Copy)]
+struct TidHash {
+    key: u64,
+}
+
+impl TidHash {
+    fn new() -> TidHash {
+        use std::hash::BuildHasher as _;
+        // Odd, so that the multiply is a bijection.
+        let key = std::collections::hash_map::RandomState::new().hash_one(0x9e37_79b9u32) | 1;
+        TidHash { key }
+    }
+}
+
+impl std::hash::BuildHasher for TidHash {
+    type Hasher = TidHasher;
+    fn build_hasher(&self) -> TidHasher {
+        TidHasher {
+            key: self.key,
+            h: 0,
+        }
+    }
+}
+
+struct TidHasher {
+    key: u64,
+    h: u64,
+}
+
+impl std::hash::Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        // Spread the high bits of the product down (the table uses both
+        // ends of the hash).
+        let m = (self.h ^ self.key).wrapping_mul(self.key);
+        m ^ m.rotate_left(32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.h = self.h.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.h = self.h.rotate_left(32) ^ u64::from(v);
+    }
+}
+
 pub struct Assembler {
     ctx: ItemContext,
-    open: HashMap<u32, Open>,
+    open: HashMap<u32, Open, TidHash>,
     pool: Pool,
     pub done: Vec<Transaction>,
     pub problems: Vec<Problem>,
@@ -128,6 +179,8 @@ pub struct Assembler {
     pub unmount_records: u64,
     /// Counts of the committed transactions, kept as they commit.
     pub stats: super::stats::LogStats,
+    /// Reused for each committed transaction's counts.
+    scratch_stats: super::stats::TransStats,
 }
 
 fn flags_text(f: u8) -> String {
@@ -370,7 +423,6 @@ impl Open {
 
     fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext, pool: &mut Pool) -> Transaction {
         self.finish_pending(ctx, pool);
-        self.t.items.shrink_to_fit();
         // Segments whose run did not add up to a directory block: their
         // place is unknown after all (and entries found by a guessed
         // offset are dropped).
@@ -406,6 +458,10 @@ impl Open {
             );
         }
         self.t.commit_lsn = commit;
+        // Move the items from the growing list into one of the exact size
+        // (one allocation per transaction) and keep the list for reuse.
+        let exact: Vec<Item> = self.t.items.drain(..).collect();
+        pool.give_items(std::mem::replace(&mut self.t.items, exact));
         self.t
     }
 }
@@ -417,6 +473,7 @@ struct Pool {
     bufs: Vec<Vec<u8>>,
     lists: Vec<Vec<Vec<u8>>>,
     lens: Vec<Vec<u32>>,
+    items: Vec<Vec<Item>>,
 }
 
 impl Pool {
@@ -446,6 +503,18 @@ impl Pool {
         self.lens.pop().unwrap_or_default()
     }
 
+    fn items(&mut self) -> Vec<Item> {
+        self.items.pop().unwrap_or_default()
+    }
+
+    fn give_items(&mut self, mut v: Vec<Item>) {
+        // A bounded number of lists of modest size.
+        if self.items.len() < 64 && v.capacity() <= 1024 {
+            v.clear();
+            self.items.push(v);
+        }
+    }
+
     fn give_lens(&mut self, mut v: Vec<u32>) {
         if self.lens.len() < 64 {
             v.clear();
@@ -470,13 +539,14 @@ impl Assembler {
     pub fn new(ctx: ItemContext) -> Assembler {
         Assembler {
             ctx,
-            open: HashMap::new(),
+            open: HashMap::with_hasher(TidHash::new()),
             pool: Pool::default(),
             done: Vec::new(),
             problems: Vec::new(),
             skipped_ops: 0,
             unmount_records: 0,
             stats: super::stats::LogStats::default(),
+            scratch_stats: super::stats::TransStats::default(),
         }
     }
 
@@ -561,6 +631,7 @@ impl Assembler {
                 }
             } else if flags & XLOG_START_TRANS != 0 {
                 let mut t = Transaction::empty(tid);
+                t.items = self.pool.items();
                 t.start_lsn = h.lsn;
                 t.order = order;
                 t.ops = 1;
@@ -597,7 +668,8 @@ impl Assembler {
             XLOG_COMMIT_TRANS => {
                 if let Some(o) = self.open.remove(&tid) {
                     let t = o.finish(Some(h.lsn), &ctx, &mut self.pool);
-                    self.stats.add(&super::stats::TransStats::of(&t));
+                    self.scratch_stats.fill(&t, true);
+                    self.stats.add(&self.scratch_stats);
                     self.done.push(t);
                 }
             }
