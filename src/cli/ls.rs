@@ -38,20 +38,6 @@ pub fn bytes_text(b: &[u8]) -> String {
     s
 }
 
-/// The listing's name of a file type.
-pub fn type_name(t: FileType) -> &'static str {
-    match t {
-        FileType::Dir => "dir",
-        FileType::File => "file",
-        FileType::Symlink => "symlink",
-        FileType::CharDev => "chardev",
-        FileType::BlockDev => "blockdev",
-        FileType::Fifo => "fifo",
-        FileType::Socket => "socket",
-        FileType::Unknown(_) => "unknown",
-    }
-}
-
 fn ftype_matches(f: Ftype, t: FileType) -> bool {
     matches!(
         (f.0, t),
@@ -103,14 +89,14 @@ pub fn describe<R: ReadAt>(
                 "the directory entry says {} but inode {} is a {}",
                 f.name(),
                 item.ino.0,
-                type_name(t)
+                t.short_name()
             ));
         }
     }
     let mut m = Map::new();
     m.insert("path".into(), Value::from(bytes_text(&item.path)));
     m.insert("ino".into(), Value::from(item.ino.0));
-    m.insert("type".into(), Value::from(type_name(t)));
+    m.insert("type".into(), Value::from(t.short_name()));
     m.insert("mode".into(), Value::from(inode.core.perm()));
     m.insert("nlink".into(), Value::from(nlink(&inode)));
     m.insert("uid".into(), Value::from(inode.core.uid));

@@ -145,7 +145,7 @@ pub fn inode_view(i: &Inode, path: Option<String>) -> InodeView {
     InodeView {
         ino: i.ino.0,
         path,
-        kind: kind_name(i.file_type()).to_string(),
+        kind: i.file_type().short_name().to_string(),
         fields: f,
         format: c.format,
         format_name: format_name(c.format).to_string(),
@@ -320,7 +320,7 @@ pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
         .map(|e| {
             let (kind, size, mode, error) = match fs.inode(e.ino) {
                 Ok(c) => (
-                    kind_name(c.file_type()).to_string(),
+                    c.file_type().short_name().to_string(),
                     Some(c.core.size),
                     Some(c.core.perm()),
                     None,
@@ -349,20 +349,6 @@ pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
         entries,
         problems: listing.problems.iter().map(|e| e.to_string()).collect(),
     }))
-}
-
-/// The listing's names for file types (as `ls --json` prints them).
-fn kind_name(t: FileType) -> &'static str {
-    match t {
-        FileType::Dir => "dir",
-        FileType::File => "file",
-        FileType::Symlink => "symlink",
-        FileType::CharDev => "chardev",
-        FileType::BlockDev => "blockdev",
-        FileType::Fifo => "fifo",
-        FileType::Socket => "socket",
-        FileType::Unknown(_) => "unknown",
-    }
 }
 
 pub fn xattr_value(fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {

@@ -60,6 +60,21 @@ impl FileType {
         }
     }
 
+    /// The short name `ls --json` and the page use: dir, file, symlink,
+    /// chardev, blockdev, fifo, socket, unknown.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            FileType::Dir => "dir",
+            FileType::File => "file",
+            FileType::Symlink => "symlink",
+            FileType::CharDev => "chardev",
+            FileType::BlockDev => "blockdev",
+            FileType::Fifo => "fifo",
+            FileType::Socket => "socket",
+            FileType::Unknown(_) => "unknown",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             FileType::Dir => "directory",
