@@ -703,6 +703,106 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 }
 
+/// Helpers for intent recovery (kept apart from the editing code above).
+impl<R: ReadAt> AgStore<'_, R> {
+    /// `xfs_alloc_get_freelist` (not for a btree block): take the block at
+    /// the head of the free list.
+    pub fn take_freelist_head(&mut self) -> EditResult<u32> {
+        let ss = u64::from(self.fs.geo.sectsize);
+        if self.agfl.is_none() {
+            let off = self.ag_byte(0)?.saturating_add(ss.saturating_mul(3));
+            let b = self.read_bytes(off, ss)?;
+            if be32(&b, 0) != Some(0x5841_464c) {
+                return unsupported(format!("AG {}: bad AGFL magic", self.agno));
+            }
+            self.agfl = Some(b);
+        }
+        let count = self.agf_u32(48);
+        if count == 0 {
+            return unsupported(format!("AG {}: the free list is empty", self.agno));
+        }
+        let hdr: u32 = if self.fs.geo.v5 { 36 } else { 0 };
+        let slots = u32::try_from(ss).unwrap_or(512).saturating_sub(hdr) / 4;
+        let first = self.agf_u32(40);
+        if first >= slots {
+            return unsupported(format!("AG {}: agf_flfirst out of range", self.agno));
+        }
+        let off =
+            usize::try_from(hdr.saturating_add(first.saturating_mul(4))).unwrap_or(usize::MAX);
+        let bno = self
+            .agfl
+            .as_ref()
+            .and_then(|a| be32(a, off))
+            .unwrap_or(u32::MAX);
+        if bno >= self.agf_u32(12) {
+            return unsupported(format!(
+                "AG {}: free list block {bno} outside the AG",
+                self.agno
+            ));
+        }
+        let mut next = first.saturating_add(1);
+        if next == slots {
+            next = 0;
+        }
+        self.set_agf_u32(40, next);
+        self.set_agf_u32(48, count.saturating_sub(1));
+        Ok(bno)
+    }
+
+    /// Records of the rmapbt whose blocks overlap `[lo, hi]`, in key
+    /// order (the overlapped query of `xfs_rmap_query_range`, by the node
+    /// low and high keys).
+    pub fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
+        let tree = Tree::Rmap;
+        let (root, levels) = self.root(tree);
+        if levels == 0 || levels > 9 {
+            return unsupported(format!("{tree:?} tree of {levels} levels"));
+        }
+        let mut out = Vec::new();
+        let mut stack = vec![(root, levels)];
+        let mut visited = 0u32;
+        while let Some((agbno, level)) = stack.pop() {
+            visited = visited.saturating_add(1);
+            if visited > self.fs.geo.agblocks || agbno >= self.fs.geo.agblocks {
+                return unsupported(format!("{tree:?}: walk out of bounds at block {agbno}"));
+            }
+            let b = self.block(agbno)?.clone();
+            let n = usize::from(be16(&b, 6).unwrap_or(0));
+            if level <= 1 {
+                for i in 0..n.min(self.maxrecs(tree, true)) {
+                    let o = self.hdr.saturating_add(i.saturating_mul(tree.rec_len()));
+                    let r = b.get(o..o.saturating_add(tree.rec_len())).unwrap_or(&[]);
+                    let start = be32(r, 0).unwrap_or(0);
+                    let end = start.saturating_add(be32(r, 4).unwrap_or(0).saturating_sub(1));
+                    if start <= hi && end >= lo {
+                        out.push(r.to_vec());
+                    }
+                }
+                continue;
+            }
+            let kl = tree.key_len();
+            let maxr = self.maxrecs(tree, false);
+            let mut kids = Vec::new();
+            for i in 0..n.min(maxr) {
+                let o = self.hdr.saturating_add(i.saturating_mul(kl));
+                let k = b.get(o..o.saturating_add(kl)).unwrap_or(&[]);
+                let klo = be32(k, 0).unwrap_or(0);
+                let khi = be32(k, 20).unwrap_or(u32::MAX);
+                if klo <= hi && khi >= lo {
+                    let p = self
+                        .hdr
+                        .saturating_add(maxr.saturating_mul(kl))
+                        .saturating_add(i.saturating_mul(4));
+                    kids.push((be32(&b, p).unwrap_or(u32::MAX), level.saturating_sub(1)));
+                }
+            }
+            // Depth first, leftmost child first.
+            stack.extend(kids.into_iter().rev());
+        }
+        Ok(out)
+    }
+}
+
 /// Build an allocation record.
 pub fn alloc_rec(start: u32, len: u32) -> Vec<u8> {
     let mut r = Vec::with_capacity(8);

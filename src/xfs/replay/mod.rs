@@ -32,6 +32,7 @@ pub mod agedit;
 pub mod buf;
 pub mod cancel;
 pub mod cow;
+pub mod defer;
 pub mod diff;
 pub mod export;
 pub mod icreate;

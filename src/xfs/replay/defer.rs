@@ -1,0 +1,1422 @@
+//! Deferred work as the kernel finishes it at mount: reverse-mapping
+//! updates (`xfs_rmap.c`), reference-count adjustments (`xfs_refcount.c`)
+//! and extent frees (`xfs_alloc.c`), each possibly creating more work.
+//!
+//! ```text
+//!  queue (front first): item -> finish it -> the work it created goes to
+//!  the front of the queue (xfs_defer_finish: new work of a finished item
+//!  is done before the items that were pending)
+//!
+//!  rmap   map / unmap / map_shared / unmap_shared: the record cases of the
+//!         kernel (merge left/right, trim front/back, split the middle)
+//!  refc   increase / decrease: split the records at both ends, merge with
+//!         the neighbours, adjust the records in between; a hole (refcount
+//!         1) that a decrease reaches 0 in is freed (an EFI, rmap skipped)
+//!  free   free list fixed first (shrunk: its head block freed later, as
+//!         the kernel defers it; refilled from the by-size tree, mapped to
+//!         owner AG), rmap removed with the owner given, then
+//!         xfs_free_ag_extent (merged with free neighbours)
+//! ```
+//!
+//! Records are changed through [`Recs`], which the AG btree editor
+//! ([`AgStore`]) implements; a change the editor refuses stops the work
+//! (the caller restores its snapshot and reports it as not done).
+
+use super::agedit::{
+    alloc_rec, key_bno, key_cnt, key_refc, key_rmap, AgStore, EditError, EditResult, Neighbors,
+    Snapshot, Tree, Unsupported,
+};
+use crate::xfs::fs::{be32, be64, Fs};
+use crate::xfs::image::Overlay;
+use crate::xfs::read::ReadAt;
+use std::collections::{BTreeMap, VecDeque};
+
+pub type Key = (u64, u64, u64);
+
+/// `XFS_RMAP_OWN_*`.
+pub const OWN_NULL: u64 = u64::MAX;
+pub const OWN_UNKNOWN: u64 = u64::MAX - 1;
+pub const OWN_AG: u64 = u64::MAX - 4;
+pub const OWN_INODES: u64 = u64::MAX - 6;
+
+const OFF_ATTR: u64 = 1 << 63;
+const OFF_BMBT: u64 = 1 << 62;
+const OFF_UNWRITTEN: u64 = 1 << 61;
+const OFF_MASK: u64 = (1 << 54) - 1;
+const COW_FLAG: u32 = 1 << 31;
+const MAXREFCOUNT: u32 = u32::MAX;
+
+fn refuse<T>(m: String) -> EditResult<T> {
+    Err(EditError::Unsupported(Unsupported(m)))
+}
+
+/// Record access the work needs; [`AgStore`] is the real one.
+pub trait Recs {
+    fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>>;
+    /// The last record with key <= `key` and the first after it.
+    fn neighbors(&mut self, tree: Tree, key: Key) -> EditResult<Neighbors>;
+    fn insert(&mut self, tree: Tree, rec: &[u8]) -> EditResult<()>;
+    fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()>;
+    fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()>;
+    fn last_record(&mut self, tree: Tree) -> EditResult<Option<Vec<u8>>>;
+    /// rmapbt records whose blocks overlap `[lo, hi]`, in key order.
+    fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>>;
+}
+
+impl<R: ReadAt> Recs for AgStore<'_, R> {
+    fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>> {
+        AgStore::find(self, tree, key)
+    }
+    fn neighbors(&mut self, tree: Tree, key: Key) -> EditResult<Neighbors> {
+        AgStore::neighbors(self, tree, key)
+    }
+    fn insert(&mut self, tree: Tree, rec: &[u8]) -> EditResult<()> {
+        AgStore::insert(self, tree, rec)
+    }
+    fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()> {
+        AgStore::delete(self, tree, key)
+    }
+    fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()> {
+        AgStore::update(self, tree, key, rec)
+    }
+    fn last_record(&mut self, tree: Tree) -> EditResult<Option<Vec<u8>>> {
+        AgStore::last_record(self, tree)
+    }
+    fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
+        AgStore::rmap_overlapping(self, lo, hi)
+    }
+}
+
+/// One reverse mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rmap {
+    pub start: u32,
+    pub len: u32,
+    pub owner: u64,
+    /// File offset (0 for non-inode owners and bmbt blocks).
+    pub offset: u64,
+    pub attr: bool,
+    pub bmbt: bool,
+    pub unwritten: bool,
+}
+
+impl Rmap {
+    pub fn parse(r: &[u8]) -> Rmap {
+        let off = be64(r, 16).unwrap_or(0);
+        Rmap {
+            start: be32(r, 0).unwrap_or(0),
+            len: be32(r, 4).unwrap_or(0),
+            owner: be64(r, 8).unwrap_or(0),
+            offset: off & OFF_MASK,
+            attr: off & OFF_ATTR != 0,
+            bmbt: off & OFF_BMBT != 0,
+            unwritten: off & OFF_UNWRITTEN != 0,
+        }
+    }
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut off = self.offset & OFF_MASK;
+        if self.attr {
+            off |= OFF_ATTR;
+        }
+        if self.bmbt {
+            off |= OFF_BMBT;
+        }
+        if self.unwritten {
+            off |= OFF_UNWRITTEN;
+        }
+        let mut r = Vec::with_capacity(24);
+        r.extend_from_slice(&self.start.to_be_bytes());
+        r.extend_from_slice(&self.len.to_be_bytes());
+        r.extend_from_slice(&self.owner.to_be_bytes());
+        r.extend_from_slice(&off.to_be_bytes());
+        r
+    }
+    pub fn key(&self) -> Key {
+        key_rmap(self.start, self.owner, self.offset)
+    }
+    fn end(&self) -> u32 {
+        self.start.saturating_add(self.len)
+    }
+    /// `XFS_RMAP_NON_INODE_OWNER`, or a bmbt block: offsets do not count.
+    fn ignore_off(&self) -> bool {
+        non_inode(self.owner) || self.bmbt
+    }
+    /// `xfs_rmap_is_mergeable` against the owner and flags of `o`.
+    fn mergeable(&self, o: &Rmap) -> bool {
+        self.owner != OWN_NULL
+            && self.owner == o.owner
+            && self.unwritten == o.unwritten
+            && self.attr == o.attr
+            && self.bmbt == o.bmbt
+    }
+}
+
+fn non_inode(owner: u64) -> bool {
+    owner >> 63 != 0
+}
+
+/// One reference count record (shared domain unless `cow`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refc {
+    pub start: u32,
+    pub len: u32,
+    pub refcount: u32,
+}
+
+impl Refc {
+    fn parse(r: &[u8]) -> Option<Refc> {
+        let start = be32(r, 0)?;
+        if start & COW_FLAG != 0 {
+            return None;
+        }
+        Some(Refc {
+            start,
+            len: be32(r, 4)?,
+            refcount: be32(r, 8)?,
+        })
+    }
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut r = Vec::with_capacity(12);
+        r.extend_from_slice(&self.start.to_be_bytes());
+        r.extend_from_slice(&self.len.to_be_bytes());
+        r.extend_from_slice(&self.refcount.to_be_bytes());
+        r
+    }
+    fn end(&self) -> u32 {
+        self.start.saturating_add(self.len)
+    }
+}
+
+fn rmap_le<S: Recs>(s: &mut S, key: Key) -> EditResult<Option<Rmap>> {
+    Ok(s.neighbors(Tree::Rmap, key)?.0.map(|r| Rmap::parse(&r)))
+}
+
+/// `xfs_rmap_unmap`: remove `[bno, bno + len)` of the owner `o` (its
+/// start and length are ignored). Owner `OWN_NULL` does nothing;
+/// `OWN_UNKNOWN` (EFI recovery) removes whatever mapping covers the range,
+/// or nothing if none overlaps it.
+pub fn rmap_unmap<S: Recs>(s: &mut S, bno: u32, len: u32, o: &Rmap) -> EditResult<()> {
+    if o.owner == OWN_NULL {
+        return Ok(());
+    }
+    let ignore_off = o.ignore_off();
+    let key = key_rmap(bno, o.owner, if ignore_off { 0 } else { o.offset });
+    let (lt, gt) = s.neighbors(Tree::Rmap, key)?;
+    let Some(lt) = lt.map(|r| Rmap::parse(&r)) else {
+        return refuse(format!("rmap: no mapping at or before block {bno}"));
+    };
+    let end = bno.saturating_add(len);
+    if o.owner == OWN_UNKNOWN && lt.end() <= bno {
+        let gt = gt.map(|r| Rmap::parse(&r));
+        if gt.is_none_or(|g| g.start >= end) {
+            return Ok(());
+        }
+    }
+    if lt.start > bno || lt.end() < end {
+        return refuse(format!(
+            "rmap: the mapping {}+{} does not cover the blocks {bno}+{len} to unmap",
+            lt.start, lt.len
+        ));
+    }
+    if o.owner != OWN_UNKNOWN && lt.owner != o.owner {
+        return refuse(format!(
+            "rmap: blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
+            lt.owner, o.owner
+        ));
+    }
+    if lt.start == bno && lt.len == len {
+        s.delete(Tree::Rmap, lt.key())
+    } else if lt.start == bno {
+        let mut n = lt;
+        n.start = n.start.saturating_add(len);
+        n.len = n.len.saturating_sub(len);
+        if !ignore_off {
+            n.offset = n.offset.saturating_add(u64::from(len));
+        }
+        s.update(Tree::Rmap, lt.key(), &n.bytes())
+    } else if lt.end() == end {
+        let mut n = lt;
+        n.len = n.len.saturating_sub(len);
+        s.update(Tree::Rmap, lt.key(), &n.bytes())
+    } else {
+        let mut n = lt;
+        n.len = bno.saturating_sub(lt.start);
+        s.update(Tree::Rmap, lt.key(), &n.bytes())?;
+        let right = Rmap {
+            start: end,
+            len: lt.len.saturating_sub(len).saturating_sub(n.len),
+            owner: lt.owner,
+            offset: if ignore_off {
+                0
+            } else {
+                o.offset.saturating_add(u64::from(len))
+            },
+            attr: o.attr,
+            bmbt: o.bmbt,
+            unwritten: o.unwritten,
+        };
+        s.insert(Tree::Rmap, &right.bytes())
+    }
+}
+
+/// `xfs_rmap_map`: add the mapping `m`, merged with a contiguous
+/// neighbour of the same owner and flags.
+pub fn rmap_map<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+    let ignore_off = m.ignore_off();
+    let (lt, gt) = s.neighbors(Tree::Rmap, m.key())?;
+    let lt = lt.map(|r| Rmap::parse(&r));
+    if let Some(l) = &lt {
+        if l.mergeable(m) && l.end() > m.start {
+            return refuse(format!(
+                "rmap: blocks {}+{} are already mapped to the same owner",
+                m.start, m.len
+            ));
+        }
+    }
+    let lt = lt.filter(|l| l.mergeable(m));
+    let gt = gt.map(|r| Rmap::parse(&r)).filter(|g| g.mergeable(m));
+    let left_ok = lt.is_some_and(|l| {
+        l.end() == m.start && (ignore_off || l.offset.saturating_add(u64::from(l.len)) == m.offset)
+    });
+    let right_ok = |g: &Rmap| {
+        m.end() == g.start && (ignore_off || m.offset.saturating_add(u64::from(m.len)) == g.offset)
+    };
+    match (lt, gt) {
+        (Some(l), g) if left_ok => {
+            let mut n = l;
+            n.len = n.len.saturating_add(m.len);
+            if let Some(g) = g.filter(|g| right_ok(g)) {
+                n.len = n.len.saturating_add(g.len);
+                s.delete(Tree::Rmap, g.key())?;
+            }
+            s.update(Tree::Rmap, l.key(), &n.bytes())
+        }
+        (_, Some(g)) if right_ok(&g) => {
+            let mut n = g;
+            n.start = m.start;
+            n.len = n.len.saturating_add(m.len);
+            if !ignore_off {
+                n.offset = m.offset;
+            }
+            s.update(Tree::Rmap, g.key(), &n.bytes())
+        }
+        _ => s.insert(Tree::Rmap, &m.bytes()),
+    }
+}
+
+/// `xfs_rmap_lookup_le_range`: the mapping of the owner of `m` that holds
+/// block `m.start` at file offset `m.offset`.
+fn rmap_find_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<Option<Rmap>> {
+    let fits = |r: &Rmap| {
+        r.owner == m.owner
+            && (non_inode(r.owner)
+                || r.bmbt
+                || (r.offset <= m.offset && r.offset.saturating_add(u64::from(r.len)) > m.offset))
+    };
+    if let Some(l) = rmap_le(s, m.key())? {
+        if fits(&l) {
+            return Ok(Some(l));
+        }
+    }
+    Ok(s.rmap_overlapping(m.start, m.start)?
+        .iter()
+        .map(|r| Rmap::parse(r))
+        .find(|r| fits(r)))
+}
+
+/// `xfs_rmap_unmap_shared`: remove `m` from the mapping that holds it,
+/// where several owners may map the same blocks.
+pub fn rmap_unmap_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+    let Some(lt) = rmap_find_shared(s, m)? else {
+        return refuse(format!(
+            "rmap: no mapping of owner {} offset {} at block {}",
+            m.owner, m.offset, m.start
+        ));
+    };
+    if lt.start > m.start || lt.end() < m.end() || lt.unwritten != m.unwritten {
+        return refuse(format!(
+            "rmap: the mapping {}+{} does not cover {}+{}",
+            lt.start, lt.len, m.start, m.len
+        ));
+    }
+    if lt.start == m.start && lt.len == m.len {
+        s.delete(Tree::Rmap, lt.key())
+    } else if lt.start == m.start {
+        s.delete(Tree::Rmap, lt.key())?;
+        let mut n = lt;
+        n.start = n.start.saturating_add(m.len);
+        n.len = n.len.saturating_sub(m.len);
+        n.offset = n.offset.saturating_add(u64::from(m.len));
+        s.insert(Tree::Rmap, &n.bytes())
+    } else if lt.end() == m.end() {
+        let mut n = lt;
+        n.len = n.len.saturating_sub(m.len);
+        s.update(Tree::Rmap, lt.key(), &n.bytes())
+    } else {
+        let mut n = lt;
+        n.len = m.start.saturating_sub(lt.start);
+        s.update(Tree::Rmap, lt.key(), &n.bytes())?;
+        let mut r = lt;
+        r.start = m.end();
+        r.len = lt.len.saturating_sub(m.len).saturating_sub(n.len);
+        r.offset = m.offset.saturating_add(u64::from(m.len));
+        s.insert(Tree::Rmap, &r.bytes())
+    }
+}
+
+/// `xfs_rmap_map_shared`: add `m`, merged with the owner's mapping just
+/// before it (found by the overlapped query) and the one just after.
+pub fn rmap_map_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+    let ignore_off = m.ignore_off();
+    let mut lt = None;
+    if m.start > 0 && (ignore_off || m.offset > 0) {
+        let want_off = m.offset.saturating_sub(1);
+        lt = s
+            .rmap_overlapping(m.start.saturating_sub(1), m.start.saturating_sub(1))?
+            .iter()
+            .map(|r| Rmap::parse(r))
+            .find(|r| {
+                r.owner == m.owner
+                    && (ignore_off
+                        || r.offset.saturating_add(u64::from(r.len)).saturating_sub(1) == want_off)
+            })
+            .filter(|l| l.mergeable(m));
+    }
+    let gkey = key_rmap(m.end(), m.owner, m.offset.saturating_add(u64::from(m.len)));
+    let gt = s
+        .find(Tree::Rmap, gkey)?
+        .map(|r| Rmap::parse(&r))
+        .filter(|g| g.mergeable(m));
+    let left_ok = lt.is_some_and(|l| {
+        l.end() == m.start && (ignore_off || l.offset.saturating_add(u64::from(l.len)) == m.offset)
+    });
+    let right_ok = gt.is_some_and(|g| {
+        m.end() == g.start && (ignore_off || m.offset.saturating_add(u64::from(m.len)) == g.offset)
+    });
+    match (lt, gt) {
+        (Some(l), g) if left_ok => {
+            let mut n = l;
+            n.len = n.len.saturating_add(m.len);
+            if let (true, Some(g)) = (right_ok, g) {
+                s.delete(Tree::Rmap, g.key())?;
+                n.len = n.len.saturating_add(g.len);
+            }
+            s.update(Tree::Rmap, l.key(), &n.bytes())
+        }
+        (_, Some(g)) if right_ok => {
+            s.delete(Tree::Rmap, g.key())?;
+            let mut n = g;
+            n.start = m.start;
+            n.len = n.len.saturating_add(m.len);
+            n.offset = m.offset;
+            s.insert(Tree::Rmap, &n.bytes())
+        }
+        _ => s.insert(Tree::Rmap, &m.bytes()),
+    }
+}
+
+// ---------------------------------------------------------------------
+// Reference counts (shared domain).
+
+fn refc_le<S: Recs>(s: &mut S, agbno: u32) -> EditResult<Option<Refc>> {
+    Ok(s.neighbors(Tree::Refc, key_refc(agbno))?
+        .0
+        .and_then(|r| Refc::parse(&r)))
+}
+
+fn refc_ge<S: Recs>(s: &mut S, agbno: u32) -> EditResult<Option<Refc>> {
+    let (l, r) = s.neighbors(Tree::Refc, key_refc(agbno))?;
+    if let Some(l) = l.and_then(|l| Refc::parse(&l)) {
+        if l.start == agbno {
+            return Ok(Some(l));
+        }
+    }
+    Ok(r.and_then(|r| Refc::parse(&r)))
+}
+
+fn refc_after<S: Recs>(s: &mut S, r: &Refc) -> EditResult<Option<Refc>> {
+    Ok(s.neighbors(Tree::Refc, key_refc(r.start))?
+        .1
+        .and_then(|x| Refc::parse(&x)))
+}
+
+fn refc_before<S: Recs>(s: &mut S, r: &Refc) -> EditResult<Option<Refc>> {
+    if r.start == 0 {
+        return Ok(None);
+    }
+    refc_le(s, r.start.saturating_sub(1))
+}
+
+/// `xfs_refcount_split_extent`: no record may cross `agbno`.
+fn refc_split<S: Recs>(s: &mut S, agbno: u32) -> EditResult<()> {
+    let Some(r) = refc_le(s, agbno)? else {
+        return Ok(());
+    };
+    if r.start == agbno || r.end() <= agbno {
+        return Ok(());
+    }
+    let right = Refc {
+        start: agbno,
+        len: r.len.saturating_sub(agbno.saturating_sub(r.start)),
+        refcount: r.refcount,
+    };
+    s.update(Tree::Refc, key_refc(r.start), &right.bytes())?;
+    let left = Refc {
+        start: r.start,
+        len: agbno.saturating_sub(r.start),
+        refcount: r.refcount,
+    };
+    s.insert(Tree::Refc, &left.bytes())
+}
+
+fn merged_refcount(r: &Refc, adj: i32) -> u32 {
+    if r.refcount == MAXREFCOUNT {
+        MAXREFCOUNT
+    } else {
+        r.refcount.saturating_add_signed(adj)
+    }
+}
+
+/// `xfs_refcount_merge_extents`.
+fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) -> EditResult<()> {
+    // Left side: the record ending at agbno, and what follows it there.
+    let mut left = None;
+    let mut cleft = None;
+    if *agbno > 0 {
+        if let Some(t) = refc_le(s, agbno.saturating_sub(1))? {
+            if t.end() == *agbno {
+                left = Some(t);
+                cleft = Some(match refc_after(s, &t)? {
+                    Some(n) if n.start == *agbno => n,
+                    Some(n) => Refc {
+                        start: *agbno,
+                        len: (*aglen).min(n.start.saturating_sub(*agbno)),
+                        refcount: 1,
+                    },
+                    None => Refc {
+                        start: *agbno,
+                        len: *aglen,
+                        refcount: 1,
+                    },
+                });
+            }
+        }
+    }
+    let end = agbno.saturating_add(*aglen);
+    let mut right = None;
+    let mut cright = None;
+    if let Some(t) = refc_ge(s, end)? {
+        if t.start == end {
+            right = Some(t);
+            cright = Some(match refc_before(s, &t)? {
+                Some(p) if p.end() == end => p,
+                Some(p) => {
+                    let st = (*agbno).max(p.end());
+                    Refc {
+                        start: st,
+                        len: t.start.saturating_sub(st),
+                        refcount: 1,
+                    }
+                }
+                None => Refc {
+                    start: *agbno,
+                    len: *aglen,
+                    refcount: 1,
+                },
+            });
+        }
+    }
+    if left.is_none() && right.is_none() {
+        return Ok(());
+    }
+    let cequal =
+        matches!((cleft, cright), (Some(a), Some(b)) if a.start == b.start && a.len == b.len);
+    if let (Some(l), Some(c), Some(r), true) = (left, cleft, right, cequal) {
+        let n = merged_refcount(&c, adj);
+        let total = u64::from(l.len) + u64::from(c.len) + u64::from(r.len);
+        if l.refcount == n && r.refcount == n && total < u64::from(u32::MAX >> 1) {
+            if c.refcount > 1 {
+                s.delete(Tree::Refc, key_refc(c.start))?;
+            }
+            s.delete(Tree::Refc, key_refc(r.start))?;
+            let nl = Refc {
+                len: u32::try_from(total).unwrap_or(u32::MAX),
+                ..l
+            };
+            s.update(Tree::Refc, key_refc(l.start), &nl.bytes())?;
+            *aglen = 0;
+            return Ok(());
+        }
+    }
+    if let (Some(l), Some(c)) = (left, cleft) {
+        if l.refcount == merged_refcount(&c, adj)
+            && u64::from(l.len) + u64::from(c.len) < u64::from(u32::MAX >> 1)
+        {
+            if c.refcount > 1 {
+                s.delete(Tree::Refc, key_refc(c.start))?;
+            }
+            let nl = Refc {
+                len: l.len.saturating_add(c.len),
+                ..l
+            };
+            s.update(Tree::Refc, key_refc(l.start), &nl.bytes())?;
+            *agbno = agbno.saturating_add(c.len);
+            *aglen = aglen.saturating_sub(c.len);
+            if cequal {
+                return Ok(());
+            }
+        }
+    }
+    if let (Some(c), Some(r)) = (cright, right) {
+        if r.refcount == merged_refcount(&c, adj)
+            && u64::from(r.len) + u64::from(c.len) < u64::from(u32::MAX >> 1)
+        {
+            if c.refcount > 1 {
+                s.delete(Tree::Refc, key_refc(c.start))?;
+            }
+            let nr = Refc {
+                start: r.start.saturating_sub(c.len),
+                len: r.len.saturating_add(c.len),
+                refcount: r.refcount,
+            };
+            s.update(Tree::Refc, key_refc(r.start), &nr.bytes())?;
+            *aglen = aglen.saturating_sub(c.len);
+        }
+    }
+    Ok(())
+}
+
+/// `xfs_refcount_adjust_extents`: the extents a decrease frees are
+/// returned.
+fn refc_adjust_extents<S: Recs>(
+    s: &mut S,
+    agblocks: u32,
+    agbno: &mut u32,
+    aglen: &mut u32,
+    adj: i32,
+    frees: &mut Vec<(u32, u32)>,
+) -> EditResult<()> {
+    let mut guard = 0u64;
+    while *aglen > 0 {
+        guard = guard.saturating_add(1);
+        if guard > u64::from(agblocks).saturating_add(2) {
+            return refuse("refcount: the adjustment does not end".into());
+        }
+        let mut ext = refc_ge(s, *agbno)?.unwrap_or(Refc {
+            start: agblocks,
+            len: 0,
+            refcount: 0,
+        });
+        if ext.start != *agbno {
+            let hole = Refc {
+                start: *agbno,
+                len: (*aglen).min(ext.start.saturating_sub(*agbno)),
+                refcount: 1u32.saturating_add_signed(adj),
+            };
+            if hole.len == 0 {
+                return refuse("refcount: records overlap".into());
+            }
+            if hole.refcount != 0 {
+                s.insert(Tree::Refc, &hole.bytes())?;
+            } else {
+                frees.push((hole.start, hole.len));
+            }
+            *agbno = agbno.saturating_add(hole.len);
+            *aglen = aglen.saturating_sub(hole.len);
+            if *aglen == 0 {
+                break;
+            }
+            match refc_ge(s, *agbno)? {
+                Some(e) => ext = e,
+                None => return refuse("refcount: record vanished".into()),
+            }
+        }
+        if ext.start != *agbno || ext.len > *aglen || ext.len == 0 {
+            return refuse(format!(
+                "refcount: record {}+{} straddles the end of the range {}+{}",
+                ext.start, ext.len, agbno, aglen
+            ));
+        }
+        if ext.refcount != MAXREFCOUNT {
+            let old = ext.start;
+            ext.refcount = ext.refcount.saturating_add_signed(adj);
+            if ext.refcount > 1 {
+                s.update(Tree::Refc, key_refc(old), &ext.bytes())?;
+            } else if ext.refcount == 1 {
+                s.delete(Tree::Refc, key_refc(old))?;
+            } else {
+                frees.push((ext.start, ext.len));
+            }
+        }
+        *agbno = agbno.saturating_add(ext.len);
+        *aglen = aglen.saturating_sub(ext.len);
+    }
+    Ok(())
+}
+
+/// `xfs_refcount_adjust` by `adj` (+1 or -1) over `[agbno, agbno + len)`;
+/// returns the extents whose count reached 0 (to be freed).
+pub fn refcount_adjust<S: Recs>(
+    s: &mut S,
+    agblocks: u32,
+    agbno: u32,
+    len: u32,
+    adj: i32,
+) -> EditResult<Vec<(u32, u32)>> {
+    let (mut b, mut l) = (agbno, len);
+    refc_split(s, b)?;
+    refc_split(s, b.saturating_add(l))?;
+    refc_merge(s, &mut b, &mut l, adj)?;
+    let mut frees = Vec::new();
+    refc_adjust_extents(s, agblocks, &mut b, &mut l, adj, &mut frees)?;
+    Ok(frees)
+}
+
+// ---------------------------------------------------------------------
+// Free space.
+
+/// `xfs_free_ag_extent` after its rmap step: put `[agbno, agbno + len)`
+/// into the free-space btrees, merged with free neighbours; returns the
+/// change of `agf_longest` to apply (the new longest).
+pub fn free_space<S: Recs>(s: &mut S, ag_len: u32, agbno: u32, len: u32) -> EditResult<u32> {
+    let (left, right) = s.neighbors(Tree::Bno, key_bno(agbno))?;
+    let rec = |r: &Option<Vec<u8>>| {
+        r.as_ref()
+            .map(|r| (be32(r, 0).unwrap_or(0), be32(r, 4).unwrap_or(0)))
+    };
+    let mut lt = rec(&left);
+    let mut gt = rec(&right);
+    let end = agbno.saturating_add(len);
+    if end > ag_len || len == 0 {
+        return refuse(format!(
+            "free: blocks {agbno}+{len} run past the end of the AG"
+        ));
+    }
+    if let Some((b, l)) = lt {
+        if b.saturating_add(l) > agbno {
+            return refuse(format!(
+                "free: blocks {agbno}+{len} are already (partly) free"
+            ));
+        }
+        if b.saturating_add(l) < agbno {
+            lt = None;
+        }
+    }
+    if let Some((b, _)) = gt {
+        if end > b {
+            return refuse(format!(
+                "free: blocks {agbno}+{len} are already (partly) free"
+            ));
+        }
+        if end < b {
+            gt = None;
+        }
+    }
+    let (nbno, nlen) = match (lt, gt) {
+        (Some((lb, ll)), Some((gb, gl))) => {
+            s.delete(Tree::Cnt, key_cnt(lb, ll))?;
+            s.delete(Tree::Cnt, key_cnt(gb, gl))?;
+            s.delete(Tree::Bno, key_bno(gb))?;
+            let n = (lb, ll.saturating_add(len).saturating_add(gl));
+            s.update(Tree::Bno, key_bno(lb), &alloc_rec(n.0, n.1))?;
+            n
+        }
+        (Some((lb, ll)), None) => {
+            s.delete(Tree::Cnt, key_cnt(lb, ll))?;
+            let n = (lb, ll.saturating_add(len));
+            s.update(Tree::Bno, key_bno(lb), &alloc_rec(n.0, n.1))?;
+            n
+        }
+        (None, Some((gb, gl))) => {
+            s.delete(Tree::Cnt, key_cnt(gb, gl))?;
+            let n = (agbno, len.saturating_add(gl));
+            s.update(Tree::Bno, key_bno(gb), &alloc_rec(n.0, n.1))?;
+            n
+        }
+        (None, None) => {
+            s.insert(Tree::Bno, &alloc_rec(agbno, len))?;
+            (agbno, len)
+        }
+    };
+    s.insert(Tree::Cnt, &alloc_rec(nbno, nlen))?;
+    Ok(s.last_record(Tree::Cnt)?
+        .and_then(|r| be32(&r, 4))
+        .unwrap_or(0))
+}
+
+/// Who owns blocks being freed, for the reverse mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeOwner {
+    /// No rmap change (the mapping was removed by its own update).
+    Skip,
+    /// EFI recovery: whoever maps the blocks.
+    Unknown,
+    /// A known owner (a bmbt block, inode chunk, AG metadata).
+    Known(Rmap),
+}
+
+/// One piece of deferred work.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Work {
+    RmapMap {
+        agno: u32,
+        m: Rmap,
+        shared: bool,
+    },
+    RmapUnmap {
+        agno: u32,
+        m: Rmap,
+        shared: bool,
+    },
+    Refcount {
+        agno: u32,
+        agbno: u32,
+        len: u32,
+        adj: i32,
+    },
+    Free {
+        agno: u32,
+        agbno: u32,
+        len: u32,
+        owner: FreeOwner,
+    },
+    /// A block taken off a too long free list (`xfs_agfl_free_finish_item`).
+    AgflFree {
+        agno: u32,
+        agbno: u32,
+    },
+}
+
+impl Work {
+    pub fn describe(&self) -> String {
+        match self {
+            Work::RmapMap { agno, m, shared } => format!(
+                "rmap map{} AG {agno} block {}+{} owner {:#x} offset {}",
+                if *shared { "_shared" } else { "" },
+                m.start,
+                m.len,
+                m.owner,
+                m.offset
+            ),
+            Work::RmapUnmap { agno, m, shared } => format!(
+                "rmap unmap{} AG {agno} block {}+{} owner {:#x} offset {}",
+                if *shared { "_shared" } else { "" },
+                m.start,
+                m.len,
+                m.owner,
+                m.offset
+            ),
+            Work::Refcount {
+                agno,
+                agbno,
+                len,
+                adj,
+            } => format!(
+                "refcount {} AG {agno} block {agbno}+{len}",
+                if *adj > 0 { "increase" } else { "decrease" }
+            ),
+            Work::Free {
+                agno, agbno, len, ..
+            } => format!("free AG {agno} block {agbno}+{len}"),
+            Work::AgflFree { agno, agbno } => format!("free list block AG {agno} block {agbno}"),
+        }
+    }
+}
+
+/// `xfs_btree_compute_maxlevels`.
+fn compute_maxlevels(minrecs: [u64; 2], records: u64) -> u32 {
+    let mut blocks = records.div_ceil(minrecs[0].max(1));
+    let mut level = 1u32;
+    while blocks > 1 && level < 64 {
+        blocks = blocks.div_ceil(minrecs[1].max(1));
+        level = level.saturating_add(1);
+    }
+    level
+}
+
+/// The AG stores the work changes, with a snapshot over all of them.
+pub struct Engine<'a, R: ReadAt> {
+    pub fs: &'a Fs<R>,
+    base: &'a Overlay,
+    pub stores: BTreeMap<u32, AgStore<'a, R>>,
+    rmapbt: bool,
+    /// Work items finished (for the report).
+    pub done: u64,
+}
+
+/// Saved state of every store.
+pub struct EngineSnapshot {
+    stores: BTreeMap<u32, Snapshot>,
+}
+
+impl<'a, R: ReadAt> Engine<'a, R> {
+    pub fn new(fs: &'a Fs<R>, base: &'a Overlay) -> Self {
+        Engine {
+            fs,
+            base,
+            stores: BTreeMap::new(),
+            rmapbt: fs.sb.features_ro_compat & (1 << 1) != 0,
+            done: 0,
+        }
+    }
+
+    pub fn store(&mut self, agno: u32) -> EditResult<&mut AgStore<'a, R>> {
+        if agno >= self.fs.geo.agcount {
+            return refuse(format!("AG {agno} is outside the filesystem"));
+        }
+        if !self.stores.contains_key(&agno) {
+            let s = AgStore::new(self.fs, self.base, agno)?;
+            self.stores.insert(agno, s);
+        }
+        match self.stores.get_mut(&agno) {
+            Some(s) => Ok(s),
+            None => refuse(format!("AG {agno}: store vanished")),
+        }
+    }
+
+    pub fn snapshot(&self) -> EngineSnapshot {
+        EngineSnapshot {
+            stores: self
+                .stores
+                .iter()
+                .map(|(a, s)| (*a, s.snapshot()))
+                .collect(),
+        }
+    }
+
+    pub fn restore(&mut self, snap: EngineSnapshot) {
+        self.stores.retain(|a, _| snap.stores.contains_key(a));
+        for (a, sn) in snap.stores {
+            if let Some(s) = self.stores.get_mut(&a) {
+                s.restore(sn);
+            }
+        }
+    }
+
+    /// `xfs_alloc_min_freelist`.
+    fn min_freelist(&self, s: &AgStore<'_, R>) -> u32 {
+        let fs = self.fs;
+        let hdr: u64 = if fs.geo.v5 { 56 } else { 16 };
+        let room = u64::from(fs.geo.blocksize).saturating_sub(hdr);
+        let alloc_mnr = [room / 8 / 2, room / 12 / 2];
+        let alloc_max =
+            compute_maxlevels(alloc_mnr, u64::from(fs.geo.agblocks).saturating_add(1) / 2);
+        let rmap_mnr = [room / 24 / 2, room / 44 / 2];
+        let rmap_max = compute_maxlevels(rmap_mnr, u64::from(fs.geo.agblocks));
+        let part = |level: u32, max: u32| {
+            level
+                .saturating_add(1)
+                .min(max)
+                .saturating_mul(2)
+                .saturating_sub(2)
+        };
+        let mut need =
+            part(s.agf_u32(28), alloc_max).saturating_add(part(s.agf_u32(32), alloc_max));
+        if self.rmapbt {
+            need = need.saturating_add(part(s.agf_u32(36), rmap_max));
+        }
+        need
+    }
+
+    /// `xfs_alloc_fix_freelist` while freeing: the free list shrunk to what
+    /// it needs (the blocks taken off are returned, to be freed next), or
+    /// refilled from the by-size tree (the blocks mapped to owner AG).
+    fn fix_freelist(&mut self, agno: u32) -> EditResult<Vec<Work>> {
+        let rmapbt = self.rmapbt;
+        let need = {
+            let s = self.store(agno)?;
+            let s: &AgStore<'_, R> = s;
+            // Borrow dance: min_freelist reads only the AGF.
+            (s.agf_u32(28), s.agf_u32(32), s.agf_u32(36))
+        };
+        let need = {
+            let s = self.stores.get(&agno);
+            match s {
+                Some(s) => self.min_freelist(s),
+                None => return refuse(format!("AG {agno}: store vanished ({need:?})")),
+            }
+        };
+        let s = self.store(agno)?;
+        let mut out = Vec::new();
+        while s.agf_u32(48) > need {
+            let bno = s.take_freelist_head()?;
+            out.push(Work::AgflFree { agno, agbno: bno });
+        }
+        let mut guard = 0u32;
+        while s.agf_u32(48) < need {
+            guard = guard.saturating_add(1);
+            if guard > 16 {
+                return refuse("the free list does not fill".into());
+            }
+            let maxlen = need.saturating_sub(s.agf_u32(48));
+            let (l, ge) = s.neighbors(Tree::Cnt, key_cnt(0, maxlen))?;
+            let ge = match l {
+                Some(l) if be32(&l, 4) == Some(maxlen) && be32(&l, 0) == Some(0) => Some(l),
+                _ => ge,
+            };
+            let found = match ge {
+                Some(r) => Some(r),
+                None => s.last_record(Tree::Cnt)?,
+            };
+            let Some(r) = found else {
+                return refuse("no free space to refill the free list".into());
+            };
+            let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+            let rlen = maxlen.min(flen);
+            if rlen == 0 {
+                return refuse("a free extent of length 0".into());
+            }
+            s.delete(Tree::Cnt, key_cnt(fbno, flen))?;
+            if flen > rlen {
+                let rest = alloc_rec(fbno.saturating_add(rlen), flen.saturating_sub(rlen));
+                s.insert(Tree::Cnt, &rest)?;
+                s.update(Tree::Bno, key_bno(fbno), &rest)?;
+            } else {
+                s.delete(Tree::Bno, key_bno(fbno))?;
+            }
+            if rmapbt {
+                rmap_map(
+                    s,
+                    &Rmap {
+                        start: fbno,
+                        len: rlen,
+                        owner: OWN_AG,
+                        offset: 0,
+                        attr: false,
+                        bmbt: false,
+                        unwritten: false,
+                    },
+                )?;
+            }
+            let free = s.agf_u32(52).saturating_sub(rlen);
+            s.set_agf_u32(52, free);
+            let longest = s
+                .last_record(Tree::Cnt)?
+                .and_then(|r| be32(&r, 4))
+                .unwrap_or(0);
+            if longest != s.agf_u32(56) {
+                s.set_agf_u32(56, longest);
+            }
+            for b in fbno..fbno.saturating_add(rlen) {
+                s.put_freelist(b)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `xfs_free_ag_extent` with its rmap step.
+    fn free_ag_extent(
+        &mut self,
+        agno: u32,
+        agbno: u32,
+        len: u32,
+        owner: FreeOwner,
+    ) -> EditResult<()> {
+        let rmapbt = self.rmapbt;
+        let s = self.store(agno)?;
+        if rmapbt {
+            let o = match owner {
+                FreeOwner::Skip => None,
+                FreeOwner::Unknown => Some(Rmap {
+                    start: agbno,
+                    len,
+                    owner: OWN_UNKNOWN,
+                    offset: 0,
+                    attr: false,
+                    bmbt: false,
+                    unwritten: false,
+                }),
+                FreeOwner::Known(m) => Some(m),
+            };
+            if let Some(o) = o {
+                rmap_unmap(s, agbno, len, &o)?;
+            }
+        }
+        let ag_len = s.agf_u32(12);
+        let longest = free_space(s, ag_len, agbno, len)?;
+        let free = s.agf_u32(52).saturating_add(len);
+        s.set_agf_u32(52, free);
+        if longest != s.agf_u32(56) {
+            s.set_agf_u32(56, longest);
+        }
+        Ok(())
+    }
+
+    /// Finish one item; the work it creates is returned in order.
+    pub fn finish(&mut self, w: &Work) -> EditResult<Vec<Work>> {
+        let agblocks = self.fs.geo.agblocks;
+        let mut out = Vec::new();
+        match w {
+            Work::RmapMap { agno, m, shared } => {
+                if !self.rmapbt {
+                    return Ok(out);
+                }
+                out = self.fix_freelist(*agno)?;
+                let s = self.store(*agno)?;
+                if *shared {
+                    rmap_map_shared(s, m)?;
+                } else {
+                    rmap_map(s, m)?;
+                }
+            }
+            Work::RmapUnmap { agno, m, shared } => {
+                if !self.rmapbt {
+                    return Ok(out);
+                }
+                out = self.fix_freelist(*agno)?;
+                let s = self.store(*agno)?;
+                if *shared {
+                    rmap_unmap_shared(s, m)?;
+                } else {
+                    rmap_unmap(s, m.start, m.len, m)?;
+                }
+            }
+            Work::Refcount {
+                agno,
+                agbno,
+                len,
+                adj,
+            } => {
+                let s = self.store(*agno)?;
+                let frees = refcount_adjust(s, agblocks, *agbno, *len, *adj)?;
+                out.extend(frees.into_iter().map(|(b, l)| Work::Free {
+                    agno: *agno,
+                    agbno: b,
+                    len: l,
+                    owner: FreeOwner::Skip,
+                }));
+            }
+            Work::Free {
+                agno,
+                agbno,
+                len,
+                owner,
+            } => {
+                out = self.fix_freelist(*agno)?;
+                self.free_ag_extent(*agno, *agbno, *len, *owner)?;
+            }
+            Work::AgflFree { agno, agbno } => {
+                let owner = FreeOwner::Known(Rmap {
+                    start: *agbno,
+                    len: 1,
+                    owner: OWN_AG,
+                    offset: 0,
+                    attr: false,
+                    bmbt: false,
+                    unwritten: false,
+                });
+                self.free_ag_extent(*agno, *agbno, 1, owner)?;
+            }
+        }
+        self.done = self.done.saturating_add(1);
+        Ok(out)
+    }
+
+    /// Finish `work` and everything it creates, depth first as
+    /// `xfs_defer_finish` does.
+    pub fn run(&mut self, work: Vec<Work>) -> EditResult<()> {
+        let mut queue: VecDeque<Work> = work.into();
+        let mut guard = 0u64;
+        while let Some(w) = queue.pop_front() {
+            guard = guard.saturating_add(1);
+            if guard > 1 << 24 {
+                return refuse("deferred work does not end".into());
+            }
+            let new = self.finish(&w).map_err(|e| match e {
+                EditError::Unsupported(u) => {
+                    EditError::Unsupported(Unsupported(format!("{}: {}", w.describe(), u.0)))
+                }
+                other => other,
+            })?;
+            for n in new.into_iter().rev() {
+                queue.push_front(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// The changed blocks of every AG.
+    pub fn changed(&self) -> crate::xfs::error::Result<Vec<(u64, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for s in self.stores.values() {
+            out.extend(s.changed()?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+
+    /// Records in key order, one map per tree: a model of the btrees for
+    /// checking the record semantics.
+    #[derive(Default)]
+    struct Mem {
+        trees: BTreeMap<u8, BTreeMap<Key, Vec<u8>>>,
+    }
+
+    fn tid(t: Tree) -> u8 {
+        match t {
+            Tree::Bno => 0,
+            Tree::Cnt => 1,
+            Tree::Rmap => 2,
+            Tree::Refc => 3,
+        }
+    }
+
+    fn key_of(t: Tree, r: &[u8]) -> Key {
+        let a = be32(r, 0).unwrap();
+        let b = be32(r, 4).unwrap();
+        match t {
+            Tree::Bno | Tree::Refc => key_bno(a),
+            Tree::Cnt => key_cnt(a, b),
+            Tree::Rmap => Rmap::parse(r).key(),
+        }
+    }
+
+    impl Recs for Mem {
+        fn find(&mut self, t: Tree, k: Key) -> EditResult<Option<Vec<u8>>> {
+            Ok(self.trees.entry(tid(t)).or_default().get(&k).cloned())
+        }
+        fn neighbors(&mut self, t: Tree, k: Key) -> EditResult<Neighbors> {
+            let m = self.trees.entry(tid(t)).or_default();
+            let l = m.range(..=k).next_back().map(|(_, v)| v.clone());
+            let r = m
+                .range((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))
+                .next()
+                .map(|(_, v)| v.clone());
+            Ok((l, r))
+        }
+        fn insert(&mut self, t: Tree, rec: &[u8]) -> EditResult<()> {
+            let k = key_of(t, rec);
+            let m = self.trees.entry(tid(t)).or_default();
+            assert!(m.insert(k, rec.to_vec()).is_none(), "duplicate key {k:?}");
+            Ok(())
+        }
+        fn delete(&mut self, t: Tree, k: Key) -> EditResult<()> {
+            let m = self.trees.entry(tid(t)).or_default();
+            assert!(m.remove(&k).is_some(), "no record {k:?}");
+            Ok(())
+        }
+        fn update(&mut self, t: Tree, k: Key, rec: &[u8]) -> EditResult<()> {
+            let m = self.trees.entry(tid(t)).or_default();
+            assert!(m.remove(&k).is_some(), "no record {k:?}");
+            m.insert(key_of(t, rec), rec.to_vec());
+            Ok(())
+        }
+        fn last_record(&mut self, t: Tree) -> EditResult<Option<Vec<u8>>> {
+            Ok(self
+                .trees
+                .entry(tid(t))
+                .or_default()
+                .values()
+                .next_back()
+                .cloned())
+        }
+        fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
+            Ok(self
+                .trees
+                .entry(2)
+                .or_default()
+                .values()
+                .filter(|r| {
+                    let m = Rmap::parse(r);
+                    m.start <= hi && m.end() > lo
+                })
+                .cloned()
+                .collect())
+        }
+    }
+
+    fn refcs(m: &mut Mem) -> Vec<(u32, u32, u32)> {
+        m.trees
+            .entry(3)
+            .or_default()
+            .values()
+            .map(|r| {
+                let c = Refc::parse(r).unwrap();
+                (c.start, c.len, c.refcount)
+            })
+            .collect()
+    }
+
+    fn with_refcs(recs: &[(u32, u32, u32)]) -> Mem {
+        let mut m = Mem::default();
+        for &(start, len, refcount) in recs {
+            m.insert(
+                Tree::Refc,
+                &Refc {
+                    start,
+                    len,
+                    refcount,
+                }
+                .bytes(),
+            )
+            .ok();
+        }
+        m
+    }
+
+    fn adjust(m: &mut Mem, b: u32, l: u32, adj: i32) -> Vec<(u32, u32)> {
+        match refcount_adjust(m, 8192, b, l, adj) {
+            Ok(f) => f,
+            Err(_) => panic!("refused"),
+        }
+    }
+
+    #[test]
+    fn refcount_decrease_of_unshared_blocks_frees_them() {
+        // No record: the blocks have refcount 1; a decrease frees them.
+        let mut m = with_refcs(&[(100, 4, 2)]);
+        assert_eq!(adjust(&mut m, 10, 5, -1), vec![(10, 5)]);
+        assert_eq!(refcs(&mut m), vec![(100, 4, 2)]);
+        // Across a shared record: the holes are freed, the record drops
+        // to 1 (deleted, as refcount 1 is never stored).
+        assert_eq!(adjust(&mut m, 98, 8, -1), vec![(98, 2), (104, 2)]);
+        assert_eq!(refcs(&mut m), vec![]);
+    }
+
+    #[test]
+    fn refcount_decrease_in_the_middle_splits_the_record() {
+        let mut m = with_refcs(&[(100, 10, 3)]);
+        assert!(adjust(&mut m, 103, 2, -1).is_empty());
+        assert_eq!(refcs(&mut m), vec![(100, 3, 3), (103, 2, 2), (105, 5, 3)]);
+        // Increasing it back merges the three again (merge centre).
+        assert!(adjust(&mut m, 103, 2, 1).is_empty());
+        assert_eq!(refcs(&mut m), vec![(100, 10, 3)]);
+    }
+
+    #[test]
+    fn refcount_increase_covers_holes_and_merges_left_and_right() {
+        // A hole between two records of refcount 2: increasing it makes
+        // it 2 and merges all three.
+        let mut m = with_refcs(&[(10, 5, 2), (20, 5, 2)]);
+        assert!(adjust(&mut m, 15, 5, 1).is_empty());
+        assert_eq!(refcs(&mut m), vec![(10, 15, 2)]);
+        // Increase over the tail of a record and a hole: the record is
+        // split at the start, its tail goes to 3, the hole becomes 2.
+        let mut m = with_refcs(&[(10, 5, 2)]);
+        assert!(adjust(&mut m, 12, 6, 1).is_empty());
+        assert_eq!(refcs(&mut m), vec![(10, 2, 2), (12, 3, 3), (15, 3, 2)]);
+        // Merge right only: [5,10) of refcount 1 increased next to a
+        // record of 2 starting at 10.
+        let mut m = with_refcs(&[(10, 5, 2)]);
+        assert!(adjust(&mut m, 5, 5, 1).is_empty());
+        assert_eq!(refcs(&mut m), vec![(5, 10, 2)]);
+        // Decrease merging left: [10,15) of 3 next to [5,10) of 2.
+        let mut m = with_refcs(&[(5, 5, 2), (10, 5, 3)]);
+        assert!(adjust(&mut m, 10, 5, -1).is_empty());
+        assert_eq!(refcs(&mut m), vec![(5, 10, 2)]);
+    }
+
+    fn rm(start: u32, len: u32, owner: u64, offset: u64) -> Rmap {
+        Rmap {
+            start,
+            len,
+            owner,
+            offset,
+            attr: false,
+            bmbt: false,
+            unwritten: false,
+        }
+    }
+
+    fn rmaps(m: &mut Mem) -> Vec<(u32, u32, u64, u64)> {
+        m.trees
+            .entry(2)
+            .or_default()
+            .values()
+            .map(|r| {
+                let x = Rmap::parse(r);
+                (x.start, x.len, x.owner, x.offset)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rmap_unmap_trims_and_splits_and_map_merges() {
+        let mut m = Mem::default();
+        m.insert(Tree::Rmap, &rm(0, 1, u64::MAX - 2, 0).bytes())
+            .ok();
+        m.insert(Tree::Rmap, &rm(100, 10, 131, 50).bytes()).ok();
+        // The middle: a split, the right part's offset moved on.
+        assert!(rmap_unmap(&mut m, 103, 2, &rm(103, 2, 131, 53)).is_ok());
+        assert_eq!(
+            rmaps(&mut m),
+            vec![
+                (0, 1, u64::MAX - 2, 0),
+                (100, 3, 131, 50),
+                (105, 5, 131, 55)
+            ]
+        );
+        // Map it back: left and right are contiguous, one record again.
+        assert!(rmap_map(&mut m, &rm(103, 2, 131, 53)).is_ok());
+        assert_eq!(
+            rmaps(&mut m),
+            vec![(0, 1, u64::MAX - 2, 0), (100, 10, 131, 50)]
+        );
+        // Front trim moves start and offset; back trim only the length.
+        assert!(rmap_unmap(&mut m, 100, 1, &rm(100, 1, 131, 50)).is_ok());
+        assert!(rmap_unmap(&mut m, 109, 1, &rm(109, 1, 131, 59)).is_ok());
+        assert_eq!(
+            rmaps(&mut m),
+            vec![(0, 1, u64::MAX - 2, 0), (101, 8, 131, 51)]
+        );
+        // A mapping of another owner is refused.
+        assert!(rmap_unmap(&mut m, 101, 1, &rm(101, 1, 132, 51)).is_err());
+        // Unknown owner (EFI recovery): removes what covers the range,
+        // nothing when nothing overlaps it.
+        assert!(rmap_unmap(&mut m, 200, 4, &rm(200, 4, OWN_UNKNOWN, 0)).is_ok());
+        assert!(rmap_unmap(&mut m, 101, 8, &rm(101, 8, OWN_UNKNOWN, 0)).is_ok());
+        assert_eq!(rmaps(&mut m), vec![(0, 1, u64::MAX - 2, 0)]);
+    }
+
+    #[test]
+    fn shared_rmaps_pick_the_owners_record_among_others() {
+        let mut m = Mem::default();
+        for owner in [131u64, 140, 150] {
+            m.insert(Tree::Rmap, &rm(100, 10, owner, 0).bytes()).ok();
+        }
+        assert!(rmap_unmap_shared(&mut m, &rm(104, 2, 140, 4)).is_ok());
+        assert_eq!(
+            rmaps(&mut m),
+            vec![
+                (100, 10, 131, 0),
+                (100, 4, 140, 0),
+                (100, 10, 150, 0),
+                (106, 4, 140, 6)
+            ]
+        );
+        assert!(rmap_map_shared(&mut m, &rm(104, 2, 140, 4)).is_ok());
+        assert_eq!(
+            rmaps(&mut m),
+            vec![(100, 10, 131, 0), (100, 10, 140, 0), (100, 10, 150, 0)]
+        );
+        // Front of a shared record: deleted and inserted with the new key.
+        assert!(rmap_unmap_shared(&mut m, &rm(100, 3, 150, 0)).is_ok());
+        assert_eq!(rmaps(&mut m)[2], (103, 7, 150, 3));
+    }
+
+    #[test]
+    fn freeing_merges_with_free_neighbours() {
+        let mut m = Mem::default();
+        for (b, l) in [(10u32, 5u32), (20, 5)] {
+            m.insert(Tree::Bno, &alloc_rec(b, l)).ok();
+            m.insert(Tree::Cnt, &alloc_rec(b, l)).ok();
+        }
+        assert_eq!(free_space(&mut m, 100, 15, 5).ok(), Some(15));
+        let bno: Vec<Vec<u8>> = m.trees[&0].values().cloned().collect();
+        assert_eq!(bno, vec![alloc_rec(10, 15)]);
+        let cnt: Vec<Vec<u8>> = m.trees[&1].values().cloned().collect();
+        assert_eq!(cnt, vec![alloc_rec(10, 15)]);
+        assert!(free_space(&mut m, 100, 12, 1).is_err(), "already free");
+        assert!(free_space(&mut m, 100, 99, 2).is_err(), "past the AG");
+    }
+}
