@@ -141,17 +141,15 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
         .as_ref()
         .map_or(&rep.unfinished_intents, |m| &m.intents_left);
     if let Some(m) = &plan.mount {
-        for e in &m.efi_extents {
-            match &e.not_freed {
-                None => t.push_str(&format!(
-                    "finished EFI {:#x}: freed AG {} block {}, {} blocks (as the kernel does at mount)\n",
-                    e.id, e.agno, e.agbno, e.len
-                )),
-                Some(why) => t.push_str(&format!(
-                    "NOT FREED: EFI {:#x} extent AG {} block {} ({} blocks): {why}\n",
-                    e.id, e.agno, e.agbno, e.len
-                )),
-            }
+        if !m.intents.finished.is_empty() {
+            t.push_str(&format!(
+                "finished {} unfinished intents ({} work items with the work they created), as the kernel does at mount\n",
+                m.intents.finished.len(),
+                m.intents.work_items
+            ));
+        }
+        if let Some(why) = &m.intents.not_finished {
+            t.push_str(&format!("intents not finished (none is applied): {why}\n"));
         }
         for n in &m.notes {
             t.push_str(&format!("note: {n}\n"));

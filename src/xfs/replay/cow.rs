@@ -360,7 +360,7 @@ pub fn recover_efis<R: ReadAt>(
     Ok(out)
 }
 
-fn stamp_into(ov: &mut Overlay, changes: Vec<(u64, Vec<u8>)>, lsn: Lsn) {
+pub(crate) fn stamp_into(ov: &mut Overlay, changes: Vec<(u64, Vec<u8>)>, lsn: Lsn) {
     for (daddr, mut data) in changes {
         let stamp = if be32(&data, 0) == Some(0x5841_4746) {
             Stamp::Whole {

@@ -533,7 +533,9 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
         matches!((cleft, cright), (Some(a), Some(b)) if a.start == b.start && a.len == b.len);
     if let (Some(l), Some(c), Some(r), true) = (left, cleft, right, cequal) {
         let n = merged_refcount(&c, adj);
-        let total = u64::from(l.len) + u64::from(c.len) + u64::from(r.len);
+        let total = u64::from(l.len)
+            .saturating_add(u64::from(c.len))
+            .saturating_add(u64::from(r.len));
         if l.refcount == n && r.refcount == n && total < u64::from(u32::MAX >> 1) {
             if c.refcount > 1 {
                 s.delete(Tree::Refc, key_refc(c.start))?;
@@ -550,7 +552,7 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
     }
     if let (Some(l), Some(c)) = (left, cleft) {
         if l.refcount == merged_refcount(&c, adj)
-            && u64::from(l.len) + u64::from(c.len) < u64::from(u32::MAX >> 1)
+            && u64::from(l.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
                 s.delete(Tree::Refc, key_refc(c.start))?;
@@ -569,7 +571,7 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
     }
     if let (Some(c), Some(r)) = (cright, right) {
         if r.refcount == merged_refcount(&c, adj)
-            && u64::from(r.len) + u64::from(c.len) < u64::from(u32::MAX >> 1)
+            && u64::from(r.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
                 s.delete(Tree::Refc, key_refc(c.start))?;

@@ -278,20 +278,17 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
         sunit: fs.sb.logsunit,
         fmt: XLOG_FMT_LINUX_LE,
     };
-    // Unfinished extent-free intents first (the kernel finishes intents
-    // before anything else at mount), then CoW staging extents.
-    let efis = super::cow::recover_efis(fs, &mut overlay, &rep.unfinished_intents, rep.head)?;
-    let left: Vec<super::intents::Unfinished> = rep
-        .unfinished_intents
-        .iter()
-        .filter(|u| {
-            efis.iter().any(|e| e.id == u.id && e.not_freed.is_some()) || u.kind.0 != XFS_LI_EFI
-        })
-        .cloned()
-        .collect();
+    // Unfinished intents first (the kernel finishes them before anything
+    // else at mount), then CoW staging extents.
+    let intents = super::recover::recover(fs, &mut overlay, &rep.unfinished_intents, rep.head)?;
+    let left: Vec<super::intents::Unfinished> = if intents.not_finished.is_some() {
+        rep.unfinished_intents.clone()
+    } else {
+        Vec::new()
+    };
     let cow = super::cow::recover(fs, &mut overlay, rep.head)?;
     let mut notes = Vec::new();
-    if efis.iter().any(|e| e.not_freed.is_none()) && !cow.freed.is_empty() {
+    if !intents.finished.is_empty() && !cow.freed.is_empty() {
         notes.push(
             "CoW staging extents were freed after intents: the kernel writes them in a later checkpoint, whose LSN this tool does not know; they carry the head's".to_string(),
         );
@@ -310,7 +307,7 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
         }
     }
     mount.cow = cow;
-    mount.efi_extents = efis;
+    mount.intents = intents;
     mount.intents_left = left;
     mount.notes = notes;
     mount.ags_with_work_left = ags.into_iter().collect();

@@ -27,6 +27,9 @@ pub struct Unfinished {
     /// EFI: the extents to free (AG-packed start, length).
     #[serde(skip)]
     pub extents: Vec<(u64, u32)>,
+    /// The intent as decoded (for finishing it).
+    #[serde(skip)]
+    pub body: Option<ItemBody>,
 }
 
 #[derive(Default, Debug)]
@@ -95,6 +98,7 @@ impl Pending {
                 ItemBody::ExtentFree(e) => e.extents.iter().map(|x| (x.start, x.len)).collect(),
                 _ => Vec::new(),
             },
+            body: Some(item.body.clone()),
         });
     }
 

@@ -39,6 +39,7 @@ pub mod icreate;
 pub mod inode;
 pub mod intents;
 pub mod mount;
+pub mod recover;
 pub mod walk;
 
 use crate::xfs::error::{Error, Location, Result};

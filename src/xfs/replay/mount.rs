@@ -54,8 +54,8 @@ pub struct MountChanges {
     /// extents not freed).
     pub ag_blocks: u32,
     pub ags_with_work_left: Vec<u32>,
-    /// Extents of unfinished EFIs, freed or not.
-    pub efi_extents: Vec<super::cow::EfiExtent>,
+    /// The unfinished intents finished (all or none), and why not.
+    pub intents: super::recover::IntentReport,
     /// Intents left unfinished by this tool.
     pub intents_left: Vec<super::intents::Unfinished>,
     pub notes: Vec<String>,
@@ -176,7 +176,7 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         cow: super::cow::CowReport::default(),
         ag_blocks: fs.geo.agblocks,
         ags_with_work_left: Vec::new(),
-        efi_extents: Vec::new(),
+        intents: Default::default(),
         intents_left: Vec::new(),
         notes: Vec::new(),
     })

@@ -1,0 +1,212 @@
+//! Unfinished intents finished as the kernel does at mount
+//! (`xlog_recover_process_intents`, then `xlog_finish_defer_ops`):
+//!
+//! ```text
+//!  for each intent, in log order: its own work is done now (EFI: free
+//!      each extent, rmap owner unknown; RUI: the rmap updates; CUI: the
+//!      refcount adjustments); the work that creates (blocks freed by a
+//!      decrease, free-list blocks) is captured
+//!  then every capture, in order, finished depth first
+//! ```
+//!
+//! All or nothing: if any piece cannot be done (a BUI, ATTRI or XMI, a
+//! CoW refcount update, an rmap conversion, or a btree change the editor
+//! refuses), nothing is applied and every intent is reported as not
+//! finished, with the reason.
+
+use super::defer::{Engine, FreeOwner, Rmap, Work};
+use super::intents::Unfinished;
+use crate::xfs::error::Result;
+use crate::xfs::format::log::*;
+use crate::xfs::fs::Fs;
+use crate::xfs::image::Overlay;
+use crate::xfs::log::items::ItemBody;
+use crate::xfs::read::ReadAt;
+use crate::xfs::types::Lsn;
+use serde::Serialize;
+
+use super::agedit::{EditError, Unsupported};
+
+/// What became of the unfinished intents.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IntentReport {
+    /// Intents finished (all of them, or none).
+    pub finished: Vec<u64>,
+    /// Why they were not, when they were not.
+    pub not_finished: Option<String>,
+    /// Work items done, follow-up work included.
+    pub work_items: u64,
+}
+
+fn unsupported<T>(m: String) -> std::result::Result<T, EditError> {
+    Err(EditError::Unsupported(Unsupported(m)))
+}
+
+/// The work one intent asks for, in the order the kernel does it.
+pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec<Work>, EditError> {
+    let g = &fs.geo;
+    let split = |fsb: u64| -> std::result::Result<(u32, u32), EditError> {
+        let agno = u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX);
+        let mask = 1u64
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            .saturating_sub(1);
+        let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
+        if agno >= g.agcount || agbno >= g.agblocks {
+            return unsupported(format!("fsblock {fsb} is outside the filesystem"));
+        }
+        Ok((agno, agbno))
+    };
+    let mut out = Vec::new();
+    match (&u.body, u.kind.0) {
+        (Some(ItemBody::ExtentFree(e)), XFS_LI_EFI) => {
+            let mut ext = Vec::new();
+            for x in e.extents.iter() {
+                let (agno, agbno) = split(x.start)?;
+                ext.push((agno, agbno, x.len));
+            }
+            // The kernel sorts an intent's extents by AG, stably.
+            ext.sort_by_key(|e| e.0);
+            for (agno, agbno, len) in ext {
+                out.push(Work::Free {
+                    agno,
+                    agbno,
+                    len,
+                    owner: FreeOwner::Unknown,
+                });
+            }
+        }
+        (Some(ItemBody::MapIntent(m)), XFS_LI_RUI) => {
+            for x in m.extents.iter() {
+                let (agno, agbno) = split(x.startblock)?;
+                let r = Rmap {
+                    start: agbno,
+                    len: x.len,
+                    owner: x.owner,
+                    offset: x.startoff,
+                    attr: x.flags & XFS_RMAP_EXTENT_ATTR_FORK != 0,
+                    bmbt: x.flags & XFS_RMAP_EXTENT_BMBT_BLOCK != 0,
+                    unwritten: x.flags & XFS_RMAP_EXTENT_UNWRITTEN != 0,
+                };
+                out.push(match x.flags & XFS_RMAP_EXTENT_TYPE_MASK {
+                    1 | 7 => Work::RmapMap {
+                        agno,
+                        m: r,
+                        shared: false,
+                    },
+                    2 => Work::RmapMap {
+                        agno,
+                        m: r,
+                        shared: true,
+                    },
+                    3 | 8 => Work::RmapUnmap {
+                        agno,
+                        m: r,
+                        shared: false,
+                    },
+                    4 => Work::RmapUnmap {
+                        agno,
+                        m: r,
+                        shared: true,
+                    },
+                    _ => {
+                        return unsupported(format!(
+                            "rmap {} of owner {} is not done by this tool",
+                            x.op, x.owner
+                        ))
+                    }
+                });
+            }
+        }
+        (Some(ItemBody::RefcountIntent(r)), XFS_LI_CUI) => {
+            for x in r.extents.iter() {
+                let (agno, agbno) = split(x.startblock)?;
+                let adj = match x.flags & 0xff {
+                    1 => 1,
+                    2 => -1,
+                    _ => {
+                        return unsupported(format!(
+                            "refcount {} (the CoW domain) is not done by this tool",
+                            x.op
+                        ))
+                    }
+                };
+                out.push(Work::Refcount {
+                    agno,
+                    agbno,
+                    len: x.len,
+                    adj,
+                });
+            }
+        }
+        _ => {
+            return unsupported(format!(
+                "{} intents are not finished by this tool",
+                u.kind.name()
+            ))
+        }
+    }
+    Ok(out)
+}
+
+/// Finish `intents` into `engine`; all or nothing.
+pub fn finish_all<R: ReadAt>(
+    fs: &Fs<R>,
+    engine: &mut Engine<'_, R>,
+    intents: &[Unfinished],
+) -> std::result::Result<(), EditError> {
+    let mut captures: Vec<Vec<Work>> = Vec::new();
+    for u in intents {
+        let work = work_of(fs, u)?;
+        let mut captured = Vec::new();
+        for w in &work {
+            let more = engine.finish(w).map_err(|e| match e {
+                EditError::Unsupported(x) => EditError::Unsupported(Unsupported(format!(
+                    "{} intent {:#x}: {}: {}",
+                    u.kind.name(),
+                    u.id,
+                    w.describe(),
+                    x.0
+                ))),
+                other => other,
+            })?;
+            captured.extend(more);
+        }
+        captures.push(captured);
+    }
+    for c in captures {
+        engine.run(c)?;
+    }
+    Ok(())
+}
+
+/// Finish every unfinished intent into `ov`, the changed blocks stamped
+/// with `lsn`.
+pub fn recover<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &mut Overlay,
+    intents: &[Unfinished],
+    lsn: Lsn,
+) -> Result<IntentReport> {
+    let mut rep = IntentReport::default();
+    if intents.is_empty() {
+        return Ok(rep);
+    }
+    let changes = {
+        let mut engine = Engine::new(fs, ov);
+        match finish_all(fs, &mut engine, intents) {
+            Ok(()) => {
+                rep.finished = intents.iter().map(|u| u.id).collect();
+                rep.work_items = engine.done;
+                engine.changed()?
+            }
+            Err(EditError::Read(e)) => return Err(e),
+            Err(EditError::Unsupported(u)) => {
+                rep.not_finished = Some(u.0);
+                Vec::new()
+            }
+        }
+    };
+    super::cow::stamp_into(ov, changes, lsn);
+    Ok(rep)
+}
