@@ -182,6 +182,19 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
                 c.extent.agno, c.extent.agbno, c.extent.len, c.reason
             ));
         }
+        if let Some(f) = &m.unlinked_freed {
+            if !f.freed.is_empty() {
+                t.push_str(&format!(
+                    "freed {} inodes of the AGI unlinked lists ({} inode chunks, {} work items), as the kernel does at mount\n",
+                    f.freed.len(),
+                    f.chunks_freed.len(),
+                    f.work_items
+                ));
+            }
+            if let Some(why) = &f.not_freed {
+                t.push_str(&format!("unlinked inodes not freed from here on: {why}\n"));
+            }
+        }
         for u in &m.unlinked {
             t.push_str(&format!(
                 "NOT FREED: inode {} heads AGI {} unlinked bucket {}; the kernel frees the inodes of this list at mount\n",

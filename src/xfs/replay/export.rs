@@ -286,6 +286,13 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
     } else {
         Vec::new()
     };
+    // Then the inodes on the AGI unlinked lists (only once every intent
+    // is finished, as the kernel's order requires).
+    let unlinked = if intents.not_finished.is_none() {
+        Some(super::unlinked::process(fs, &mut overlay, rep.head)?)
+    } else {
+        None
+    };
     let cow = super::cow::recover(fs, &mut overlay, rep.head)?;
     let mut notes = Vec::new();
     if !intents.finished.is_empty() && !cow.freed.is_empty() {
@@ -308,6 +315,7 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
     }
     mount.cow = cow;
     mount.intents = intents;
+    mount.unlinked_freed = unlinked;
     mount.intents_left = left;
     mount.notes = notes;
     mount.ags_with_work_left = ags.into_iter().collect();

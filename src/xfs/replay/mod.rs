@@ -40,6 +40,7 @@ pub mod inode;
 pub mod intents;
 pub mod mount;
 pub mod recover;
+pub mod unlinked;
 pub mod walk;
 
 use crate::xfs::error::{Error, Location, Result};

@@ -56,6 +56,9 @@ pub struct MountChanges {
     pub ags_with_work_left: Vec<u32>,
     /// The unfinished intents finished (all or none), and why not.
     pub intents: super::recover::IntentReport,
+    /// The inodes of the unlinked lists freed (`None`: not tried, because
+    /// intents were left unfinished).
+    pub unlinked_freed: Option<super::unlinked::UnlinkedReport>,
     /// Intents left unfinished by this tool.
     pub intents_left: Vec<super::intents::Unfinished>,
     pub notes: Vec<String>,
@@ -177,6 +180,7 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         ag_blocks: fs.geo.agblocks,
         ags_with_work_left: Vec::new(),
         intents: Default::default(),
+        unlinked_freed: None,
         intents_left: Vec::new(),
         notes: Vec::new(),
     })

@@ -1,0 +1,660 @@
+//! Inodes left on the AGI unlinked lists, freed as the kernel frees them at
+//! mount (`xlog_recover_process_iunlinks`: each list from its head, one
+//! inode at a time, `xfs_inactive`):
+//!
+//! ```text
+//!  truncate the data fork (xfs_itruncate_extents), last extent first:
+//!      rmap unmap (unmap_shared for a reflinked file), then refcount
+//!      decrease (reflinked: blocks whose last reference goes are freed)
+//!      or free (not reflinked); then the bmbt blocks, freed with their
+//!      owner's mapping
+//!  attr fork dropped (inline only here)
+//!  xfs_ifree: off its unlinked list (the AGI bucket takes its next),
+//!      inobt record marks it free, finobt too (inserted if new), AGI
+//!      freecount + 1; a chunk left all free is deleted from both trees
+//!      (AGI count - 64), its blocks freed (owner "inodes")
+//! ```
+//!
+//! Known differences from the kernel's order: the kernel frees bmbt blocks
+//! as leaves empty during the truncate; this tool frees them after the
+//! data extents (same blocks freed, the free list may differ). Inodes of a
+//! freed chunk are left as recovery wrote them (the kernel stales their
+//! buffers); inodes of a kept chunk get the freed core.
+//!
+//! Each inode is freed whole or not at all; the first one that cannot be
+//! (a btree change the editor refuses, attributes in blocks) stops the
+//! walk and it and the rest are reported.
+
+use super::agedit::{EditError, EditResult, Unsupported};
+use super::defer::{Engine, FreeOwner, Rmap, Work, OWN_INODES};
+use super::{put_be16, put_be32, put_be64, put_crc};
+use crate::xfs::bmap::Fork;
+use crate::xfs::error::Result;
+use crate::xfs::fs::{be16, be32, be64, Fs};
+use crate::xfs::image::{Image, Overlay};
+use crate::xfs::read::{ReadAt, ReadError};
+use crate::xfs::types::{Ino, Lsn};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The replayed state as a readable image.
+pub struct OvReader<'a, R: ReadAt> {
+    pub fs: &'a Fs<R>,
+    pub ov: &'a Overlay,
+}
+
+impl<R: ReadAt> ReadAt for OvReader<'_, R> {
+    fn len(&self) -> u64 {
+        self.fs.img.len()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::result::Result<(), ReadError> {
+        let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+        let b = self
+            .fs
+            .img
+            .read_disk("replayed image", offset, len)
+            .map_err(|e| ReadError(e.to_string()))?;
+        buf.copy_from_slice(b.get(..buf.len()).unwrap_or(&[]));
+        self.ov.apply_to(offset, buf);
+        Ok(())
+    }
+}
+
+/// What became of the inodes on the unlinked lists.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UnlinkedReport {
+    /// Inodes freed, in the kernel's order.
+    pub freed: Vec<u64>,
+    /// Inode chunks freed: (AG, first agino).
+    pub chunks_freed: Vec<(u32, u32)>,
+    /// Inodes still on a list (not freed), and why the first was not.
+    pub left: Vec<u64>,
+    pub not_freed: Option<String>,
+    pub work_items: u64,
+}
+
+const NULLAGINO: u32 = u32::MAX;
+const AGI_ROOT: usize = 20;
+const AGI_LEVEL: usize = 24;
+const AGI_COUNT: usize = 16;
+const AGI_FREECOUNT: usize = 28;
+const AGI_FREE_ROOT: usize = 328;
+const AGI_FREE_LEVEL: usize = 332;
+
+fn refuse<T>(m: String) -> EditResult<T> {
+    Err(EditError::Unsupported(Unsupported(m)))
+}
+
+/// One inobt record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Irec {
+    start: u32,
+    holemask: u16,
+    count: u8,
+    freecount: u8,
+    free: u64,
+}
+
+/// The AGI of one AG and the roots of its inode btrees, when each is a
+/// single leaf (the only shape edited here).
+struct Agi {
+    agi: Vec<u8>,
+    agi_daddr: u64,
+    sparse: bool,
+    /// (agbno, daddr, block bytes) of the inobt and finobt roots.
+    ino: (u32, u64, Vec<u8>),
+    fino: Option<(u32, u64, Vec<u8>)>,
+    dirty: bool,
+}
+
+impl Agi {
+    fn recs(&self, fino: bool) -> Vec<Irec> {
+        let b = if fino {
+            match &self.fino {
+                Some(f) => &f.2,
+                None => return Vec::new(),
+            }
+        } else {
+            &self.ino.2
+        };
+        let n = usize::from(be16(b, 6).unwrap_or(0));
+        (0..n)
+            .filter_map(|i| {
+                let o = 56usize.checked_add(i.checked_mul(16)?)?;
+                let start = be32(b, o)?;
+                let (holemask, count, freecount) = if self.sparse {
+                    (
+                        be16(b, o.checked_add(4)?)?,
+                        *b.get(o.checked_add(6)?)?,
+                        *b.get(o.checked_add(7)?)?,
+                    )
+                } else {
+                    (
+                        0,
+                        64,
+                        u8::try_from(be32(b, o.checked_add(4)?)?).unwrap_or(u8::MAX),
+                    )
+                };
+                Some(Irec {
+                    start,
+                    holemask,
+                    count,
+                    freecount,
+                    free: be64(b, o.checked_add(8)?)?,
+                })
+            })
+            .collect()
+    }
+
+    fn write(&mut self, fino: bool, recs: &[Irec]) -> EditResult<()> {
+        let sparse = self.sparse;
+        let b = if fino {
+            match &mut self.fino {
+                Some(f) => &mut f.2,
+                None => return refuse("no finobt".into()),
+            }
+        } else {
+            &mut self.ino.2
+        };
+        let room = b.len().saturating_sub(56) / 16;
+        if recs.len() > room {
+            return refuse("inode btree leaf full (the kernel splits it)".into());
+        }
+        put_be16(b, 6, u16::try_from(recs.len()).unwrap_or(0));
+        for (i, r) in recs.iter().enumerate() {
+            let o = 56usize.saturating_add(i.saturating_mul(16));
+            put_be32(b, o, r.start);
+            if sparse {
+                put_be16(b, o.saturating_add(4), r.holemask);
+                if let Some(x) = b.get_mut(o.saturating_add(6)) {
+                    *x = r.count;
+                }
+                if let Some(x) = b.get_mut(o.saturating_add(7)) {
+                    *x = r.freecount;
+                }
+            } else {
+                put_be32(b, o.saturating_add(4), u32::from(r.freecount));
+            }
+            put_be64(b, o.saturating_add(8), r.free);
+        }
+        self.dirty = true;
+        Ok(())
+    }
+}
+
+/// The first inode number of each 4-inode holemask bit's run of
+/// allocated inodes, as (first inode offset, inode count) runs.
+fn allocated_runs(holemask: u16) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for bit in 0..16u32 {
+        if holemask & (1 << bit) != 0 {
+            continue;
+        }
+        let first = bit.saturating_mul(4);
+        match out.last_mut() {
+            Some(l) if l.0.saturating_add(l.1) == first => l.1 = l.1.saturating_add(4),
+            _ => out.push((first, 4)),
+        }
+    }
+    out
+}
+
+struct Ctx<'a, 'f, R: ReadAt> {
+    fs: &'a Fs<R>,
+    view: &'a Fs<OvReader<'f, R>>,
+    engine: Engine<'a, R>,
+    agis: BTreeMap<u32, Agi>,
+    /// Inode bytes to write (inodes of chunks kept).
+    inodes: BTreeMap<u64, (u64, Vec<u8>)>,
+    chunks_freed: Vec<(u32, u32)>,
+}
+
+impl<R: ReadAt> Ctx<'_, '_, R> {
+    fn read_at(&self, off: u64, len: u64) -> Result<Vec<u8>> {
+        self.view.img.read_disk("AGI", off, len)
+    }
+
+    fn agi(&mut self, agno: u32) -> EditResult<&mut Agi> {
+        if !self.agis.contains_key(&agno) {
+            let g = &self.fs.geo;
+            let ss = u64::from(g.sectsize);
+            let base = g
+                .agb_to_daddr(
+                    crate::xfs::types::AgNumber(agno),
+                    crate::xfs::types::AgBlock(0),
+                )
+                .and_then(|d| d.byte_offset())
+                .unwrap_or(u64::MAX);
+            let off = base.saturating_add(ss.saturating_mul(2));
+            let agi = self.read_at(off, ss)?;
+            if be32(&agi, 0) != Some(0x5841_4749) {
+                return refuse(format!("AG {agno}: bad AGI magic"));
+            }
+            let bs = u64::from(g.blocksize);
+            let leaf = |lvl: usize, root: usize| -> EditResult<Option<(u32, u64, Vec<u8>)>> {
+                let level = be32(&agi, lvl).unwrap_or(0);
+                let root = be32(&agi, root).unwrap_or(u32::MAX);
+                if level == 0 {
+                    return Ok(None);
+                }
+                if level != 1 {
+                    return refuse(format!(
+                        "AG {agno}: inode btree of {level} levels (only a single leaf is edited)"
+                    ));
+                }
+                let at = base.saturating_add(u64::from(root).saturating_mul(bs));
+                let b = self.view.img.read_disk("inobt", at, bs)?;
+                Ok(Some((root, at / 512, b)))
+            };
+            let Some(ino) = leaf(AGI_LEVEL, AGI_ROOT)? else {
+                return refuse(format!("AG {agno}: no inobt"));
+            };
+            let finobt = self.fs.sb.features_ro_compat & 1 != 0;
+            let fino = if finobt {
+                leaf(AGI_FREE_LEVEL, AGI_FREE_ROOT)?
+            } else {
+                None
+            };
+            self.agis.insert(
+                agno,
+                Agi {
+                    agi,
+                    agi_daddr: off / 512,
+                    sparse: self.fs.sb.features_incompat & (1 << 1) != 0,
+                    ino,
+                    fino,
+                    dirty: false,
+                },
+            );
+        }
+        match self.agis.get_mut(&agno) {
+            Some(a) => Ok(a),
+            None => refuse("AGI vanished".into()),
+        }
+    }
+
+    /// `xfs_inactive` then `xfs_ifree` for one inode; returns the inode
+    /// that follows it on its list.
+    fn free_inode(&mut self, ino: u64, agno: u32, agino: u32, bucket: usize) -> EditResult<u32> {
+        let inode = self.view.inode(Ino(ino))?;
+        let core = &inode.core;
+        if core.mode == 0 || core.nlink != 0 {
+            return refuse(format!(
+                "inode {ino} on an unlinked list has mode {:o} and {} links",
+                core.mode, core.nlink
+            ));
+        }
+        let next = core.next_unlinked;
+        let g = &self.fs.geo;
+        let mask = 1u64
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            .saturating_sub(1);
+        let ftype = core.mode & 0o170000;
+        let reflink = core.flags2_or_zero() & (1 << 1) != 0;
+        let truncate = matches!(ftype, 0o100000 | 0o040000 | 0o120000);
+        // The attr fork: only an inline one (or none) is dropped here.
+        if let Some(a) = &inode.attr {
+            match a {
+                Fork::Local { .. } => {}
+                Fork::Extents { extents } if extents.is_empty() => {}
+                _ => {
+                    return refuse(format!(
+                        "inode {ino}: an attribute fork in blocks is not freed by this tool"
+                    ))
+                }
+            }
+        }
+        let mut work = Vec::new();
+        if truncate {
+            let (extents, bmbt) = match &inode.data {
+                Fork::Extents { extents } => (extents.clone(), Vec::new()),
+                Fork::Btree {
+                    extents, blocks, ..
+                } => (extents.clone(), blocks.clone()),
+                Fork::Local { .. } | Fork::Dev { .. } => (Vec::new(), Vec::new()),
+                Fork::Corrupt { error, .. } => return Err(EditError::Read(error.clone())),
+                Fork::Unknown { format } => {
+                    return refuse(format!("inode {ino}: data fork format {format}"))
+                }
+            };
+            let reflinked = reflink && ftype == 0o100000;
+            for e in extents.iter().rev() {
+                let fsb = e.start.0;
+                let agno_e = u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX);
+                let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
+                let len = u32::try_from(e.len).unwrap_or(u32::MAX);
+                let m = Rmap {
+                    start: agbno,
+                    len,
+                    owner: ino,
+                    offset: e.file_block,
+                    attr: false,
+                    bmbt: false,
+                    unwritten: e.unwritten,
+                };
+                work.push(Work::RmapUnmap {
+                    agno: agno_e,
+                    m,
+                    shared: reflinked,
+                });
+                if reflinked {
+                    work.push(Work::Refcount {
+                        agno: agno_e,
+                        agbno,
+                        len,
+                        adj: -1,
+                    });
+                } else {
+                    work.push(Work::Free {
+                        agno: agno_e,
+                        agbno,
+                        len,
+                        owner: FreeOwner::Skip,
+                    });
+                }
+            }
+            for b in bmbt.iter().rev() {
+                let agno_b = u32::try_from(b.0 >> g.agblklog).unwrap_or(u32::MAX);
+                let agbno = u32::try_from(b.0 & mask).unwrap_or(u32::MAX);
+                work.push(Work::Free {
+                    agno: agno_b,
+                    agbno,
+                    len: 1,
+                    owner: FreeOwner::Known(Rmap {
+                        start: agbno,
+                        len: 1,
+                        owner: ino,
+                        offset: 0,
+                        attr: false,
+                        bmbt: true,
+                        unwritten: false,
+                    }),
+                });
+            }
+        }
+        self.engine.run(work)?;
+        // xfs_ifree: the unlinked list, the inode btrees, the AGI.
+        let sb_inopblock = self.fs.sb.inopblock;
+        let ialloc_blks = u32::try_from(64u64 >> g.inopblog).unwrap_or(1).max(1);
+        let inopblog = g.inopblog;
+        let agi = self.agi(agno)?;
+        let head_off = 40usize.saturating_add(bucket.saturating_mul(4));
+        if be32(&agi.agi, head_off) != Some(agino) {
+            return refuse(format!(
+                "inode {ino} is not the head of AGI {agno} bucket {bucket}"
+            ));
+        }
+        put_be32(&mut agi.agi, head_off, next);
+        let mut recs = agi.recs(false);
+        let Some(pos) = recs
+            .iter()
+            .rposition(|r| r.start <= agino && agino < r.start.saturating_add(64))
+        else {
+            return refuse(format!("inode {ino}: no inobt record holds it"));
+        };
+        let mut rec = recs.get(pos).copied().unwrap_or(Irec {
+            start: 0,
+            holemask: 0,
+            count: 0,
+            freecount: 0,
+            free: 0,
+        });
+        let bit = 1u64 << (agino.saturating_sub(rec.start) & 63);
+        if rec.free & bit != 0 {
+            return refuse(format!("inode {ino} is already free in the inobt"));
+        }
+        rec.free |= bit;
+        rec.freecount = rec.freecount.saturating_add(1);
+        let count = be32(&agi.agi, AGI_COUNT).unwrap_or(0);
+        let freecount = be32(&agi.agi, AGI_FREECOUNT).unwrap_or(0);
+        let delete_chunk = rec.free == u64::MAX && sb_inopblock <= 64;
+        if delete_chunk {
+            recs.remove(pos);
+            put_be32(
+                &mut agi.agi,
+                AGI_COUNT,
+                count.saturating_sub(u32::from(rec.count)),
+            );
+            put_be32(
+                &mut agi.agi,
+                AGI_FREECOUNT,
+                freecount.saturating_sub(u32::from(rec.freecount).saturating_sub(1)),
+            );
+        } else if let Some(r) = recs.get_mut(pos) {
+            *r = rec;
+            put_be32(&mut agi.agi, AGI_FREECOUNT, freecount.saturating_add(1));
+        }
+        agi.write(false, &recs)?;
+        if agi.fino.is_some() {
+            let mut frecs = agi.recs(true);
+            match frecs.iter().position(|r| r.start == rec.start) {
+                None => {
+                    if rec.freecount != 1 {
+                        return refuse(format!(
+                            "inode {ino}: its chunk has free inodes but no finobt record"
+                        ));
+                    }
+                    if !delete_chunk {
+                        let at = frecs
+                            .iter()
+                            .position(|r| r.start > rec.start)
+                            .unwrap_or(frecs.len());
+                        frecs.insert(at, rec);
+                    }
+                }
+                Some(i) => {
+                    let all = frecs.get(i).is_some_and(|f| f.free | bit == u64::MAX);
+                    if all && sb_inopblock <= 64 {
+                        frecs.remove(i);
+                    } else if let Some(f) = frecs.get_mut(i) {
+                        f.free |= bit;
+                        f.freecount = f.freecount.saturating_add(1);
+                    }
+                }
+            }
+            agi.write(true, &frecs)?;
+        }
+        agi.dirty = true;
+        if delete_chunk {
+            // xfs_difree_inode_chunk: the allocated parts of the chunk.
+            let first = rec.start >> inopblog;
+            let runs = if rec.holemask == 0 {
+                vec![(0u32, 64u32)]
+            } else {
+                allocated_runs(rec.holemask)
+            };
+            let mut frees = Vec::new();
+            for (off, n) in runs {
+                let b = first.saturating_add(off >> inopblog);
+                let len = (n >> inopblog).max(1).min(ialloc_blks);
+                frees.push(Work::Free {
+                    agno,
+                    agbno: b,
+                    len,
+                    owner: FreeOwner::Known(Rmap {
+                        start: b,
+                        len,
+                        owner: OWN_INODES,
+                        offset: 0,
+                        attr: false,
+                        bmbt: false,
+                        unwritten: false,
+                    }),
+                });
+            }
+            self.engine.run(frees)?;
+            self.chunks_freed.push((agno, rec.start));
+            // Inodes of the chunk written earlier are dropped (stale).
+            let lo = u64::from(agno)
+                .checked_shl(u32::from(g.agblklog).saturating_add(u32::from(inopblog)))
+                .unwrap_or(0)
+                | u64::from(rec.start);
+            self.inodes
+                .retain(|i, _| !(lo..lo.saturating_add(64)).contains(i));
+        } else {
+            // The freed core, as xfs_ifree leaves it.
+            let off = self.fs.inode_offset(Ino(ino))?;
+            let mut b = self
+                .view
+                .img
+                .read_disk("inode", off, u64::from(g.inodesize))?;
+            put_be16(&mut b, 2, 0);
+            if let Some(x) = b.get_mut(5) {
+                *x = 2;
+            }
+            put_be64(&mut b, 56, 0);
+            put_be64(&mut b, 64, 0);
+            put_be32(&mut b, 76, 0);
+            put_be16(&mut b, 80, 0);
+            if let Some(x) = b.get_mut(82) {
+                *x = 0;
+            }
+            if let Some(x) = b.get_mut(83) {
+                *x = 2;
+            }
+            put_be16(&mut b, 90, 0);
+            let gen = be32(&b, 92).unwrap_or(0).wrapping_add(1);
+            put_be32(&mut b, 92, gen);
+            put_be32(&mut b, 96, NULLAGINO);
+            if g.v5 {
+                // New inodes' flags2: bigtime and nrext64 as the fs has them.
+                let mut f2 = 0u64;
+                if self.fs.sb.features_incompat & (1 << 3) != 0 {
+                    f2 |= 1 << 3;
+                }
+                if self.fs.sb.features_incompat & (1 << 5) != 0 {
+                    f2 |= 1 << 4;
+                }
+                put_be64(&mut b, 120, f2);
+            }
+            self.inodes.insert(ino, (off, b));
+        }
+        Ok(next)
+    }
+}
+
+/// Free the inodes on the AGI unlinked lists of the replayed state `ov`;
+/// changed blocks are stamped with `lsn`.
+pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<UnlinkedReport> {
+    let mut rep = UnlinkedReport::default();
+    let g = fs.geo;
+    let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
+    let (changes, agis, inodes) = {
+        let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
+        let mut cx = Ctx {
+            fs,
+            view: &view,
+            engine: Engine::new(fs, &*ov),
+            agis: BTreeMap::new(),
+            inodes: BTreeMap::new(),
+            chunks_freed: Vec::new(),
+        };
+        let mut stop: Option<String> = None;
+        'ags: for agno in 0..g.agcount {
+            for bucket in 0..64usize {
+                let mut guard = 0u32;
+                loop {
+                    let head = match cx.agi(agno) {
+                        Ok(a) => be32(&a.agi, 40usize.saturating_add(bucket.saturating_mul(4)))
+                            .unwrap_or(NULLAGINO),
+                        Err(EditError::Read(e)) => return Err(e),
+                        Err(EditError::Unsupported(u)) => {
+                            stop = Some(u.0);
+                            break 'ags;
+                        }
+                    };
+                    if head == NULLAGINO {
+                        break;
+                    }
+                    guard = guard.saturating_add(1);
+                    let ino = u64::from(agno).checked_shl(shift).unwrap_or(0) | u64::from(head);
+                    if guard > g.agblocks.saturating_mul(64) {
+                        stop = Some(format!("AGI {agno} bucket {bucket}: the list loops"));
+                        break 'ags;
+                    }
+                    let snap = cx.engine.snapshot();
+                    let agi_before = cx.agis.get(&agno).map(|a| {
+                        (
+                            a.agi.clone(),
+                            a.ino.2.clone(),
+                            a.fino.as_ref().map(|f| f.2.clone()),
+                        )
+                    });
+                    let inodes_before = cx.inodes.clone();
+                    let chunks_before = cx.chunks_freed.len();
+                    let done_before = cx.engine.done;
+                    match cx.free_inode(ino, agno, head, bucket) {
+                        Ok(_) => rep.freed.push(ino),
+                        Err(EditError::Read(e)) => return Err(e),
+                        Err(EditError::Unsupported(u)) => {
+                            cx.engine.restore(snap);
+                            cx.engine.done = done_before;
+                            if let (Some(a), Some((agi, ib, fb))) =
+                                (cx.agis.get_mut(&agno), agi_before)
+                            {
+                                a.agi = agi;
+                                a.ino.2 = ib;
+                                if let (Some(f), Some(fb)) = (a.fino.as_mut(), fb) {
+                                    f.2 = fb;
+                                }
+                            }
+                            cx.inodes = inodes_before;
+                            cx.chunks_freed.truncate(chunks_before);
+                            stop = Some(format!("inode {ino}: {}", u.0));
+                            break 'ags;
+                        }
+                    }
+                }
+            }
+        }
+        rep.not_freed = stop;
+        rep.work_items = cx.engine.done;
+        rep.chunks_freed = cx.chunks_freed.clone();
+        (cx.engine.changed()?, cx.agis, cx.inodes)
+    };
+    super::cow::stamp_into(ov, changes, lsn);
+    for (_, a) in agis {
+        if !a.dirty {
+            continue;
+        }
+        let mut agi = a.agi;
+        if g.v5 {
+            put_be64(&mut agi, 320, lsn.raw());
+            put_crc(&mut agi, crate::xfs::format::ag::XFS_AGI_CRC_OFF);
+        }
+        ov.put(a.agi_daddr, &agi);
+        let mut blocks = vec![a.ino];
+        blocks.extend(a.fino);
+        for (_, daddr, mut b) in blocks {
+            if g.v5 {
+                put_be64(&mut b, 24, lsn.raw());
+                put_crc(&mut b, 52);
+            }
+            ov.put(daddr, &b);
+        }
+    }
+    for (_, (off, mut b)) in inodes {
+        if g.v5 {
+            put_be64(&mut b, 112, lsn.raw());
+            put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
+        }
+        // Whole sectors around the inode.
+        let start = off.saturating_sub(off % 512);
+        let within = usize::try_from(off % 512).unwrap_or(0);
+        let len = u64::try_from(within.saturating_add(b.len()))
+            .unwrap_or(u64::MAX)
+            .div_ceil(512)
+            .saturating_mul(512);
+        let mut sec = fs.img.read_disk("inode", start, len)?;
+        ov.apply_to(start, &mut sec);
+        if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
+            d.copy_from_slice(&b);
+        }
+        ov.put(start / 512, &sec);
+    }
+    // What is still listed.
+    let (_, still) = super::mount::counters(fs, ov)?;
+    rep.left = still.iter().map(|u| u.ino).collect();
+    Ok(rep)
+}
