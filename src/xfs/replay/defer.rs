@@ -131,8 +131,20 @@ impl Rmap {
         r.extend_from_slice(&off.to_be_bytes());
         r
     }
+    /// The btree key: start, owner, offset with the fork and bmbt bits
+    /// (the written state is not part of it).
     pub fn key(&self) -> Key {
-        key_rmap(self.start, self.owner, self.offset)
+        key_rmap(self.start, self.owner, self.key_offset(self.offset))
+    }
+    fn key_offset(&self, offset: u64) -> u64 {
+        let mut off = offset & OFF_MASK;
+        if self.attr {
+            off |= OFF_ATTR;
+        }
+        if self.bmbt {
+            off |= OFF_BMBT;
+        }
+        off
     }
     fn end(&self) -> u32 {
         self.start.saturating_add(self.len)
@@ -200,7 +212,11 @@ pub fn rmap_unmap<S: Recs>(s: &mut S, bno: u32, len: u32, o: &Rmap) -> EditResul
         return Ok(());
     }
     let ignore_off = o.ignore_off();
-    let key = key_rmap(bno, o.owner, if ignore_off { 0 } else { o.offset });
+    let key = key_rmap(
+        bno,
+        o.owner,
+        o.key_offset(if ignore_off { 0 } else { o.offset }),
+    );
     let (lt, gt) = s.neighbors(Tree::Rmap, key)?;
     let Some(lt) = lt.map(|r| Rmap::parse(&r)) else {
         return refuse(format!("rmap: no mapping at or before block {bno}"));
