@@ -141,10 +141,23 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
         .as_ref()
         .map_or(&rep.unfinished_intents, |m| &m.intents_left);
     if let Some(m) = &plan.mount {
+        for u in rep
+            .unfinished_intents
+            .iter()
+            .filter(|u| m.intents.finished.contains(&u.id))
+        {
+            t.push_str(&format!(
+                "finished {} intent {:#x} from transaction {:#x} (LSN {}): {} (as the kernel does at mount)\n",
+                u.kind.name(),
+                u.id,
+                u.tid,
+                u.lsn,
+                u.work.join("; ")
+            ));
+        }
         if !m.intents.finished.is_empty() {
             t.push_str(&format!(
-                "finished {} unfinished intents ({} work items with the work they created), as the kernel does at mount\n",
-                m.intents.finished.len(),
+                "intent recovery: {} work items, with the work the intents created\n",
                 m.intents.work_items
             ));
         }

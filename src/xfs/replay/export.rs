@@ -305,6 +305,9 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
     for u in &mount.unlinked {
         ags.insert(u.agno);
     }
+    if let Some(f) = &unlinked {
+        ags.extend(f.ags_of_left.iter().copied());
+    }
     for c in &cow.not_freed {
         ags.insert(c.extent.agno);
     }

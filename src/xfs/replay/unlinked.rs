@@ -71,6 +71,8 @@ pub struct UnlinkedReport {
     pub left: Vec<u64>,
     pub not_freed: Option<String>,
     pub work_items: u64,
+    /// AGs that inodes still listed (or their blocks) live in.
+    pub ags_of_left: Vec<u32>,
 }
 
 const NULLAGINO: u32 = u32::MAX;
@@ -653,8 +655,34 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         }
         ov.put(start / 512, &sec);
     }
-    // What is still listed.
+    // What is still listed, and where its blocks are.
     let (_, still) = super::mount::counters(fs, ov)?;
-    rep.left = still.iter().map(|u| u.ino).collect();
+    let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
+    let mut ags = std::collections::BTreeSet::new();
+    for head in &still {
+        let mut ino = head.ino;
+        let mut guard = 0u32;
+        while guard < 1 << 20 {
+            guard = guard.saturating_add(1);
+            rep.left.push(ino);
+            ags.insert(head.agno);
+            let Ok(inode) = view.inode(Ino(ino)) else {
+                break;
+            };
+            let mut blocks: Vec<u64> = inode.data.extents().iter().map(|e| e.start.0).collect();
+            if let Fork::Btree { blocks: b, .. } = &inode.data {
+                blocks.extend(b.iter().map(|x| x.0));
+            }
+            for b in blocks {
+                ags.insert(u32::try_from(b >> g.agblklog).unwrap_or(u32::MAX));
+            }
+            let next = inode.core.next_unlinked;
+            if next == NULLAGINO {
+                break;
+            }
+            ino = u64::from(head.agno).checked_shl(shift).unwrap_or(0) | u64::from(next);
+        }
+    }
+    rep.ags_of_left = ags.into_iter().collect();
     Ok(rep)
 }
