@@ -20,13 +20,15 @@
 //! dirtied since the last LSN change, and the recovered sectors are held.
 //!
 //! Then what the kernel does when it mounts ([`replay_and_mount`],
-//! [`export::plan`]): unfinished EFIs finished (when they are the only
-//! unfinished intents) and CoW staging extents freed (`cow.rs`, with the AG
-//! btree editor `agedit.rs`), both stamped with the first LSN the kernel
-//! writes after recovery (the old head); the superblock counters summed
-//! from the AG headers (`mount.rs`). Other intents and the inodes on AGI
-//! unlinked lists are listed, not processed. [`export`] lays a clean log
-//! over the result; [`diff`] says what changed.
+//! [`export::plan`]), in the kernel's order, each stamped with the first LSN
+//! the kernel writes after recovery (the old head): unfinished intents
+//! finished with the work they create (`recover.rs`, the rmap, refcount and
+//! free-space semantics in `defer.rs`), the inodes on the AGI unlinked
+//! lists freed (`unlinked.rs`), CoW staging extents freed (`cow.rs`), all
+//! through the AG btree editor (`agedit.rs`); then the superblock counters
+//! summed from the AG headers (`mount.rs`). Work the editor cannot do is
+//! left undone whole and listed. [`export`] lays a clean log over the
+//! result; [`diff`] says what changed.
 
 pub mod agedit;
 pub mod buf;

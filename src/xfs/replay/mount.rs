@@ -8,8 +8,9 @@
 //! * quota inode numbers of 0 written as null, log-incompatible feature
 //!   bits cleared (a clean unmount clears them), a new `sb_lsn` and CRC.
 //!
-//! Not done: finishing unfinished intents and freeing the inodes left on
-//! the AGI unlinked lists; both are listed in the report instead.
+//! Unfinished intents and the inodes on the AGI unlinked lists are dealt
+//! with before (`recover.rs`, `unlinked.rs`); what they leave undone is
+//! listed here.
 
 use super::{put_be32, put_be64, put_crc};
 use crate::xfs::error::{Error, Location, Result};
@@ -29,8 +30,9 @@ pub struct Counters {
     pub fdblocks: u64,
 }
 
-/// An inode found on an AGI unlinked list after replay: the kernel frees
-/// it at mount (`xlog_recover_process_iunlinks`); this tool does not.
+/// An inode still on an AGI unlinked list after the mount-time work: the
+/// kernel frees it at mount (`xlog_recover_process_iunlinks`); this tool
+/// could not (see `unlinked.rs`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Unlinked {
     pub agno: u32,
