@@ -686,3 +686,51 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
     rep.ags_of_left = ags.into_iter().collect();
     Ok(rep)
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_chunks_free_only_their_allocated_runs() {
+        // Holemask bit i covers inodes 4i..4i+3; a set bit is a hole.
+        assert_eq!(allocated_runs(0), vec![(0, 64)]);
+        assert_eq!(allocated_runs(0xff00), vec![(0, 32)]);
+        assert_eq!(allocated_runs(0x00ff), vec![(32, 32)]);
+        assert_eq!(allocated_runs(0x0ff0), vec![(0, 16), (48, 16)]);
+        assert!(allocated_runs(0xffff).is_empty());
+    }
+
+    #[test]
+    fn the_unlinked_inodes_of_log_intents_are_walked_in_the_kernels_order() {
+        // Up to the first change the btree editor refuses, the inodes are
+        // freed in list order (AG, bucket, chain), and those left are
+        // reported with the AGs of their blocks.
+        let fs = crate::xfs::testutil::fixture_fs("log-intents");
+        let r = crate::xfs::replay::replay(&fs, &mut |_| {}).unwrap();
+        let mut ov = r.overlay;
+        let rep = crate::xfs::replay::recover::recover(
+            &fs,
+            &mut ov,
+            &r.report.unfinished_intents,
+            r.report.head,
+        )
+        .unwrap();
+        assert!(rep.not_finished.is_none(), "{rep:?}");
+        let u = process(&fs, &mut ov, r.report.head).unwrap();
+        let all: Vec<u64> = u.freed.iter().chain(u.left.iter()).copied().collect();
+        // AGI 1 bucket 0 (the directory 65664) comes first.
+        assert_eq!(all.first(), Some(&65664));
+        assert_eq!(all.len(), 20, "{u:?}");
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        assert_eq!(all, sorted, "AG then bucket order: {all:?}");
+        if u.not_freed.is_some() {
+            assert!(!u.left.is_empty() && u.ags_of_left.contains(&0));
+        } else {
+            assert!(u.left.is_empty());
+            assert_eq!(u.chunks_freed.len(), 2);
+        }
+    }
+}
