@@ -222,8 +222,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
             .into_iter()
             .filter(|b| kernel.get(b) != ours.get(b))
             .collect();
-        // Unlinked inodes freed at mount: the kernel writes that work by the kernel in later checkpoints whose LSNs
-        // are not known here: those AG blocks are compared record by record
+        // Unlinked inodes freed at mount: the kernel writes that work in
+        // later checkpoints whose LSNs are not known here, so those AG
+        // blocks are compared record by record
         // (intents_and_unlinked_inodes_end_as_the_kernels_recovery), not
         // byte by byte, as the issue asks for logs with unfinished intents.
         let m = &v["mount"];
