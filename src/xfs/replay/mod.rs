@@ -29,6 +29,7 @@
 //! over the result; [`diff`] says what changed.
 
 pub mod agedit;
+pub mod alloc;
 pub mod buf;
 pub mod cancel;
 pub mod cow;
