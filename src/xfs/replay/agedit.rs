@@ -322,6 +322,7 @@ pub struct Snapshot {
     agfl_dirty: bool,
     dirty: BTreeSet<u32>,
     deferred: Vec<(u32, u64)>,
+    busy: Vec<(u32, u32)>,
 }
 
 /// Filesystem features that change what the AG btree edits do.
@@ -350,6 +351,10 @@ pub struct AgStore<'a, R: ReadAt> {
     dirty: BTreeSet<u32>,
     /// Blocks whose free the kernel defers: (agbno, rmap owner).
     deferred: Vec<(u32, u64)>,
+    /// Extents freed in this session that the allocator must not hand
+    /// out yet (`xfs_extent_busy`): until the log checkpoint that freed
+    /// them is on disk, which for mount-time work is after it all.
+    busy: Vec<(u32, u32)>,
     hdr: usize,
     pub(crate) blocksize: usize,
     pub feat: Features,
@@ -358,7 +363,11 @@ pub struct AgStore<'a, R: ReadAt> {
 }
 
 fn corrupt_at(daddr: u64, msg: String) -> EditError {
-    EditError::Read(Error::corrupt("AG btree block", Location::Daddr { daddr }, msg))
+    EditError::Read(Error::corrupt(
+        "AG btree block",
+        Location::Daddr { daddr },
+        msg,
+    ))
 }
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
@@ -378,6 +387,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl_dirty: false,
             dirty: BTreeSet::new(),
             deferred: Vec::new(),
+            busy: Vec::new(),
             hdr: if v5 { 56 } else { 16 },
             blocksize: usize::try_from(fs.geo.blocksize).unwrap_or(4096),
             feat: Features {
@@ -456,6 +466,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl_dirty: self.agfl_dirty,
             dirty: self.dirty.clone(),
             deferred: self.deferred.clone(),
+            busy: self.busy.clone(),
         }
     }
 
@@ -469,6 +480,87 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.agfl_dirty = s.agfl_dirty;
         self.dirty = s.dirty;
         self.deferred = s.deferred;
+        self.busy = s.busy;
+    }
+
+    /// `xfs_extent_busy_insert`.
+    pub fn busy_insert(&mut self, bno: u32, len: u32) {
+        if len > 0 {
+            self.busy.push((bno, len));
+        }
+    }
+
+    /// Forget every busy extent (the log checkpoints that freed them are
+    /// on disk: after a remount, for instance).
+    pub fn clear_busy(&mut self) {
+        self.busy.clear();
+    }
+
+    /// `xfs_extent_busy_reuse`: `bno` leaves the busy extents.
+    fn busy_reuse(&mut self, bno: u32) {
+        let mut out = Vec::with_capacity(self.busy.len().saturating_add(1));
+        for &(b, l) in &self.busy {
+            let e = b.saturating_add(l);
+            if bno < b || bno >= e {
+                out.push((b, l));
+                continue;
+            }
+            if bno > b {
+                out.push((b, bno.saturating_sub(b)));
+            }
+            let after = bno.saturating_add(1);
+            if after < e {
+                out.push((after, e.saturating_sub(after)));
+            }
+        }
+        self.busy = out;
+    }
+
+    /// `xfs_extent_busy_trim`: the part of the free extent `[bno, bno +
+    /// len)` an allocation of `minlen..=maxlen` blocks may use, or `None`.
+    pub(crate) fn busy_trim(
+        &self,
+        bno: u32,
+        len: u32,
+        minlen: u32,
+        maxlen: u32,
+    ) -> Option<(u32, u32)> {
+        let mut fbno = bno;
+        let mut fend = bno.saturating_add(len);
+        let mut guard = 0usize;
+        loop {
+            guard = guard.saturating_add(1);
+            if guard > self.busy.len().saturating_add(2) {
+                break;
+            }
+            let Some(&(bb, bl)) = self
+                .busy
+                .iter()
+                .find(|&&(b, l)| b < fend && b.saturating_add(l) > fbno)
+            else {
+                break;
+            };
+            let bend = bb.saturating_add(bl);
+            if bb <= fbno {
+                if fend <= bend {
+                    return None;
+                }
+                fbno = bend;
+            } else if bend >= fend || bb.saturating_sub(fbno) >= maxlen {
+                // End overlap, or the part left of it is long enough.
+                fend = bb;
+            } else if fend.saturating_sub(bend) >= maxlen.saturating_mul(4) {
+                fbno = bend;
+            } else if bb.saturating_sub(fbno) >= minlen {
+                fend = bb;
+            } else {
+                return None;
+            }
+            if fend.saturating_sub(fbno) < minlen {
+                return None;
+            }
+        }
+        (fend > fbno).then(|| (fbno, fend.saturating_sub(fbno)))
     }
 
     pub fn agf_u32(&self, off: usize) -> u32 {
@@ -631,6 +723,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.add_agf(48, -1);
         if btreeblk {
             self.add_agf(60, 1);
+            self.busy_reuse(bno);
         }
         Ok(Some(bno))
     }
@@ -750,7 +843,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let agno = self.agno;
         let at = |m: String| corrupt_at(daddr, format!("{name} AG {agno} block {bno}: {m}"));
         if bno == 0 || bno >= self.agblocks {
-            return Err(at(format!("block number outside the AG (0..{})", self.agblocks)));
+            return Err(at(format!(
+                "block number outside the AG (0..{})",
+                self.agblocks
+            )));
         }
         if !self.blocks.contains_key(&bno) {
             let off = self.ag_byte(bno)?;
@@ -892,6 +988,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let src = base.saturating_add(from.saturating_sub(1).saturating_mul(len));
         let dst = base.saturating_add(to.saturating_sub(1).saturating_mul(len));
         let n = count.saturating_mul(len);
+
         if let Some(b) = self.blk_mut(bno) {
             let end = src.max(dst).saturating_add(n);
             if end <= b.len() {
@@ -964,6 +1061,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     fn put_key(&mut self, tree: Tree, bno: u32, i: usize, key: &[u8]) {
+        if i == 0 || i > self.maxrecs(tree, 1) {
+            return;
+        }
         let o = self.key_off(tree, i);
         let k = key.get(..tree.key_len()).unwrap_or(key).to_vec();
         self.put_bytes(bno, o, &k);
@@ -1043,7 +1143,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         if nlevels == 0 || nlevels > 9 {
             return Err(corrupt_at(
                 0,
-                format!("{} AG {}: height {levels} is not 1..=9", tree.name(), self.agno),
+                format!(
+                    "{} AG {}: height {levels} is not 1..=9",
+                    tree.name(),
+                    self.agno
+                ),
             ));
         }
         let mut cur = Cursor {
@@ -1065,7 +1169,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             if level > 0 && n == 0 {
                 return Err(corrupt_at(
                     self.daddr_of(bno),
-                    format!("{} AG {} block {bno}: a node with no entries", tree.name(), self.agno),
+                    format!(
+                        "{} AG {} block {bno}: a node with no entries",
+                        tree.name(),
+                        self.agno
+                    ),
                 ));
             }
             cur.set(level, bno, 0);
@@ -1078,7 +1186,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                     if nlevels != 1 {
                         return Err(corrupt_at(
                             self.daddr_of(bno),
-                            format!("{} AG {} block {bno}: an empty leaf under a node", tree.name(), self.agno),
+                            format!(
+                                "{} AG {} block {bno}: an empty leaf under a node",
+                                tree.name(),
+                                self.agno
+                            ),
                         ));
                     }
                     cur.set_ptr(0, usize::from(dir != Lookup::Le));
@@ -1121,7 +1233,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 if !self.increment_level(&mut cur, 0)? {
                     return Err(corrupt_at(
                         self.daddr_of(leaf),
-                        format!("{} AG {}: a right sibling that cannot be reached", tree.name(), self.agno),
+                        format!(
+                            "{} AG {}: a right sibling that cannot be reached",
+                            tree.name(),
+                            self.agno
+                        ),
                     ));
                 }
                 return Ok((cur, true));
@@ -1408,7 +1524,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     fn cursor_lost(&self, tree: Tree, bno: u32) -> EditError {
         corrupt_at(
             self.daddr_of(bno),
-            format!("{} AG {} block {bno}: an empty block", tree.name(), self.agno),
+            format!(
+                "{} AG {} block {bno}: an empty block",
+                tree.name(),
+                self.agno
+            ),
         )
     }
 
@@ -1545,7 +1665,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         }
         let bno = cur.at(level).bno;
         numrecs = self.numrecs(bno);
-        let tail = numrecs.saturating_sub(ptr).saturating_add(1);
+        let tail = numrecs.saturating_add(1).saturating_sub(ptr);
         self.shift_entries(tree, bno, level, ptr, ptr.saturating_add(1), tail);
         if level > 0 {
             self.put_key(tree, bno, ptr, key);
@@ -1831,10 +1951,16 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         // xfs_trans_binval: the block's changes are not written.
         self.dirty.remove(&bno);
         match tree {
-            Tree::Bno | Tree::Cnt => self.put_freelist_ex(bno, true),
+            Tree::Bno | Tree::Cnt => {
+                self.put_freelist_ex(bno, true)?;
+                self.busy_insert(bno, 1);
+                Ok(())
+            }
             Tree::Rmap => {
                 self.add_agf(80, -1);
-                self.put_freelist_ex(bno, true)
+                self.put_freelist_ex(bno, true)?;
+                self.busy_insert(bno, 1);
+                Ok(())
             }
             Tree::Refc => {
                 self.add_agf(84, -1);
@@ -1906,7 +2032,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             if out.len() > bound {
                 return Err(corrupt_at(
                     0,
-                    format!("{} AG {}: more records than the AG can hold (a loop)", tree.name(), self.agno),
+                    format!(
+                        "{} AG {}: more records than the AG can hold (a loop)",
+                        tree.name(),
+                        self.agno
+                    ),
                 ));
             }
             if !self.increment(&mut cur)? {
@@ -2091,5 +2221,411 @@ pub fn stamp_into(
         };
         super::buf::apply_stamp(&mut data, stamp, lsn.raw());
         ov.put(daddr, &data);
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+    use crate::xfs::ag::btree::{walk, AgTree, TreeRoot, WalkReport};
+    use crate::xfs::image::Image;
+    use crate::xfs::read::FileReader;
+    use crate::xfs::types::{AgBlock, AgNumber};
+    use std::ops::ControlFlow;
+
+    const FIXTURE: &str = "v5-1k-rmap";
+    const AG: u32 = 1;
+
+    fn ag_tree(t: Tree) -> AgTree {
+        match t {
+            Tree::Bno => AgTree::Bno,
+            Tree::Cnt => AgTree::Cnt,
+            Tree::Rmap => AgTree::Rmap,
+            Tree::Refc => AgTree::Refcount,
+            Tree::Ino => AgTree::Ino,
+            Tree::Fino => AgTree::Fino,
+        }
+    }
+
+    /// The project's validating walker over the edited state: keys in
+    /// order, parent keys (low and high), sibling chains, levels, CRCs.
+    fn check<R: ReadAt>(s: &mut AgStore<'_, R>, tree: Tree) -> WalkReport {
+        let mut ov = Overlay::default();
+        stamp_into(
+            &mut ov,
+            s.changed().unwrap(),
+            crate::xfs::types::Lsn::from_raw(1 << 32),
+            true,
+        );
+        let mut img =
+            Image::new(FileReader::open(&crate::xfs::testutil::image_path(FIXTURE)).unwrap());
+        img.set_overlay(ov);
+        img.set_use_overlay(true);
+        let fs = Fs::open(img).unwrap();
+        let (root, levels) = s.root(tree).ok().unwrap();
+        let g = fs.geo;
+        let tr = TreeRoot {
+            tree: ag_tree(tree),
+            agno: AgNumber(s.agno),
+            root: AgBlock(root),
+            levels,
+            ag_length: s.agf_u32(12),
+            first_block: (4 * u32::from(g.sectsize)).div_ceil(g.blocksize),
+        };
+        let r = walk(&fs, &tr, &mut |_| ControlFlow::Continue(()));
+        assert!(r.problems.is_empty(), "{tree:?}: {:#?}", r.problems);
+        r
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Put `n` blocks of the AG's longest free extent on the free list
+    /// (taken out of free space first, so that the AG stays consistent).
+    fn stock_freelist<R: ReadAt>(s: &mut AgStore<'_, R>, n: u32) {
+        let last = s.last_record(Tree::Cnt).ok().unwrap().unwrap();
+        let (b, l) = (be32(&last, 0).unwrap(), be32(&last, 4).unwrap());
+        assert!(l > n);
+        s.delete(Tree::Cnt, key_cnt(b, l)).ok().unwrap();
+        s.insert(Tree::Cnt, &alloc_rec(b + n, l - n)).ok().unwrap();
+        s.update(Tree::Bno, key_bno(b), &alloc_rec(b + n, l - n))
+            .ok()
+            .unwrap();
+        for i in 0..n {
+            s.put_freelist(b + i).ok().unwrap();
+        }
+    }
+
+    #[test]
+    fn inserts_split_every_level_and_grow_the_root_deletes_join_and_shrink_it() {
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        stock_freelist(&mut s, 100);
+        // The real records out first (the synthetic ones would overlap
+        // them); they come back at the end.
+        let orig = s.records(Tree::Bno).ok().unwrap();
+        for r in &orig {
+            s.delete(Tree::Bno, rec_key(Tree::Bno, r)).ok().unwrap();
+        }
+        let (_, orig_levels) = s.root(Tree::Bno).ok().unwrap();
+        assert_eq!(orig_levels, 1);
+        let fl0 = s.agf_u32(48);
+        let bt0 = s.agf_u32(60);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        // Ascending first (appends: splits at the right edge, up to a
+        // third level), then a shuffled batch in the gaps (middle inserts).
+        let asc: Vec<u32> = (0..10500).map(|i| 100 + i).collect();
+        for &k in &asc {
+            s.insert(Tree::Bno, &alloc_rec(k, 1)).ok().unwrap();
+        }
+        assert_eq!(s.root(Tree::Bno).ok().unwrap().1, 3, "a third level");
+        check(&mut s, Tree::Bno);
+        // Every third record out (shuffled: borrows and joins), then back
+        // in (shuffled: inserts in the middle, shifts and splits).
+        let mut mid: Vec<u32> = asc.iter().copied().step_by(3).collect();
+        for i in (1..mid.len()).rev() {
+            let j = (rng.next() % (i as u64 + 1)) as usize;
+            mid.swap(i, j);
+        }
+        for &k in &mid {
+            s.delete(Tree::Bno, key_bno(k)).ok().unwrap();
+        }
+        check(&mut s, Tree::Bno);
+        for &k in &mid {
+            s.insert(Tree::Bno, &alloc_rec(k, 1)).ok().unwrap();
+        }
+        let r = check(&mut s, Tree::Bno);
+        assert_eq!(r.records as usize, asc.len());
+        let shape = s.shape(Tree::Bno).ok().unwrap();
+        assert_eq!(shape.len(), 3);
+        assert_eq!(shape[2].len(), 1);
+        // Blocks came from the free list, counted in agf_btreeblks.
+        let blocks: usize = shape.iter().map(Vec::len).sum();
+        assert_eq!(s.agf_u32(60) - bt0, blocks as u32 - 1);
+        assert_eq!(fl0 - s.agf_u32(48), blocks as u32 - 1);
+        // Every record is found again, in order.
+        let all = s.records(Tree::Bno).ok().unwrap();
+        assert!(all
+            .windows(2)
+            .all(|w| rec_key(Tree::Bno, &w[0]) < rec_key(Tree::Bno, &w[1])));
+        // Delete in a shuffled order: borrows and joins at every level,
+        // the root collapses back to one leaf.
+        let mut del: Vec<u32> = asc.clone();
+        for i in (1..del.len()).rev() {
+            let j = (rng.next() % (i as u64 + 1)) as usize;
+            del.swap(i, j);
+        }
+        for (n, &k) in del.iter().enumerate() {
+            s.delete(Tree::Bno, key_bno(k)).ok().unwrap();
+            if n % 1500 == 0 {
+                check(&mut s, Tree::Bno);
+            }
+        }
+        check(&mut s, Tree::Bno);
+        assert!(s.records(Tree::Bno).ok().unwrap().is_empty());
+        assert_eq!(s.root(Tree::Bno).ok().unwrap().1, 1, "back to one level");
+        // Every block went back to the free list.
+        assert_eq!(s.agf_u32(60), bt0);
+        assert_eq!(s.agf_u32(48), fl0);
+        for r in &orig {
+            s.insert(Tree::Bno, r).ok().unwrap();
+        }
+        assert_eq!(s.records(Tree::Bno).ok().unwrap(), orig);
+        check(&mut s, Tree::Bno);
+    }
+
+    #[test]
+    fn lshift_rshift_and_borrow_keep_a_two_level_tree() {
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        stock_freelist(&mut s, 20);
+        for i in 0..300u32 {
+            s.insert(Tree::Cnt, &alloc_rec(1000 + 4 * i, 7))
+                .ok()
+                .unwrap();
+        }
+        let before = s.shape(Tree::Cnt).ok().unwrap();
+        assert_eq!(before.len(), 2);
+        // Fill the gaps of the leftmost leaf: it is full, its right
+        // sibling has room (rshift), and later the left has room (lshift).
+        let fl = s.agf_u32(48);
+        let first_leaf = before[0][0];
+        let n_first = s.numrecs(first_leaf);
+        let room = s.maxrecs(Tree::Cnt, 0) - n_first;
+        // Fill the first leaf up.
+        let mut k = 0u32;
+        while s.numrecs(first_leaf) < s.maxrecs(Tree::Cnt, 0) {
+            s.insert(Tree::Cnt, &alloc_rec(500 + k, 6)).ok().unwrap();
+            k += 1;
+        }
+        assert_eq!(k as usize, room);
+        let second = before[0][1];
+        let n2 = s.numrecs(second);
+        // One more in the first leaf: it goes right (rshift), no new block.
+        s.insert(Tree::Cnt, &alloc_rec(1001, 7)).ok().unwrap();
+        assert_eq!(s.agf_u32(48), fl, "no split");
+        assert_eq!(s.numrecs(second), n2 + 1, "one entry moved right");
+        check(&mut s, Tree::Cnt);
+        // Delete from the second leaf until it borrows from a sibling.
+        let recs = s.records(Tree::Cnt).ok().unwrap();
+        let min = s.minrecs(Tree::Cnt, 0);
+        let second_recs: Vec<Vec<u8>> = recs
+            .iter()
+            .filter(|r| {
+                let (c, ok) = s
+                    .lookup(Tree::Cnt, Lookup::Eq, rec_key(Tree::Cnt, r))
+                    .ok()
+                    .unwrap();
+                ok && c.leaf().0 == second
+            })
+            .cloned()
+            .collect();
+        for r in second_recs.iter().take(s.numrecs(second) - min + 1) {
+            s.delete(Tree::Cnt, rec_key(Tree::Cnt, r)).ok().unwrap();
+        }
+        assert_eq!(s.numrecs(second), min, "topped up by a borrow");
+        check(&mut s, Tree::Cnt);
+    }
+
+    #[test]
+    fn rmap_high_keys_follow_inserts_and_deletes_in_an_overlapping_tree() {
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        stock_freelist(&mut s, 60);
+        let mut rng = Rng(12345);
+        let mut added = Vec::new();
+        for i in 0..1500u32 {
+            // Overlapping extents of inode owners (as reflink makes them):
+            // the highest key is not the last record's.
+            let start = 100 + (rng.next() % 5000) as u32;
+            let len = 1 + (rng.next() % 400) as u32;
+            let owner = 1000 + u64::from(i);
+            let rec = rmap_rec(start, len, owner, u64::from(i) * 10);
+            s.insert(Tree::Rmap, &rec).ok().unwrap();
+            added.push(rec);
+        }
+        assert!(s.root(Tree::Rmap).ok().unwrap().1 >= 3);
+        check(&mut s, Tree::Rmap);
+        let blocks: usize = s.shape(Tree::Rmap).ok().unwrap().iter().map(Vec::len).sum();
+        assert_eq!(s.agf_u32(80) as usize, blocks, "agf_rmap_blocks");
+        for r in added.iter().step_by(2) {
+            s.delete(Tree::Rmap, rec_key(Tree::Rmap, r)).ok().unwrap();
+        }
+        check(&mut s, Tree::Rmap);
+        let blocks: usize = s.shape(Tree::Rmap).ok().unwrap().iter().map(Vec::len).sum();
+        assert_eq!(s.agf_u32(80) as usize, blocks, "agf_rmap_blocks");
+    }
+
+    #[test]
+    fn inobt_blocks_come_from_free_space_near_the_hint_with_their_reverse_mapping() {
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        let free0 = s.agf_u32(52) + s.agf_u32(48);
+        let ib0 = s.agi_u32(336).ok().unwrap();
+        for i in 0..250u32 {
+            // Whole free chunks (sparse format: holemask 0, count 64,
+            // freecount 64, every inode free), past the AG's real ones.
+            let mut r = vec![0u8; 16];
+            r[0..4].copy_from_slice(&(16384 + 64 * i).to_be_bytes());
+            r[6] = 64;
+            r[7] = 64;
+            r[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
+            s.insert(Tree::Ino, &r).ok().unwrap();
+        }
+        for t in [Tree::Ino, Tree::Bno, Tree::Cnt, Tree::Rmap] {
+            check(&mut s, t);
+        }
+        let shape = s.shape(Tree::Ino).ok().unwrap();
+        let blocks: u32 = shape.iter().map(|l| l.len() as u32).sum();
+        assert!(shape.len() >= 2);
+        if s.feat.inobtcount {
+            assert_eq!(s.agi_u32(336).ok().unwrap(), blocks, "agi_iblocks");
+        }
+        // Every new block is mapped to OWN_INOBT and left free space.
+        let rm = s.records(Tree::Rmap).ok().unwrap();
+        for l in &shape {
+            for &b in l {
+                assert!(
+                    rm.iter().any(|r| be64(r, 8) == Some(OWN_INOBT)
+                        && be32(r, 0).unwrap() <= b
+                        && b < be32(r, 0).unwrap() + be32(r, 4).unwrap()),
+                    "block {b} has no inobt reverse mapping"
+                );
+            }
+        }
+        let grown = blocks - ib0.max(1);
+        // Free-list blocks still count as free; btree blocks do not.
+        let free1 = s.agf_u32(52) + s.agf_u32(48);
+        assert!(free1 + grown <= free0);
+        // Deleting everything again frees the blocks (deferred frees).
+        for i in 0..250u32 {
+            s.delete(Tree::Ino, key_ino(16384 + 64 * i)).ok().unwrap();
+        }
+        for t in [Tree::Ino, Tree::Bno, Tree::Cnt, Tree::Rmap] {
+            check(&mut s, t);
+        }
+        assert_eq!(s.root(Tree::Ino).ok().unwrap().1, 1);
+        if s.feat.inobtcount {
+            assert_eq!(s.agi_u32(336).ok().unwrap(), ib0);
+        }
+    }
+
+    /// A copy of the fixture in memory with one byte range changed.
+    fn damaged(edit: impl Fn(&mut Vec<u8>, &Fs<FileReader>)) -> Fs<Vec<u8>> {
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let mut bytes = std::fs::read(crate::xfs::testutil::image_path(FIXTURE)).unwrap();
+        edit(&mut bytes, &fs);
+        Fs::open(Image::new(bytes)).unwrap()
+    }
+
+    fn block_off(fs: &Fs<FileReader>, agbno: u32) -> usize {
+        fs.geo
+            .agb_to_daddr(AgNumber(AG), AgBlock(agbno))
+            .unwrap()
+            .byte_offset()
+            .unwrap() as usize
+    }
+
+    fn agf_field(fs: &Fs<FileReader>, off: usize) -> u32 {
+        let ov = Overlay::default();
+        let s = AgStore::new(fs, &ov, AG).unwrap();
+        s.agf_u32(off)
+    }
+
+    fn err_text<T>(r: EditResult<T>) -> String {
+        match r {
+            Ok(_) => panic!("no error"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn hostile_blocks_are_errors_that_name_the_block() {
+        // numrecs larger than the block holds (CRC fixed: only the check
+        // of the contents can catch it).
+        let fs = damaged(|b, fs| {
+            let root = agf_field(fs, 24);
+            let o = block_off(fs, root);
+            b[o + 6..o + 8].copy_from_slice(&5000u16.to_be_bytes());
+            crate::xfs::ag::testing::fix_crc(&mut b[o..o + 1024], 52);
+        });
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        let root = s.agf_u32(24);
+        let e = err_text(s.insert(Tree::Rmap, &rmap_rec(9000, 1, 5000, 0)));
+        assert!(
+            e.contains(&format!("block {root}")) && e.contains("numrecs 5000"),
+            "{e}"
+        );
+        // A wrong level.
+        let fs = damaged(|b, fs| {
+            let o = block_off(fs, agf_field(fs, 16));
+            b[o + 4..o + 6].copy_from_slice(&3u16.to_be_bytes());
+            crate::xfs::ag::testing::fix_crc(&mut b[o..o + 1024], 52);
+        });
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        let e = err_text(s.records(Tree::Bno));
+        assert!(e.contains("bb_level 3 but expected level 0"), "{e}");
+        // A leaf whose right sibling is itself.
+        let fs = damaged(|b, fs| {
+            let root = agf_field(fs, 20);
+            let o = block_off(fs, root);
+            b[o + 12..o + 16].copy_from_slice(&root.to_be_bytes());
+            crate::xfs::ag::testing::fix_crc(&mut b[o..o + 1024], 52);
+        });
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        let e = err_text(s.shape(Tree::Cnt));
+        assert!(e.contains("rightsib"), "{e}");
+        // A bad CRC.
+        let fs = damaged(|b, fs| {
+            let o = block_off(fs, agf_field(fs, 16));
+            b[o + 100] ^= 0xff;
+        });
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        let e = err_text(s.find(Tree::Bno, key_bno(1)));
+        assert!(e.contains("bad CRC"), "{e}");
+        // A root pointer outside the AG and a height of 40.
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        s.set_agf_u32(16, 0xFFFF_FF00);
+        assert!(err_text(s.find(Tree::Bno, key_bno(1))).contains("outside the AG"));
+        s.set_agf_u32(28, 40);
+        assert!(err_text(s.find(Tree::Bno, key_bno(1))).contains("height 40"));
+    }
+
+    #[test]
+    fn rmap_high_keys_cover_the_extent() {
+        let mut r = vec![0u8; 24];
+        r[0..4].copy_from_slice(&100u32.to_be_bytes());
+        r[4..8].copy_from_slice(&10u32.to_be_bytes());
+        r[8..16].copy_from_slice(&131u64.to_be_bytes());
+        r[16..24].copy_from_slice(&(5u64 | RMAP_OFF_UNWRITTEN).to_be_bytes());
+        let h = rmap_high_key(&r);
+        assert_eq!(key_order(Tree::Rmap, &h), (109, 131, 14));
+        // The unwritten bit is not part of a key.
+        assert_eq!(be64(&h, 12), Some(14));
+        // Non-inode owners keep their offset.
+        r[8..16].copy_from_slice(&OWN_COW.to_be_bytes());
+        let h = rmap_high_key(&r);
+        assert_eq!(key_order(Tree::Rmap, &h), (109, OWN_COW, 5));
     }
 }

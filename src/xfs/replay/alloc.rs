@@ -254,40 +254,98 @@ impl<R: ReadAt> AgStore<'_, R> {
                 return refuse("deferred frees keep coming".into());
             }
             for (bno, owner) in items {
-                if owner != OWN_AG {
-                    self.fix_freelist(true)?;
+                if owner == OWN_AG {
+                    // xfs_agfl_free_finish_item
+                    self.free_ag_extent(bno, 1, Some(RmapOwner::special(owner)))?;
+                } else {
+                    self.free_extent(bno, 1, Some(RmapOwner::special(owner)))?;
                 }
-                self.free_ag_extent(bno, 1, Some(RmapOwner::special(owner)))?;
             }
         }
+    }
+
+    /// `__xfs_free_extent` (how an EFI is finished): the free list fixed,
+    /// the extent freed (its reverse mapping removed first unless `owner`
+    /// is `None`), and marked busy. Then the free-list blocks the fix-up
+    /// took off are freed ([`Self::finish_deferred`]).
+    pub fn free_extent(&mut self, bno: u32, len: u32, owner: Option<RmapOwner>) -> EditResult<()> {
+        self.fix_freelist(true)?;
+        self.free_ag_extent(bno, len, owner)?;
+        self.busy_insert(bno, len);
+        Ok(())
     }
 
     /// `xfs_alloc_ag_vextent_size` with minlen 1 (the free-list refill):
     /// the first extent by size that holds `maxlen` blocks, else the
     /// longest, taken from its start. `None` when there is no free space.
     pub fn alloc_size(&mut self, maxlen: u32) -> EditResult<Option<(u32, u32)>> {
+        let rec = |r: Vec<u8>| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
         let (mut cnt, found) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
-        let (fbno, flen) = if found {
-            match self.get_rec(&cnt) {
-                Some(r) => (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0)),
-                None => return Ok(None),
+        let (mut fbno, mut flen, mut rbno, mut rlen);
+        if found {
+            // The first extent whose unbusy part holds maxlen blocks.
+            let mut guard = 0u64;
+            loop {
+                let Some(r) = self.get_rec(&cnt) else {
+                    return Ok(None);
+                };
+                (fbno, flen) = rec(r);
+                (rbno, rlen) = self.busy_trim(fbno, flen, 1, maxlen).unwrap_or((fbno, 0));
+                if rlen >= maxlen {
+                    break;
+                }
+                guard = guard.saturating_add(1);
+                if !self.increment(&mut cnt)? || guard > u64::from(self.agblocks) {
+                    // Only busy extents: the kernel forces the log and
+                    // retries; the busy extents are then free to use.
+                    return refuse(format!(
+                        "AG {}: only busy extents could refill the free list (the kernel forces the log)",
+                        self.agno
+                    ));
+                }
             }
         } else {
             // xfs_alloc_ag_vextent_small: the last record, if any.
             if !self.decrement(&mut cnt)? {
                 return Ok(None);
             }
-            match self.get_rec(&cnt) {
-                Some(r) => (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0)),
-                None => return Ok(None),
+            let Some(r) = self.get_rec(&cnt) else {
+                return Ok(None);
+            };
+            (fbno, flen) = rec(r);
+            (rbno, rlen) = self.busy_trim(fbno, flen, 1, maxlen).unwrap_or((fbno, 0));
+        }
+        rlen = rlen.min(maxlen);
+        if rlen < maxlen {
+            // Search left for a better one.
+            let (mut bf, mut bl, mut brb, mut brl) = (fbno, flen, rbno, rlen);
+            let mut guard = 0u64;
+            while self.decrement(&mut cnt)? {
+                guard = guard.saturating_add(1);
+                if guard > u64::from(self.agblocks) {
+                    break;
+                }
+                let Some(r) = self.get_rec(&cnt) else { break };
+                let (f, l) = rec(r);
+                if l <= brl {
+                    break;
+                }
+                let (rb, rl) = self.busy_trim(f, l, 1, maxlen).unwrap_or((f, 0));
+                let rl = rl.min(maxlen);
+                if rl > brl {
+                    (bf, bl, brb, brl) = (f, l, rb, rl);
+                    if rl == maxlen {
+                        break;
+                    }
+                }
             }
-        };
-        if flen == 0 {
+            (fbno, flen, rbno, rlen) = (bf, bl, brb, brl);
+        }
+        if rlen == 0 {
             return Ok(None);
         }
-        let rlen = flen.min(maxlen);
-        self.fixup_trees(fbno, flen, fbno, rlen)?;
-        Ok(Some((fbno, rlen)))
+        self.fixup_trees(fbno, flen, rbno, rlen)?;
+        Ok(Some((rbno, rlen)))
     }
 
     /// `xfs_alloc_fixup_trees`: `[rbno, rbno + rlen)` leaves the free
@@ -367,9 +425,8 @@ impl<R: ReadAt> AgStore<'_, R> {
                 self.rmap_unmap(bno, len, false, o)?;
             }
         }
-        let rec = |r: Option<Vec<u8>>| {
-            r.map(|r| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0)))
-        };
+        let rec =
+            |r: Option<Vec<u8>>| r.map(|r| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0)));
         let (mut bcur, haveleft) = self.lookup(Tree::Bno, Lookup::Le, key_bno(bno))?;
         let mut lt = None;
         if haveleft {
@@ -484,7 +541,10 @@ impl<R: ReadAt> AgStore<'_, R> {
             }
             return false;
         }
-        if fbno > self.fs.geo.agblocks.saturating_sub(1) {
+        let Some((bnoa, lena)) = self.busy_trim(fbno, flen, 1, 1) else {
+            return false;
+        };
+        if bnoa > self.fs.geo.agblocks.saturating_sub(1) {
             if bnobt {
                 c.active = false;
             }
@@ -494,10 +554,10 @@ impl<R: ReadAt> AgStore<'_, R> {
             return false;
         }
         // xfs_alloc_compute_diff, one block, no alignment.
-        let fend = fbno.saturating_add(flen);
+        let fend = bnoa.saturating_add(lena);
         let want_end = hint.saturating_add(1);
-        let nb = if fbno >= hint {
-            fbno
+        let nb = if bnoa >= hint {
+            bnoa
         } else if fend >= want_end {
             hint
         } else {
