@@ -207,6 +207,6 @@ pub fn recover<R: ReadAt>(
             }
         }
     };
-    super::cow::stamp_into(ov, changes, lsn);
+    super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
     Ok(rep)
 }

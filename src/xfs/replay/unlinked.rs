@@ -615,7 +615,7 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         rep.chunks_freed = cx.chunks_freed.clone();
         (cx.engine.changed()?, cx.agis, cx.inodes)
     };
-    super::cow::stamp_into(ov, changes, lsn);
+    super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
     for (_, a) in agis {
         if !a.dirty {
             continue;
