@@ -25,7 +25,7 @@
 //! (a btree change the editor refuses, attributes in blocks) stops the
 //! walk and it and the rest are reported.
 
-use super::agedit::{EditError, EditResult, Unsupported};
+use super::agedit::{key_ino, EditError, EditResult, Tree, Unsupported};
 use super::defer::{Engine, FreeOwner, Rmap, Work, OWN_INODES};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::bmap::Fork;
@@ -76,12 +76,8 @@ pub struct UnlinkedReport {
 }
 
 const NULLAGINO: u32 = u32::MAX;
-const AGI_ROOT: usize = 20;
-const AGI_LEVEL: usize = 24;
 const AGI_COUNT: usize = 16;
 const AGI_FREECOUNT: usize = 28;
-const AGI_FREE_ROOT: usize = 328;
-const AGI_FREE_LEVEL: usize = 332;
 
 fn refuse<T>(m: String) -> EditResult<T> {
     Err(EditError::Unsupported(Unsupported(m)))
@@ -97,91 +93,38 @@ struct Irec {
     free: u64,
 }
 
-/// The AGI of one AG and the roots of its inode btrees, when each is a
-/// single leaf (the only shape edited here).
-struct Agi {
-    agi: Vec<u8>,
-    agi_daddr: u64,
-    sparse: bool,
-    /// (agbno, daddr, block bytes) of the inobt and finobt roots.
-    ino: (u32, u64, Vec<u8>),
-    fino: Option<(u32, u64, Vec<u8>)>,
-    dirty: bool,
+fn irec_parse(b: &[u8], sparse: bool) -> Option<Irec> {
+    let start = be32(b, 0)?;
+    let (holemask, count, freecount) = if sparse {
+        (be16(b, 4)?, *b.get(6)?, *b.get(7)?)
+    } else {
+        (0, 64, u8::try_from(be32(b, 4)?).unwrap_or(u8::MAX))
+    };
+    Some(Irec {
+        start,
+        holemask,
+        count,
+        freecount,
+        free: be64(b, 8)?,
+    })
 }
 
-impl Agi {
-    fn recs(&self, fino: bool) -> Vec<Irec> {
-        let b = if fino {
-            match &self.fino {
-                Some(f) => &f.2,
-                None => return Vec::new(),
-            }
-        } else {
-            &self.ino.2
-        };
-        let n = usize::from(be16(b, 6).unwrap_or(0));
-        (0..n)
-            .filter_map(|i| {
-                let o = 56usize.checked_add(i.checked_mul(16)?)?;
-                let start = be32(b, o)?;
-                let (holemask, count, freecount) = if self.sparse {
-                    (
-                        be16(b, o.checked_add(4)?)?,
-                        *b.get(o.checked_add(6)?)?,
-                        *b.get(o.checked_add(7)?)?,
-                    )
-                } else {
-                    (
-                        0,
-                        64,
-                        u8::try_from(be32(b, o.checked_add(4)?)?).unwrap_or(u8::MAX),
-                    )
-                };
-                Some(Irec {
-                    start,
-                    holemask,
-                    count,
-                    freecount,
-                    free: be64(b, o.checked_add(8)?)?,
-                })
-            })
-            .collect()
-    }
-
-    fn write(&mut self, fino: bool, recs: &[Irec]) -> EditResult<()> {
-        let sparse = self.sparse;
-        let b = if fino {
-            match &mut self.fino {
-                Some(f) => &mut f.2,
-                None => return refuse("no finobt".into()),
-            }
-        } else {
-            &mut self.ino.2
-        };
-        let room = b.len().saturating_sub(56) / 16;
-        if recs.len() > room {
-            return refuse("inode btree leaf full (the kernel splits it)".into());
+fn irec_bytes(r: &Irec, sparse: bool) -> Vec<u8> {
+    let mut b = vec![0u8; 16];
+    put_be32(&mut b, 0, r.start);
+    if sparse {
+        put_be16(&mut b, 4, r.holemask);
+        if let Some(x) = b.get_mut(6) {
+            *x = r.count;
         }
-        put_be16(b, 6, u16::try_from(recs.len()).unwrap_or(0));
-        for (i, r) in recs.iter().enumerate() {
-            let o = 56usize.saturating_add(i.saturating_mul(16));
-            put_be32(b, o, r.start);
-            if sparse {
-                put_be16(b, o.saturating_add(4), r.holemask);
-                if let Some(x) = b.get_mut(o.saturating_add(6)) {
-                    *x = r.count;
-                }
-                if let Some(x) = b.get_mut(o.saturating_add(7)) {
-                    *x = r.freecount;
-                }
-            } else {
-                put_be32(b, o.saturating_add(4), u32::from(r.freecount));
-            }
-            put_be64(b, o.saturating_add(8), r.free);
+        if let Some(x) = b.get_mut(7) {
+            *x = r.freecount;
         }
-        self.dirty = true;
-        Ok(())
+    } else {
+        put_be32(&mut b, 4, u32::from(r.freecount));
     }
+    put_be64(&mut b, 8, r.free);
+    b
 }
 
 /// The first inode number of each 4-inode holemask bit's run of
@@ -205,76 +148,12 @@ struct Ctx<'a, 'f, R: ReadAt> {
     fs: &'a Fs<R>,
     view: &'a Fs<OvReader<'f, R>>,
     engine: Engine<'a, R>,
-    agis: BTreeMap<u32, Agi>,
     /// Inode bytes to write (inodes of chunks kept).
     inodes: BTreeMap<u64, (u64, Vec<u8>)>,
     chunks_freed: Vec<(u32, u32)>,
 }
 
 impl<R: ReadAt> Ctx<'_, '_, R> {
-    fn read_at(&self, off: u64, len: u64) -> Result<Vec<u8>> {
-        self.view.img.read_disk("AGI", off, len)
-    }
-
-    fn agi(&mut self, agno: u32) -> EditResult<&mut Agi> {
-        if !self.agis.contains_key(&agno) {
-            let g = &self.fs.geo;
-            let ss = u64::from(g.sectsize);
-            let base = g
-                .agb_to_daddr(
-                    crate::xfs::types::AgNumber(agno),
-                    crate::xfs::types::AgBlock(0),
-                )
-                .and_then(|d| d.byte_offset())
-                .unwrap_or(u64::MAX);
-            let off = base.saturating_add(ss.saturating_mul(2));
-            let agi = self.read_at(off, ss)?;
-            if be32(&agi, 0) != Some(0x5841_4749) {
-                return refuse(format!("AG {agno}: bad AGI magic"));
-            }
-            let bs = u64::from(g.blocksize);
-            let leaf = |lvl: usize, root: usize| -> EditResult<Option<(u32, u64, Vec<u8>)>> {
-                let level = be32(&agi, lvl).unwrap_or(0);
-                let root = be32(&agi, root).unwrap_or(u32::MAX);
-                if level == 0 {
-                    return Ok(None);
-                }
-                if level != 1 {
-                    return refuse(format!(
-                        "AG {agno}: inode btree of {level} levels (only a single leaf is edited)"
-                    ));
-                }
-                let at = base.saturating_add(u64::from(root).saturating_mul(bs));
-                let b = self.view.img.read_disk("inobt", at, bs)?;
-                Ok(Some((root, at / 512, b)))
-            };
-            let Some(ino) = leaf(AGI_LEVEL, AGI_ROOT)? else {
-                return refuse(format!("AG {agno}: no inobt"));
-            };
-            let finobt = self.fs.sb.features_ro_compat & 1 != 0;
-            let fino = if finobt {
-                leaf(AGI_FREE_LEVEL, AGI_FREE_ROOT)?
-            } else {
-                None
-            };
-            self.agis.insert(
-                agno,
-                Agi {
-                    agi,
-                    agi_daddr: off / 512,
-                    sparse: self.fs.sb.features_incompat & (1 << 1) != 0,
-                    ino,
-                    fino,
-                    dirty: false,
-                },
-            );
-        }
-        match self.agis.get_mut(&agno) {
-            Some(a) => Ok(a),
-            None => refuse("AGI vanished".into()),
-        }
-    }
-
     /// `xfs_inactive` then `xfs_ifree` for one inode; returns the inode
     /// that follows it on its list.
     fn free_inode(&mut self, ino: u64, agno: u32, agino: u32, bucket: usize) -> EditResult<u32> {
@@ -380,84 +259,70 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         let sb_inopblock = self.fs.sb.inopblock;
         let ialloc_blks = u32::try_from(64u64 >> g.inopblog).unwrap_or(1).max(1);
         let inopblog = g.inopblog;
-        let agi = self.agi(agno)?;
+        let sparse = self.fs.sb.features_incompat & (1 << 1) != 0;
+        let finobt = self.fs.sb.features_ro_compat & 1 != 0;
+        let s = self.engine.store(agno)?;
         let head_off = 40usize.saturating_add(bucket.saturating_mul(4));
-        if be32(&agi.agi, head_off) != Some(agino) {
+        if s.agi_u32(head_off)? != agino {
             return refuse(format!(
                 "inode {ino} is not the head of AGI {agno} bucket {bucket}"
             ));
         }
-        put_be32(&mut agi.agi, head_off, next);
-        let mut recs = agi.recs(false);
-        let Some(pos) = recs
-            .iter()
-            .rposition(|r| r.start <= agino && agino < r.start.saturating_add(64))
+        s.set_agi_u32(head_off, next)?;
+        // xfs_difree_inobt
+        let (le, _) = s.neighbors(Tree::Ino, key_ino(agino))?;
+        let Some(mut rec) = le
+            .and_then(|r| irec_parse(&r, sparse))
+            .filter(|r| r.start <= agino && agino < r.start.saturating_add(64))
         else {
             return refuse(format!("inode {ino}: no inobt record holds it"));
         };
-        let mut rec = recs.get(pos).copied().unwrap_or(Irec {
-            start: 0,
-            holemask: 0,
-            count: 0,
-            freecount: 0,
-            free: 0,
-        });
+        let old_start = rec.start;
         let bit = 1u64 << (agino.saturating_sub(rec.start) & 63);
         if rec.free & bit != 0 {
             return refuse(format!("inode {ino} is already free in the inobt"));
         }
         rec.free |= bit;
         rec.freecount = rec.freecount.saturating_add(1);
-        let count = be32(&agi.agi, AGI_COUNT).unwrap_or(0);
-        let freecount = be32(&agi.agi, AGI_FREECOUNT).unwrap_or(0);
+        let count = s.agi_u32(AGI_COUNT)?;
+        let freecount = s.agi_u32(AGI_FREECOUNT)?;
         let delete_chunk = rec.free == u64::MAX && sb_inopblock <= 64;
         if delete_chunk {
-            recs.remove(pos);
-            put_be32(
-                &mut agi.agi,
-                AGI_COUNT,
-                count.saturating_sub(u32::from(rec.count)),
-            );
-            put_be32(
-                &mut agi.agi,
+            s.set_agi_u32(AGI_COUNT, count.saturating_sub(u32::from(rec.count)))?;
+            s.set_agi_u32(
                 AGI_FREECOUNT,
                 freecount.saturating_sub(u32::from(rec.freecount).saturating_sub(1)),
-            );
-        } else if let Some(r) = recs.get_mut(pos) {
-            *r = rec;
-            put_be32(&mut agi.agi, AGI_FREECOUNT, freecount.saturating_add(1));
+            )?;
+            s.delete(Tree::Ino, key_ino(old_start))?;
+        } else {
+            s.update(Tree::Ino, key_ino(old_start), &irec_bytes(&rec, sparse))?;
+            s.set_agi_u32(AGI_FREECOUNT, freecount.saturating_add(1))?;
         }
-        agi.write(false, &recs)?;
-        if agi.fino.is_some() {
-            let mut frecs = agi.recs(true);
-            match frecs.iter().position(|r| r.start == rec.start) {
+        // xfs_difree_finobt
+        if finobt {
+            match s
+                .find(Tree::Fino, key_ino(old_start))?
+                .and_then(|r| irec_parse(&r, sparse))
+            {
                 None => {
                     if rec.freecount != 1 {
                         return refuse(format!(
                             "inode {ino}: its chunk has free inodes but no finobt record"
                         ));
                     }
-                    if !delete_chunk {
-                        let at = frecs
-                            .iter()
-                            .position(|r| r.start > rec.start)
-                            .unwrap_or(frecs.len());
-                        frecs.insert(at, rec);
-                    }
+                    s.insert(Tree::Fino, &irec_bytes(&rec, sparse))?;
                 }
-                Some(i) => {
-                    let all = frecs.get(i).is_some_and(|f| f.free | bit == u64::MAX);
-                    if all && sb_inopblock <= 64 {
-                        frecs.remove(i);
-                    } else if let Some(f) = frecs.get_mut(i) {
-                        f.free |= bit;
-                        f.freecount = f.freecount.saturating_add(1);
+                Some(mut f) => {
+                    f.free |= bit;
+                    f.freecount = f.freecount.saturating_add(1);
+                    if f.free == u64::MAX && sb_inopblock <= 64 {
+                        s.delete(Tree::Fino, key_ino(old_start))?;
+                    } else {
+                        s.update(Tree::Fino, key_ino(old_start), &irec_bytes(&f, sparse))?;
                     }
                 }
             }
-            agi.write(true, &frecs)?;
         }
-        agi.dirty = true;
         if delete_chunk {
             // xfs_difree_inode_chunk: the allocated parts of the chunk.
             let first = rec.start >> inopblog;
@@ -542,13 +407,12 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
     let mut rep = UnlinkedReport::default();
     let g = fs.geo;
     let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
-    let (changes, agis, inodes) = {
+    let (changes, inodes) = {
         let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
         let mut cx = Ctx {
             fs,
             view: &view,
             engine: Engine::new(fs, &*ov),
-            agis: BTreeMap::new(),
             inodes: BTreeMap::new(),
             chunks_freed: Vec::new(),
         };
@@ -557,15 +421,17 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
             for bucket in 0..64usize {
                 let mut guard = 0u32;
                 loop {
-                    let head = match cx.agi(agno) {
-                        Ok(a) => be32(&a.agi, 40usize.saturating_add(bucket.saturating_mul(4)))
-                            .unwrap_or(NULLAGINO),
-                        Err(EditError::Read(e)) => return Err(e),
-                        Err(EditError::Unsupported(u)) => {
-                            stop = Some(u.0);
-                            break 'ags;
-                        }
-                    };
+                    let head =
+                        match cx.engine.store(agno).and_then(|s| {
+                            s.agi_u32(40usize.saturating_add(bucket.saturating_mul(4)))
+                        }) {
+                            Ok(h) => h,
+                            Err(EditError::Read(e)) => return Err(e),
+                            Err(EditError::Unsupported(u)) => {
+                                stop = Some(u.0);
+                                break 'ags;
+                            }
+                        };
                     if head == NULLAGINO {
                         break;
                     }
@@ -576,13 +442,6 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
                         break 'ags;
                     }
                     let snap = cx.engine.snapshot();
-                    let agi_before = cx.agis.get(&agno).map(|a| {
-                        (
-                            a.agi.clone(),
-                            a.ino.2.clone(),
-                            a.fino.as_ref().map(|f| f.2.clone()),
-                        )
-                    });
                     let inodes_before = cx.inodes.clone();
                     let chunks_before = cx.chunks_freed.len();
                     let done_before = cx.engine.done;
@@ -592,15 +451,6 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
                         Err(EditError::Unsupported(u)) => {
                             cx.engine.restore(snap);
                             cx.engine.done = done_before;
-                            if let (Some(a), Some((agi, ib, fb))) =
-                                (cx.agis.get_mut(&agno), agi_before)
-                            {
-                                a.agi = agi;
-                                a.ino.2 = ib;
-                                if let (Some(f), Some(fb)) = (a.fino.as_mut(), fb) {
-                                    f.2 = fb;
-                                }
-                            }
                             cx.inodes = inodes_before;
                             cx.chunks_freed.truncate(chunks_before);
                             stop = Some(format!("inode {ino}: {}", u.0));
@@ -613,29 +463,9 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         rep.not_freed = stop;
         rep.work_items = cx.engine.done;
         rep.chunks_freed = cx.chunks_freed.clone();
-        (cx.engine.changed()?, cx.agis, cx.inodes)
+        (cx.engine.changed()?, cx.inodes)
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
-    for (_, a) in agis {
-        if !a.dirty {
-            continue;
-        }
-        let mut agi = a.agi;
-        if g.v5 {
-            put_be64(&mut agi, 320, lsn.raw());
-            put_crc(&mut agi, crate::xfs::format::ag::XFS_AGI_CRC_OFF);
-        }
-        ov.put(a.agi_daddr, &agi);
-        let mut blocks = vec![a.ino];
-        blocks.extend(a.fino);
-        for (_, daddr, mut b) in blocks {
-            if g.v5 {
-                put_be64(&mut b, 24, lsn.raw());
-                put_crc(&mut b, 52);
-            }
-            ov.put(daddr, &b);
-        }
-    }
     for (_, (off, mut b)) in inodes {
         if g.v5 {
             put_be64(&mut b, 112, lsn.raw());
