@@ -170,26 +170,35 @@ fn non_inode(owner: u64) -> bool {
 /// One reference count record (shared domain unless `cow`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refc {
+    /// The start block, without the CoW-domain bit.
     pub start: u32,
     pub len: u32,
     pub refcount: u32,
+    /// CoW staging domain (`XFS_REFC_DOMAIN_COW`).
+    pub cow: bool,
 }
 
 impl Refc {
     fn parse(r: &[u8]) -> Option<Refc> {
         let start = be32(r, 0)?;
-        if start & COW_FLAG != 0 {
-            return None;
-        }
         Some(Refc {
-            start,
+            start: start & !COW_FLAG,
             len: be32(r, 4)?,
             refcount: be32(r, 8)?,
+            cow: start & COW_FLAG != 0,
         })
+    }
+    fn key(&self) -> Key {
+        rkey(self.start, self.cow)
     }
     pub fn bytes(&self) -> Vec<u8> {
         let mut r = Vec::with_capacity(12);
-        r.extend_from_slice(&self.start.to_be_bytes());
+        let start = if self.cow {
+            self.start | COW_FLAG
+        } else {
+            self.start
+        };
+        r.extend_from_slice(&start.to_be_bytes());
         r.extend_from_slice(&self.len.to_be_bytes());
         r.extend_from_slice(&self.refcount.to_be_bytes());
         r
@@ -434,38 +443,44 @@ pub fn rmap_map_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
 // ---------------------------------------------------------------------
 // Reference counts (shared domain).
 
-fn refc_le<S: Recs>(s: &mut S, agbno: u32) -> EditResult<Option<Refc>> {
-    Ok(s.neighbors(Tree::Refc, key_refc(agbno))?
-        .0
-        .and_then(|r| Refc::parse(&r)))
+fn rkey(agbno: u32, cow: bool) -> Key {
+    key_refc(if cow { agbno | COW_FLAG } else { agbno })
 }
 
-fn refc_ge<S: Recs>(s: &mut S, agbno: u32) -> EditResult<Option<Refc>> {
-    let (l, r) = s.neighbors(Tree::Refc, key_refc(agbno))?;
+fn refc_le<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<Option<Refc>> {
+    Ok(s.neighbors(Tree::Refc, rkey(agbno, cow))?
+        .0
+        .and_then(|r| Refc::parse(&r))
+        .filter(|r| r.cow == cow))
+}
+
+fn refc_ge<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<Option<Refc>> {
+    let (l, r) = s.neighbors(Tree::Refc, rkey(agbno, cow))?;
     if let Some(l) = l.and_then(|l| Refc::parse(&l)) {
-        if l.start == agbno {
+        if l.start == agbno && l.cow == cow {
             return Ok(Some(l));
         }
     }
-    Ok(r.and_then(|r| Refc::parse(&r)))
+    Ok(r.and_then(|r| Refc::parse(&r)).filter(|r| r.cow == cow))
 }
 
 fn refc_after<S: Recs>(s: &mut S, r: &Refc) -> EditResult<Option<Refc>> {
-    Ok(s.neighbors(Tree::Refc, key_refc(r.start))?
+    Ok(s.neighbors(Tree::Refc, r.key())?
         .1
-        .and_then(|x| Refc::parse(&x)))
+        .and_then(|x| Refc::parse(&x))
+        .filter(|x| x.cow == r.cow))
 }
 
 fn refc_before<S: Recs>(s: &mut S, r: &Refc) -> EditResult<Option<Refc>> {
     if r.start == 0 {
         return Ok(None);
     }
-    refc_le(s, r.start.saturating_sub(1))
+    refc_le(s, r.start.saturating_sub(1), r.cow)
 }
 
 /// `xfs_refcount_split_extent`: no record may cross `agbno`.
-fn refc_split<S: Recs>(s: &mut S, agbno: u32) -> EditResult<()> {
-    let Some(r) = refc_le(s, agbno)? else {
+fn refc_split<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<()> {
+    let Some(r) = refc_le(s, agbno, cow)? else {
         return Ok(());
     };
     if r.start == agbno || r.end() <= agbno {
@@ -475,12 +490,14 @@ fn refc_split<S: Recs>(s: &mut S, agbno: u32) -> EditResult<()> {
         start: agbno,
         len: r.len.saturating_sub(agbno.saturating_sub(r.start)),
         refcount: r.refcount,
+        cow,
     };
-    s.update(Tree::Refc, key_refc(r.start), &right.bytes())?;
+    s.update(Tree::Refc, r.key(), &right.bytes())?;
     let left = Refc {
         start: r.start,
         len: agbno.saturating_sub(r.start),
         refcount: r.refcount,
+        cow,
     };
     s.insert(Tree::Refc, &left.bytes())
 }
@@ -494,12 +511,18 @@ fn merged_refcount(r: &Refc, adj: i32) -> u32 {
 }
 
 /// `xfs_refcount_merge_extents`.
-fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) -> EditResult<()> {
+fn refc_merge<S: Recs>(
+    s: &mut S,
+    agbno: &mut u32,
+    aglen: &mut u32,
+    adj: i32,
+    cow: bool,
+) -> EditResult<()> {
     // Left side: the record ending at agbno, and what follows it there.
     let mut left = None;
     let mut cleft = None;
     if *agbno > 0 {
-        if let Some(t) = refc_le(s, agbno.saturating_sub(1))? {
+        if let Some(t) = refc_le(s, agbno.saturating_sub(1), cow)? {
             if t.end() == *agbno {
                 left = Some(t);
                 cleft = Some(match refc_after(s, &t)? {
@@ -508,11 +531,13 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
                         start: *agbno,
                         len: (*aglen).min(n.start.saturating_sub(*agbno)),
                         refcount: 1,
+                        cow,
                     },
                     None => Refc {
                         start: *agbno,
                         len: *aglen,
                         refcount: 1,
+                        cow,
                     },
                 });
             }
@@ -521,7 +546,7 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
     let end = agbno.saturating_add(*aglen);
     let mut right = None;
     let mut cright = None;
-    if let Some(t) = refc_ge(s, end)? {
+    if let Some(t) = refc_ge(s, end, cow)? {
         if t.start == end {
             right = Some(t);
             cright = Some(match refc_before(s, &t)? {
@@ -532,12 +557,14 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
                         start: st,
                         len: t.start.saturating_sub(st),
                         refcount: 1,
+                        cow,
                     }
                 }
                 None => Refc {
                     start: *agbno,
                     len: *aglen,
                     refcount: 1,
+                    cow,
                 },
             });
         }
@@ -553,15 +580,21 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
             .saturating_add(u64::from(c.len))
             .saturating_add(u64::from(r.len));
         if l.refcount == n && r.refcount == n && total < u64::from(u32::MAX >> 1) {
+            // As the kernel: the record at or after the centre goes (the
+            // centre if it is a record, else the right one), then the
+            // right one too if the centre was a record.
+            let first = refc_ge(s, c.start, cow)?
+                .map(|x| x.key())
+                .unwrap_or(r.key());
+            s.delete(Tree::Refc, first)?;
             if c.refcount > 1 {
-                s.delete(Tree::Refc, key_refc(c.start))?;
+                s.delete(Tree::Refc, r.key())?;
             }
-            s.delete(Tree::Refc, key_refc(r.start))?;
             let nl = Refc {
                 len: u32::try_from(total).unwrap_or(u32::MAX),
                 ..l
             };
-            s.update(Tree::Refc, key_refc(l.start), &nl.bytes())?;
+            s.update(Tree::Refc, l.key(), &nl.bytes())?;
             *aglen = 0;
             return Ok(());
         }
@@ -571,13 +604,13 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
             && u64::from(l.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refc, key_refc(c.start))?;
+                s.delete(Tree::Refc, c.key())?;
             }
             let nl = Refc {
                 len: l.len.saturating_add(c.len),
                 ..l
             };
-            s.update(Tree::Refc, key_refc(l.start), &nl.bytes())?;
+            s.update(Tree::Refc, l.key(), &nl.bytes())?;
             *agbno = agbno.saturating_add(c.len);
             *aglen = aglen.saturating_sub(c.len);
             if cequal {
@@ -590,14 +623,15 @@ fn refc_merge<S: Recs>(s: &mut S, agbno: &mut u32, aglen: &mut u32, adj: i32) ->
             && u64::from(r.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refc, key_refc(c.start))?;
+                s.delete(Tree::Refc, c.key())?;
             }
             let nr = Refc {
                 start: r.start.saturating_sub(c.len),
                 len: r.len.saturating_add(c.len),
                 refcount: r.refcount,
+                cow,
             };
-            s.update(Tree::Refc, key_refc(r.start), &nr.bytes())?;
+            s.update(Tree::Refc, r.key(), &nr.bytes())?;
             *aglen = aglen.saturating_sub(c.len);
         }
     }
@@ -620,16 +654,18 @@ fn refc_adjust_extents<S: Recs>(
         if guard > u64::from(agblocks).saturating_add(2) {
             return refuse("refcount: the adjustment does not end".into());
         }
-        let mut ext = refc_ge(s, *agbno)?.unwrap_or(Refc {
+        let mut ext = refc_ge(s, *agbno, false)?.unwrap_or(Refc {
             start: agblocks,
             len: 0,
             refcount: 0,
+            cow: false,
         });
         if ext.start != *agbno {
             let hole = Refc {
                 start: *agbno,
                 len: (*aglen).min(ext.start.saturating_sub(*agbno)),
                 refcount: 1u32.saturating_add_signed(adj),
+                cow: false,
             };
             if hole.len == 0 {
                 return refuse("refcount: records overlap".into());
@@ -644,7 +680,7 @@ fn refc_adjust_extents<S: Recs>(
             if *aglen == 0 {
                 break;
             }
-            match refc_ge(s, *agbno)? {
+            match refc_ge(s, *agbno, false)? {
                 Some(e) => ext = e,
                 None => return refuse("refcount: record vanished".into()),
             }
@@ -659,9 +695,9 @@ fn refc_adjust_extents<S: Recs>(
             let old = ext.start;
             ext.refcount = ext.refcount.saturating_add_signed(adj);
             if ext.refcount > 1 {
-                s.update(Tree::Refc, key_refc(old), &ext.bytes())?;
+                s.update(Tree::Refc, rkey(old, false), &ext.bytes())?;
             } else if ext.refcount == 1 {
-                s.delete(Tree::Refc, key_refc(old))?;
+                s.delete(Tree::Refc, rkey(old, false))?;
             } else {
                 frees.push((ext.start, ext.len));
             }
@@ -682,12 +718,72 @@ pub fn refcount_adjust<S: Recs>(
     adj: i32,
 ) -> EditResult<Vec<(u32, u32)>> {
     let (mut b, mut l) = (agbno, len);
-    refc_split(s, b)?;
-    refc_split(s, b.saturating_add(l))?;
-    refc_merge(s, &mut b, &mut l, adj)?;
+    refc_split(s, b, false)?;
+    refc_split(s, b.saturating_add(l), false)?;
+    refc_merge(s, &mut b, &mut l, adj, false)?;
     let mut frees = Vec::new();
     refc_adjust_extents(s, agblocks, &mut b, &mut l, adj, &mut frees)?;
     Ok(frees)
+}
+
+/// `xfs_refcount_adjust_cow`: a CoW staging extent reserved (`alloc`:
+/// a record of refcount 1 in the CoW domain, merged with adjacent staging
+/// extents) or released (the record must be exactly the extent).
+pub fn refcount_cow<S: Recs>(
+    s: &mut S,
+    agblocks: u32,
+    agbno: u32,
+    len: u32,
+    alloc: bool,
+) -> EditResult<()> {
+    let adj = if alloc { 0 } else { -1 };
+    if alloc {
+        // Blocks already reserved: the kernel's merge would corrupt the
+        // tree; refuse instead.
+        let end = agbno.saturating_add(len);
+        let before = refc_le(s, agbno, true)?;
+        let after = refc_ge(s, agbno, true)?;
+        if before.is_some_and(|x| x.end() > agbno) || after.is_some_and(|x| x.start < end) {
+            return refuse(format!(
+                "refcount: CoW blocks {agbno}+{len} are already reserved"
+            ));
+        }
+    }
+    let (mut b, mut l) = (agbno, len);
+    refc_split(s, b, true)?;
+    refc_split(s, b.saturating_add(l), true)?;
+    refc_merge(s, &mut b, &mut l, adj, true)?;
+    if l == 0 {
+        return Ok(());
+    }
+    let ext = refc_ge(s, b, true)?.unwrap_or(Refc {
+        start: agblocks,
+        len: 0,
+        refcount: 0,
+        cow: true,
+    });
+    if alloc {
+        if ext.start < b.saturating_add(l) {
+            return refuse(format!("refcount: CoW blocks {b}+{l} are already reserved"));
+        }
+        s.insert(
+            Tree::Refc,
+            &Refc {
+                start: b,
+                len: l,
+                refcount: 1,
+                cow: true,
+            }
+            .bytes(),
+        )
+    } else {
+        if ext.start != b || ext.len != l || ext.refcount != 1 {
+            return refuse(format!(
+                "refcount: no CoW staging record {b}+{l} to release"
+            ));
+        }
+        s.delete(Tree::Refc, ext.key())
+    }
 }
 
 // ---------------------------------------------------------------------
@@ -792,6 +888,13 @@ pub enum Work {
         len: u32,
         adj: i32,
     },
+    /// A CoW staging extent reserved (`alloc`) or released.
+    RefcountCow {
+        agno: u32,
+        agbno: u32,
+        len: u32,
+        alloc: bool,
+    },
     Free {
         agno: u32,
         agbno: u32,
@@ -832,6 +935,15 @@ impl Work {
             } => format!(
                 "refcount {} AG {agno} block {agbno}+{len}",
                 if *adj > 0 { "increase" } else { "decrease" }
+            ),
+            Work::RefcountCow {
+                agno,
+                agbno,
+                len,
+                alloc,
+            } => format!(
+                "refcount {} AG {agno} block {agbno}+{len}",
+                if *alloc { "alloc_cow" } else { "free_cow" }
             ),
             Work::Free {
                 agno, agbno, len, ..
@@ -1104,6 +1216,15 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                     owner: FreeOwner::Skip,
                 }));
             }
+            Work::RefcountCow {
+                agno,
+                agbno,
+                len,
+                alloc,
+            } => {
+                let s = self.store(*agno)?;
+                refcount_cow(s, agblocks, *agbno, *len, *alloc)?;
+            }
             Work::Free {
                 agno,
                 agbno,
@@ -1261,11 +1382,39 @@ mod tests {
             .entry(3)
             .or_default()
             .values()
-            .map(|r| {
+            .filter_map(|r| {
                 let c = Refc::parse(r).unwrap();
-                (c.start, c.len, c.refcount)
+                (!c.cow).then_some((c.start, c.len, c.refcount))
             })
             .collect()
+    }
+
+    fn cows(m: &mut Mem) -> Vec<(u32, u32, u32)> {
+        m.trees
+            .entry(3)
+            .or_default()
+            .values()
+            .filter_map(|r| {
+                let c = Refc::parse(r).unwrap();
+                c.cow.then_some((c.start, c.len, c.refcount))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cow_staging_extents_merge_when_reserved_and_must_match_when_released() {
+        let mut m = with_refcs(&[(100, 4, 2)]);
+        assert!(refcount_cow(&mut m, 8192, 10, 5, true).is_ok());
+        // Adjacent reservations merge (both have refcount 1).
+        assert!(refcount_cow(&mut m, 8192, 15, 5, true).is_ok());
+        assert_eq!(cows(&mut m), vec![(10, 10, 1)]);
+        assert_eq!(refcs(&mut m), vec![(100, 4, 2)], "shared domain untouched");
+        // Reserving reserved blocks is refused.
+        assert!(refcount_cow(&mut m, 8192, 12, 2, true).is_err());
+        // Releasing the middle splits the record first, then removes it.
+        assert!(refcount_cow(&mut m, 8192, 12, 3, false).is_ok());
+        assert_eq!(cows(&mut m), vec![(10, 2, 1), (15, 5, 1)]);
+        assert!(refcount_cow(&mut m, 8192, 30, 1, false).is_err());
     }
 
     fn with_refcs(recs: &[(u32, u32, u32)]) -> Mem {
@@ -1277,6 +1426,7 @@ mod tests {
                     start,
                     len,
                     refcount,
+                    cow: false,
                 }
                 .bytes(),
             )

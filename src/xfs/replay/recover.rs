@@ -121,21 +121,20 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
         (Some(ItemBody::RefcountIntent(r)), XFS_LI_CUI) => {
             for x in r.extents.iter() {
                 let (agno, agbno) = split(x.startblock)?;
-                let adj = match x.flags & 0xff {
-                    1 => 1,
-                    2 => -1,
-                    _ => {
-                        return unsupported(format!(
-                            "refcount {} (the CoW domain) is not done by this tool",
-                            x.op
-                        ))
-                    }
-                };
-                out.push(Work::Refcount {
-                    agno,
-                    agbno,
-                    len: x.len,
-                    adj,
+                out.push(match x.flags & 0xff {
+                    1 | 2 => Work::Refcount {
+                        agno,
+                        agbno,
+                        len: x.len,
+                        adj: if x.flags & 0xff == 1 { 1 } else { -1 },
+                    },
+                    3 | 4 => Work::RefcountCow {
+                        agno,
+                        agbno,
+                        len: x.len,
+                        alloc: x.flags & 0xff == 3,
+                    },
+                    _ => return unsupported(format!("refcount {} is not done by this tool", x.op)),
                 });
             }
         }
