@@ -440,6 +440,153 @@ pub fn rmap_map_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
     }
 }
 
+/// The greatest key below `k` (keys are compared as tuples).
+fn key_before(k: Key) -> Key {
+    if k.2 > 0 {
+        (k.0, k.1, k.2.saturating_sub(1))
+    } else if k.1 > 0 {
+        (k.0, k.1.saturating_sub(1), u64::MAX)
+    } else {
+        (k.0.saturating_sub(1), u64::MAX, u64::MAX)
+    }
+}
+
+/// `xfs_rmap_convert`: the written state of `m` (of an inode's data or
+/// attr fork, not shared) flips to `m.unwritten`, the mapping split or
+/// merged with its neighbours as the kernel does.
+pub fn rmap_convert<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+    if m.ignore_off() {
+        return refuse("rmap: convert of a non-inode owner or a bmbt block".into());
+    }
+    let new = m.unwritten;
+    let mut old_m = *m;
+    old_m.unwritten = !new;
+    let (prev, _) = s.neighbors(Tree::Rmap, old_m.key())?;
+    let Some(prev) = prev.map(|r| Rmap::parse(&r)) else {
+        return refuse(format!("rmap: no mapping to convert at block {}", m.start));
+    };
+    let new_endoff = m.offset.saturating_add(u64::from(m.len));
+    if prev.owner != m.owner
+        || prev.unwritten == new
+        || prev.start > m.start
+        || prev.end() < m.end()
+        || prev.offset > m.offset
+        || prev.offset.saturating_add(u64::from(prev.len)) < new_endoff
+    {
+        return refuse(format!(
+            "rmap: the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
+            prev.start, prev.len, prev.owner, m.start, m.len
+        ));
+    }
+    let lf = prev.offset == m.offset;
+    let rf = prev.offset.saturating_add(u64::from(prev.len)) == new_endoff;
+    let left = s
+        .neighbors(Tree::Rmap, key_before(prev.key()))?
+        .0
+        .map(|r| Rmap::parse(&r));
+    let right = s
+        .neighbors(Tree::Rmap, prev.key())?
+        .1
+        .map(|r| Rmap::parse(&r));
+    let mut newm = *m;
+    newm.unwritten = new;
+    let lc = left.filter(|l| {
+        l.end() == m.start
+            && l.offset.saturating_add(u64::from(l.len)) == m.offset
+            && l.mergeable(&newm)
+    });
+    let mut rc =
+        right.filter(|r| m.end() == r.start && new_endoff == r.offset && r.mergeable(&newm));
+    if let (true, true, Some(l), Some(r)) = (lf, rf, lc, rc) {
+        if u64::from(l.len)
+            .saturating_add(u64::from(m.len))
+            .saturating_add(u64::from(r.len))
+            > u64::from(u32::MAX)
+        {
+            rc = None;
+        }
+    }
+    match (lf, lc, rf, rc) {
+        (true, Some(l), true, Some(r)) => {
+            s.delete(Tree::Rmap, r.key())?;
+            s.delete(Tree::Rmap, prev.key())?;
+            let mut n = l;
+            n.len = n.len.saturating_add(prev.len).saturating_add(r.len);
+            s.update(Tree::Rmap, l.key(), &n.bytes())
+        }
+        (true, Some(l), true, None) => {
+            s.delete(Tree::Rmap, prev.key())?;
+            let mut n = l;
+            n.len = n.len.saturating_add(prev.len);
+            s.update(Tree::Rmap, l.key(), &n.bytes())
+        }
+        (true, None, true, Some(r)) => {
+            s.delete(Tree::Rmap, r.key())?;
+            let mut n = prev;
+            n.len = m.len.saturating_add(r.len);
+            n.unwritten = new;
+            s.update(Tree::Rmap, prev.key(), &n.bytes())
+        }
+        (true, None, true, None) => {
+            let mut n = prev;
+            n.unwritten = new;
+            s.update(Tree::Rmap, prev.key(), &n.bytes())
+        }
+        (true, Some(l), false, _) => {
+            let mut n = prev;
+            n.offset = n.offset.saturating_add(u64::from(m.len));
+            n.start = n.start.saturating_add(m.len);
+            n.len = n.len.saturating_sub(m.len);
+            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            let mut nl = l;
+            nl.len = nl.len.saturating_add(m.len);
+            s.update(Tree::Rmap, l.key(), &nl.bytes())
+        }
+        (true, None, false, _) => {
+            let mut n = prev;
+            n.start = n.start.saturating_add(m.len);
+            n.offset = n.offset.saturating_add(u64::from(m.len));
+            n.len = n.len.saturating_sub(m.len);
+            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            s.insert(Tree::Rmap, &newm.bytes())
+        }
+        (false, _, true, Some(r)) => {
+            let mut n = prev;
+            n.len = n.len.saturating_sub(m.len);
+            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            let mut nr = r;
+            nr.offset = m.offset;
+            nr.start = m.start;
+            nr.len = nr.len.saturating_add(m.len);
+            s.update(Tree::Rmap, r.key(), &nr.bytes())
+        }
+        (false, _, true, None) => {
+            let mut n = prev;
+            n.len = n.len.saturating_sub(m.len);
+            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            s.insert(Tree::Rmap, &newm.bytes())
+        }
+        (false, _, false, _) => {
+            // The middle: the right part takes the record's place, then
+            // the left part and the converted piece are inserted.
+            let mut r = prev;
+            r.start = m.end();
+            r.offset = new_endoff;
+            r.len = u32::try_from(
+                prev.offset
+                    .saturating_add(u64::from(prev.len))
+                    .saturating_sub(new_endoff),
+            )
+            .unwrap_or(0);
+            s.update(Tree::Rmap, prev.key(), &r.bytes())?;
+            let mut l = prev;
+            l.len = u32::try_from(m.offset.saturating_sub(prev.offset)).unwrap_or(0);
+            s.insert(Tree::Rmap, &l.bytes())?;
+            s.insert(Tree::Rmap, &newm.bytes())
+        }
+    }
+}
+
 // ---------------------------------------------------------------------
 // Reference counts (shared domain).
 
@@ -882,6 +1029,11 @@ pub enum Work {
         m: Rmap,
         shared: bool,
     },
+    /// The written state of a mapping flipped to `m.unwritten`.
+    RmapConvert {
+        agno: u32,
+        m: Rmap,
+    },
     Refcount {
         agno: u32,
         agbno: u32,
@@ -935,6 +1087,14 @@ impl Work {
             } => format!(
                 "refcount {} AG {agno} block {agbno}+{len}",
                 if *adj > 0 { "increase" } else { "decrease" }
+            ),
+            Work::RmapConvert { agno, m } => format!(
+                "rmap convert AG {agno} block {}+{} owner {:#x} offset {} to {}",
+                m.start,
+                m.len,
+                m.owner,
+                m.offset,
+                if m.unwritten { "unwritten" } else { "written" }
             ),
             Work::RefcountCow {
                 agno,
@@ -1215,6 +1375,14 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                     len: l,
                     owner: FreeOwner::Skip,
                 }));
+            }
+            Work::RmapConvert { agno, m } => {
+                if !self.rmapbt {
+                    return Ok(out);
+                }
+                out = self.fix_freelist(*agno)?;
+                let s = self.store(*agno)?;
+                rmap_convert(s, m)?;
             }
             Work::RefcountCow {
                 agno,
@@ -1547,6 +1715,41 @@ mod tests {
         assert!(rmap_unmap(&mut m, 200, 4, &rm(200, 4, OWN_UNKNOWN, 0)).is_ok());
         assert!(rmap_unmap(&mut m, 101, 8, &rm(101, 8, OWN_UNKNOWN, 0)).is_ok());
         assert_eq!(rmaps(&mut m), vec![(0, 1, u64::MAX - 2, 0)]);
+    }
+
+    #[test]
+    fn converting_part_of_a_mapping_splits_it_and_merges_with_neighbours() {
+        let mut m = Mem::default();
+        m.insert(Tree::Rmap, &rm(0, 1, u64::MAX - 2, 0).bytes())
+            .ok();
+        let mut u = rm(100, 10, 131, 0);
+        u.unwritten = true;
+        m.insert(Tree::Rmap, &u.bytes()).ok();
+        let written = |m: &mut Mem| -> Vec<(u32, u32, u64, bool)> {
+            m.trees[&2]
+                .values()
+                .map(|r| {
+                    let x = Rmap::parse(r);
+                    (x.start, x.len, x.offset, x.unwritten)
+                })
+                .filter(|x| x.0 >= 100)
+                .collect()
+        };
+        // The middle of an unwritten mapping written: three records.
+        assert!(rmap_convert(&mut m, &rm(103, 2, 131, 3)).is_ok());
+        assert_eq!(
+            written(&mut m),
+            vec![(100, 3, 0, true), (103, 2, 3, false), (105, 5, 5, true)]
+        );
+        // The whole first record written: it takes in the written piece
+        // on its right.
+        assert!(rmap_convert(&mut m, &rm(100, 3, 131, 0)).is_ok());
+        assert_eq!(written(&mut m), vec![(100, 5, 0, false), (105, 5, 5, true)]);
+        // The rest written: one record again.
+        assert!(rmap_convert(&mut m, &rm(105, 5, 131, 5)).is_ok());
+        assert_eq!(written(&mut m), vec![(100, 10, 0, false)]);
+        // Converting to the state it already has is refused.
+        assert!(rmap_convert(&mut m, &rm(100, 2, 131, 0)).is_err());
     }
 
     #[test]

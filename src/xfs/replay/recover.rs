@@ -109,6 +109,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                         m: r,
                         shared: true,
                     },
+                    5 => Work::RmapConvert { agno, m: r },
                     _ => {
                         return unsupported(format!(
                             "rmap {} of owner {} is not done by this tool",
