@@ -1132,6 +1132,10 @@ pub struct Engine<'a, R: ReadAt> {
     rmapbt: bool,
     /// Work items finished (for the report).
     pub done: u64,
+    /// Deferred-op groups finished (`xfs_defer_pending`): items, with a
+    /// run of free-list frees made by one fix-up counted once.
+    pub dfps: u64,
+    last_agfl: bool,
 }
 
 /// Saved state of every store.
@@ -1147,6 +1151,8 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             stores: BTreeMap::new(),
             rmapbt: fs.sb.features_ro_compat & (1 << 1) != 0,
             done: 0,
+            dfps: 0,
+            last_agfl: false,
         }
     }
 
@@ -1416,6 +1422,11 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             }
         }
         self.done = self.done.saturating_add(1);
+        let agfl = matches!(w, Work::AgflFree { .. });
+        if !(agfl && self.last_agfl) {
+            self.dfps = self.dfps.saturating_add(1);
+        }
+        self.last_agfl = agfl;
         Ok(out)
     }
 

@@ -9,10 +9,14 @@
 //!  then every capture, in order, finished depth first
 //! ```
 //!
-//! All or nothing: if any piece cannot be done (a BUI, ATTRI or XMI, a
-//! CoW refcount update, an rmap conversion, or a btree change the editor
-//! refuses), nothing is applied and every intent is reported as not
-//! finished, with the reason.
+//! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
+//! map_shared, unmap_shared, convert; CUI increase, decrease, alloc_cow,
+//! free_cow. Not done: BUI (it edits an inode's fork), ATTRI, XMI, RUI
+//! convert_shared, realtime intents.
+//!
+//! All or nothing: if any piece cannot be done (one of those, or a change
+//! the btree editor refuses), nothing is applied and every intent is
+//! reported as not finished, with the reason.
 
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;

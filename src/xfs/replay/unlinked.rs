@@ -19,7 +19,9 @@
 //! as leaves empty during the truncate; this tool frees them after the
 //! data extents (same blocks freed, the free list may differ). Inodes of a
 //! freed chunk are left as recovery wrote them (the kernel stales their
-//! buffers); inodes of a kept chunk get the freed core.
+//! buffers); inodes of a kept chunk get the freed core, `di_changecount`
+//! bumped once per transaction that logs the inode as the kernel counts
+//! them (on `replay-unlinked` the inodes come out byte for byte).
 //!
 //! Each inode is freed whole or not at all; the first one that cannot be
 //! (a btree change the editor refuses, attributes in blocks) stops the
@@ -186,6 +188,9 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 }
             }
         }
+        // Each __xfs_bunmapi call unmaps up to two extents from the end
+        // (XFS_ITRUNC_MAX_EXTENTS), then its deferred work is finished.
+        let mut calls: Vec<Vec<Work>> = Vec::new();
         let mut work = Vec::new();
         if truncate {
             let (extents, bmbt) = match &inode.data {
@@ -200,7 +205,13 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 }
             };
             let reflinked = reflink && ftype == 0o100000;
-            for e in extents.iter().rev() {
+            for (i, e) in extents.iter().rev().enumerate() {
+                if i % 2 == 0 {
+                    calls.push(Vec::new());
+                }
+                let Some(call) = calls.last_mut() else {
+                    return refuse("no bunmapi call".into());
+                };
                 let fsb = e.start.0;
                 let agno_e = u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX);
                 let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
@@ -214,20 +225,20 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     bmbt: false,
                     unwritten: e.unwritten,
                 };
-                work.push(Work::RmapUnmap {
+                call.push(Work::RmapUnmap {
                     agno: agno_e,
                     m,
                     shared: reflinked,
                 });
                 if reflinked {
-                    work.push(Work::Refcount {
+                    call.push(Work::Refcount {
                         agno: agno_e,
                         agbno,
                         len,
                         adj: -1,
                     });
                 } else {
-                    work.push(Work::Free {
+                    call.push(Work::Free {
                         agno: agno_e,
                         agbno,
                         len,
@@ -253,6 +264,26 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     }),
                 });
             }
+        }
+        // Transactions that log the inode, each bumping di_changecount
+        // once: the truncate's first (size 0), then per bunmapi call one
+        // per deferred item finished and one more (the rolls); the attr
+        // fork's removal (any attr fork, even empty); the ifree. This
+        // count reproduces the kernel's on replay-unlinked (files of 1, 10
+        // and 60 extents, and none).
+        let mut txs: u64 = 1;
+        if truncate && !calls.is_empty() {
+            txs = txs.saturating_add(1);
+            for call in calls {
+                let before = self.engine.dfps;
+                self.engine.run(call)?;
+                txs = txs
+                    .saturating_add(self.engine.dfps.saturating_sub(before))
+                    .saturating_add(1);
+            }
+        }
+        if inode.attr.is_some() {
+            txs = txs.saturating_add(1);
         }
         self.engine.run(work)?;
         // xfs_ifree: the unlinked list, the inode btrees, the AGI.
@@ -381,6 +412,10 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 *x = 2;
             }
             put_be16(&mut b, 90, 0);
+            if g.v5 {
+                let cc = be64(&b, 104).unwrap_or(0).wrapping_add(txs);
+                put_be64(&mut b, 104, cc);
+            }
             let gen = be32(&b, 92).unwrap_or(0).wrapping_add(1);
             put_be32(&mut b, 92, gen);
             put_be32(&mut b, 96, NULLAGINO);
