@@ -16,7 +16,19 @@ use crate::xfs::types::Lsn;
 use std::io::{self, Write};
 
 #[inline]
-fn num(out: &mut Vec<u8>, mut v: u64) {
+fn num(out: &mut Vec<u8>, v: u64) {
+    // Most numbers in a log are small: no copy of a digit buffer for them.
+    match u8::try_from(v) {
+        Ok(b) if b < 10 => out.push(b'0'.saturating_add(b)),
+        Ok(b) if b < 100 => {
+            out.push(b'0'.saturating_add(b / 10));
+            out.push(b'0'.saturating_add(b % 10));
+        }
+        _ => num_long(out, v),
+    }
+}
+
+fn num_long(out: &mut Vec<u8>, mut v: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
