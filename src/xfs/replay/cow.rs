@@ -14,9 +14,7 @@
 //! extent whose records are not what the kernel expects is left undone
 //! and listed, with the rest of its AG.
 
-use super::agedit::{
-    key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree, OWN_UNKNOWN,
-};
+use super::agedit::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
 use crate::xfs::fs::{be32, Fs};
@@ -86,100 +84,6 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
     s.fix_freelist(true)?;
     s.free_ag_extent(agbno, len, None)?;
     s.finish_deferred()
-}
-
-/// One extent an unfinished EFI asks to free (done or not, and why).
-#[derive(Clone, Debug, Serialize)]
-pub struct EfiExtent {
-    pub id: u64,
-    pub agno: u32,
-    pub agbno: u32,
-    pub len: u32,
-    /// `None` when freed.
-    pub not_freed: Option<String>,
-}
-
-/// Finish unfinished extent-free intents as the kernel does at mount
-/// (before anything else): each extent is freed into the free-space
-/// btrees (the reverse mapping, owner unknown, must already be gone). Done
-/// only when every unfinished intent is an EFI; the blocks are stamped
-/// with `lsn`, the first checkpoint after recovery.
-pub fn recover_efis<R: ReadAt>(
-    fs: &Fs<R>,
-    ov: &mut Overlay,
-    intents: &[super::intents::Unfinished],
-    lsn: Lsn,
-) -> Result<Vec<EfiExtent>> {
-    let mut out = Vec::new();
-    let all_efi = intents
-        .iter()
-        .all(|u| u.kind.0 == crate::xfs::format::log::XFS_LI_EFI);
-    let g = fs.geo;
-    let mask = 1u64
-        .checked_shl(u32::from(g.agblklog))
-        .unwrap_or(0)
-        .saturating_sub(1);
-    for u in intents {
-        if u.kind.0 != crate::xfs::format::log::XFS_LI_EFI {
-            continue;
-        }
-        // The kernel sorts an intent's extents by AG, stably.
-        let mut ext: Vec<(u32, u32, u32)> = u
-            .extents
-            .iter()
-            .map(|(fsb, len)| {
-                (
-                    u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX),
-                    u32::try_from(fsb & mask).unwrap_or(u32::MAX),
-                    *len,
-                )
-            })
-            .collect();
-        ext.sort_by_key(|e| e.0);
-        for (agno, agbno, len) in ext {
-            let mut e = EfiExtent {
-                id: u.id,
-                agno,
-                agbno,
-                len,
-                not_freed: None,
-            };
-            if !all_efi {
-                e.not_freed =
-                    Some("other unfinished intents come with it; none is finished".into());
-                out.push(e);
-                continue;
-            }
-            if agno >= g.agcount || agbno >= g.agblocks {
-                e.not_freed = Some("outside the filesystem".into());
-                out.push(e);
-                continue;
-            }
-            let changes = {
-                let mut s = AgStore::new(fs, ov, agno)?;
-                // xfs_efi_recover_work: owner unknown; __xfs_free_extent
-                // fixes the free list, then frees (unmapping whatever
-                // reverse mapping is left).
-                let r = s
-                    .fix_freelist(true)
-                    .and_then(|()| {
-                        s.free_ag_extent(agbno, len, Some(RmapOwner::special(OWN_UNKNOWN)))
-                    })
-                    .and_then(|()| s.finish_deferred());
-                match r {
-                    Ok(()) => s.changed()?,
-                    Err(EditError::Read(err)) => return Err(err),
-                    Err(EditError::Unsupported(m)) => {
-                        e.not_freed = Some(m.0);
-                        Vec::new()
-                    }
-                }
-            };
-            stamp_into(ov, changes, lsn, fs.geo.v5);
-            out.push(e);
-        }
-    }
-    Ok(out)
 }
 
 /// Free every CoW staging extent; the changed blocks go into `ov`,
