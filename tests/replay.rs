@@ -17,8 +17,9 @@
 //!   (`replay-efi`, made by `make-replay-efi-fixture.sh`), the exported
 //!   image holds the kernel's blocks after it finished them;
 //! * where recovery has work at mount (unfinished intents, inodes on AGI
-//!   unlinked lists: `log-intents`, and `replay-unlinked` made by
-//!   `make-replay-unlinked-fixture.sh`), the exported image's superblock
+//!   unlinked lists: `log-intents`, and `replay-unlinked` and
+//!   `replay-unlinked-reflink` made by `make-replay-unlinked-fixture.sh`),
+//!   the exported image's superblock
 //!   counters, AG header counters and the records of every AG btree equal
 //!   the kernel's recovered copy (`NAME.recovered-ag.txt`, made by
 //!   `make-recovered-ag.sh`), or replay says which work it left undone.

@@ -192,6 +192,10 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         // (XFS_ITRUNC_MAX_EXTENTS), then its deferred work is finished.
         let mut calls: Vec<Vec<Work>> = Vec::new();
         let mut work = Vec::new();
+        // The free of the last bmbt block (btree to extents at the end of a
+        // call) joins the call's last free-extent group, or starts its own
+        // after a refcount group (a reflinked file): one more roll.
+        let mut bmbt_roll = 0u64;
         if truncate {
             let (extents, bmbt) = match &inode.data {
                 Fork::Extents { extents } => (extents.clone(), Vec::new()),
@@ -205,6 +209,9 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 }
             };
             let reflinked = reflink && ftype == 0o100000;
+            if reflinked && !bmbt.is_empty() {
+                bmbt_roll = 1;
+            }
             for (i, e) in extents.iter().rev().enumerate() {
                 if i % 2 == 0 {
                     calls.push(Vec::new());
@@ -269,8 +276,9 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         // once: the truncate's first (size 0), then per bunmapi call one
         // per deferred item finished and one more (the rolls); the attr
         // fork's removal (any attr fork, even empty); the ifree. This
-        // count reproduces the kernel's on replay-unlinked (files of 1, 10
-        // and 60 extents, and none).
+        // count reproduces the kernel's on replay-unlinked and
+        // replay-unlinked-reflink (files of 1, 10 and 60 extents, and none,
+        // reflinked or not); bmbts of more than one block may differ.
         let mut txs: u64 = 1;
         if truncate && !calls.is_empty() {
             txs = txs.saturating_add(1);
@@ -282,6 +290,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     .saturating_add(1);
             }
         }
+        txs = txs.saturating_add(bmbt_roll);
         if inode.attr.is_some() {
             txs = txs.saturating_add(1);
         }
