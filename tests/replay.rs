@@ -273,12 +273,15 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         }
     }
     assert!(exact.len() >= 8, "byte-identical: {exact:?}");
-    // Unlinked inodes freed in a chunk that stays: the inodes' freed cores
-    // (di_changecount included) and every AG block are the kernel's.
-    assert!(
-        exact.contains(&"replay-unlinked".to_string()),
-        "byte-identical: {exact:?}"
-    );
+    // Unlinked inodes freed in a chunk that stays, reflinked or not: the
+    // inodes' freed cores (di_changecount included) and every AG block,
+    // stale bytes of btree blocks included, are the kernel's.
+    for name in ["replay-unlinked", "replay-unlinked-reflink"] {
+        assert!(
+            exact.contains(&name.to_string()),
+            "byte-identical: {exact:?}"
+        );
+    }
 }
 
 #[test]

@@ -192,10 +192,6 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         // (XFS_ITRUNC_MAX_EXTENTS), then its deferred work is finished.
         let mut calls: Vec<Vec<Work>> = Vec::new();
         let mut work = Vec::new();
-        // The free of the last bmbt block (btree to extents at the end of a
-        // call) joins the call's last free-extent group, or starts its own
-        // after a refcount group (a reflinked file): one more roll.
-        let mut bmbt_roll = 0u64;
         if truncate {
             let (extents, bmbt) = match &inode.data {
                 Fork::Extents { extents } => (extents.clone(), Vec::new()),
@@ -209,9 +205,25 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 }
             };
             let reflinked = reflink && ftype == 0o100000;
-            if reflinked && !bmbt.is_empty() {
-                bmbt_roll = 1;
-            }
+            // A bmbt of one block goes back to an extent list at the end of
+            // the call after which the extents fit in the fork
+            // (xfs_bmap_btree_to_extents): its block is freed with that
+            // call's work. Taller bmbts lose blocks as leaves join, which
+            // is not followed here: their blocks are freed at the end.
+            let fork_bytes = if inode.core.forkoff != 0 {
+                u64::from(inode.core.forkoff).saturating_mul(8)
+            } else {
+                u64::from(g.inodesize).saturating_sub(u64::from(inode.core.core_bytes()))
+            };
+            let maxext = fork_bytes / 16;
+            let total = u64::try_from(extents.len()).unwrap_or(u64::MAX);
+            let convert_after = if bmbt.len() == 1 {
+                // Index of the call after which at most maxext remain.
+                let need = total.saturating_sub(maxext);
+                Some(usize::try_from(need.div_ceil(2).saturating_sub(1)).unwrap_or(0))
+            } else {
+                None
+            };
             for (i, e) in extents.iter().rev().enumerate() {
                 if i % 2 == 0 {
                     calls.push(Vec::new());
@@ -256,7 +268,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             for b in bmbt.iter().rev() {
                 let agno_b = u32::try_from(b.0 >> g.agblklog).unwrap_or(u32::MAX);
                 let agbno = u32::try_from(b.0 & mask).unwrap_or(u32::MAX);
-                work.push(Work::Free {
+                let w = Work::Free {
                     agno: agno_b,
                     agbno,
                     len: 1,
@@ -269,7 +281,11 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                         bmbt: true,
                         unwritten: false,
                     }),
-                });
+                };
+                match convert_after.and_then(|c| calls.get_mut(c)) {
+                    Some(call) => call.push(w),
+                    None => work.push(w),
+                }
             }
         }
         // Transactions that log the inode, each bumping di_changecount
@@ -283,14 +299,20 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         if truncate && !calls.is_empty() {
             txs = txs.saturating_add(1);
             for call in calls {
+                // Work queued one after another of the same kind shares a
+                // deferred-op group (xfs_defer_add appends to the last).
+                let merged = call
+                    .windows(2)
+                    .filter(|p| matches!(p, [Work::Free { .. }, Work::Free { .. }]))
+                    .count();
                 let before = self.engine.dfps;
                 self.engine.run(call)?;
                 txs = txs
                     .saturating_add(self.engine.dfps.saturating_sub(before))
+                    .saturating_sub(u64::try_from(merged).unwrap_or(0))
                     .saturating_add(1);
             }
         }
-        txs = txs.saturating_add(bmbt_roll);
         if inode.attr.is_some() {
             txs = txs.saturating_add(1);
         }
