@@ -351,7 +351,7 @@ fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
                 None => kinds.push((r.what.to_string(), 1, r.sectors)),
             }
         }
-        kinds.sort_by(|a, b| b.2.cmp(&a.2));
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.2));
         let entries = |c: &str| {
             u64::try_from(d.entries.iter().filter(|e| e.change == c).count()).unwrap_or(u64::MAX)
         };

@@ -560,7 +560,7 @@ impl DirPaths {
     }
 
     fn name_in<R: ReadAt>(&mut self, fs: &Fs<R>, parent: u64, child: u64) -> Option<Vec<u8>> {
-        if !self.names.contains_key(&parent) {
+        let m = self.names.entry(parent).or_insert_with(|| {
             let mut m = HashMap::new();
             if let Ok(l) = fs.inode(Ino(parent)).and_then(|i| fs.read_dir(&i)) {
                 for e in l.entries {
@@ -569,9 +569,9 @@ impl DirPaths {
                     }
                 }
             }
-            self.names.insert(parent, m);
-        }
-        self.names.get(&parent)?.get(&child).cloned()
+            m
+        });
+        m.get(&child).cloned()
     }
 
     /// The path of directory `dir`, if it is reachable from the root.
