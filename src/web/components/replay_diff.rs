@@ -62,7 +62,7 @@ pub fn replay_diff(props: &Props) -> Html {
     for s in DiffSection::ALL {
         if s.changes().is_empty() {
             keys.push(key(
-                format!("{} ranges", title(s).to_lowercase()),
+                "block ranges".to_string(),
                 d.count(s, ""),
                 format!("replay-diff-{}", s.name()),
             ));
