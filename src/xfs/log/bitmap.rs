@@ -465,12 +465,11 @@ fn slots_in(
     }
     // Slots (0-based) wholly inside [a, z).
     let first = a.saturating_sub(base).div_ceil(size);
-    let last = z.saturating_sub(base) / size; // exclusive
+    // Exclusive.
+    let last = z.saturating_sub(base).checked_div(size).unwrap_or(0);
     if first >= last {
-        out.push(format!(
-            "part of {name}[{}]",
-            a.saturating_sub(base) / size + 1
-        ));
+        let at = a.saturating_sub(base).checked_div(size).unwrap_or(0);
+        out.push(format!("part of {name}[{}]", at.saturating_add(1)));
         return out;
     }
     let used_end = in_use.map_or(last, |n| n.min(last));
@@ -918,5 +917,127 @@ mod tests {
         assert!(!f.contains(&"agf_lsn".to_string()));
         let f = agi_fields(40, 48);
         assert_eq!(f, vec!["agi_unlinked[0..=1]".to_string()]);
+    }
+
+    fn item(buf_type: u8, len_bb: u16, head: Option<crate::xfs::log::items::BlockHead>) -> BufItem {
+        BufItem {
+            blkno: 64,
+            len: len_bb,
+            flags: u16::from(buf_type) << XFS_BLFT_SHIFT,
+            buf_type,
+            map_size: 1,
+            map: crate::xfs::log::items::SmallU32s::from_slice(&[1]),
+            dir_entries: None,
+            segment: crate::xfs::log::items::Segment::Whole,
+            head,
+        }
+    }
+
+    fn head(magic: u32, level: u16, count: u32) -> Option<crate::xfs::log::items::BlockHead> {
+        Some(crate::xfs::log::items::BlockHead {
+            magic,
+            level,
+            count,
+        })
+    }
+
+    fn v5() -> ItemContext {
+        ItemContext {
+            v5: true,
+            ..ItemContext::default()
+        }
+    }
+
+    fn names(b: &BufItem, first: u32, count: u32) -> Vec<String> {
+        describe_run(b, Run { first, count }, &v5())
+    }
+
+    #[test]
+    fn btree_runs_name_whole_records_keys_and_pointers() {
+        // A bnobt leaf of 4096 bytes: header 56, records of 8 bytes.
+        let b = item(XFS_BLFT_BTREE_BUF, 8, head(0x4142_3342, 0, 40));
+        let n = names(&b, 0, 1);
+        assert_eq!(n[0], "bnobt level 0: bb_magic");
+        assert!(n.contains(&"bb_crc".to_string()));
+        // Bytes 56..128: records 1..9.
+        assert_eq!(n.last().unwrap(), "recs[1-9]");
+        // Bytes 128..256: record 10 starts at 128 and 25 ends at 256.
+        assert_eq!(names(&b, 1, 1), vec!["bnobt level 0: recs[10-25]"]);
+        // Past the 40 records in use.
+        assert_eq!(
+            names(&b, 2, 2),
+            vec![
+                "bnobt level 0: recs[26-40]",
+                "unused recs slots after recs[40]"
+            ]
+        );
+        // An rmapbt node of 1024 bytes: 22 slots of 40-byte keys, then
+        // pointers from 56 + 22 * 40 = 936 to the end (22 * 4 bytes).
+        let b = item(XFS_BLFT_BTREE_BUF, 2, head(0x524d_4233, 1, 3));
+        assert_eq!(
+            names(&b, 7, 1),
+            vec![
+                "rmapbt level 1: unused keys slots after keys[3]",
+                "ptrs[1-3]",
+                "unused ptrs slots after ptrs[3]"
+            ]
+        );
+        // Records that only touch the run are not named: rmap records of
+        // 24 bytes from 56; bytes 128..256 hold 4 (128..152) to 8
+        // (224..248) whole, 3 and 9 in part.
+        let b = item(XFS_BLFT_BTREE_BUF, 8, head(0x524d_4233, 0, 100));
+        assert_eq!(names(&b, 1, 1), vec!["rmapbt level 0: recs[4-8]"]);
+        // bmbt: the long header of 72 bytes.
+        let b = item(XFS_BLFT_BTREE_BUF, 8, head(0x424d_4133, 0, 5));
+        let n = names(&b, 0, 1);
+        assert!(n.contains(&"bb_pad".to_string()));
+        assert!(n.contains(&"recs[1-3]".to_string()));
+        // Without the header the type is not known.
+        let b = item(XFS_BLFT_BTREE_BUF, 8, None);
+        assert!(names(&b, 3, 1)[0].contains("type unknown"));
+    }
+
+    #[test]
+    fn da_and_leaf_runs_name_header_fields_and_entries() {
+        // Directory leaf1, 4096 bytes, 10 entries: header 64, entries of
+        // 8 bytes, bestcount in the last 4 bytes.
+        let b = item(XFS_BLFT_DIR_LEAF1_BUF, 8, head(0, 0, 10));
+        let n = names(&b, 0, 1);
+        assert!(n.contains(&"info.owner".to_string()));
+        assert!(n.contains(&"count".to_string()) && n.contains(&"stale".to_string()));
+        assert!(n.contains(&"ents[1-8]".to_string()));
+        assert_eq!(
+            names(&b, 31, 1),
+            vec![
+                "bests[] or unused space (bests grow down from the tail)",
+                "tail (bestcount)"
+            ]
+        );
+        // da node: 64-byte header, 8-byte entries.
+        let b = item(XFS_BLFT_DA_NODE_BUF, 8, head(0, 1, 2));
+        let n = names(&b, 0, 1);
+        assert!(n.contains(&"level".to_string()));
+        assert!(n.contains(&"btree[1-2]".to_string()));
+        // Attr leaf: 80-byte header, 3 entries end at 104.
+        let b = item(XFS_BLFT_ATTR_LEAF_BUF, 8, head(0, 0, 3));
+        let n = names(&b, 0, 1);
+        assert!(n.contains(&"freemap[2]".to_string()) && n.contains(&"pad2".to_string()));
+        assert!(n.contains(&"entries[1-3]".to_string()));
+        assert_eq!(
+            names(&b, 31, 1),
+            vec!["names and values (or free space before them)"]
+        );
+        // Dir free: header 64, bests of 2 bytes.
+        let b = item(XFS_BLFT_DIR_FREE_BUF, 8, head(0, 0, 5));
+        let n = names(&b, 0, 1);
+        assert!(n.contains(&"nvalid".to_string()));
+        assert!(n.contains(&"bests[1-5]".to_string()));
+        // Remote value and symlink headers (56 bytes), then data.
+        let b = item(XFS_BLFT_SYMLINK_BUF, 8, None);
+        let n = names(&b, 0, 1);
+        assert_eq!(n.first().unwrap(), "sl_magic");
+        assert_eq!(n.last().unwrap(), "symlink target bytes");
+        let b = item(XFS_BLFT_ATTR_RMT_BUF, 8, None);
+        assert!(names(&b, 0, 1).contains(&"rm_owner".to_string()));
     }
 }
