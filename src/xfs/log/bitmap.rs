@@ -526,6 +526,25 @@ pub struct BtreeLayout {
     pub ptr: u32,
 }
 
+/// The btree block magics this reader knows (v5, then v4 where there is
+/// one).
+pub const BTREE_MAGICS: [u32; 14] = [
+    0x4142_3342,
+    0x4142_5442,
+    0x4142_3343,
+    0x4142_5443,
+    0x4941_4233,
+    0x4941_4254,
+    0x4649_4233,
+    0x4649_4254,
+    0x524d_4233,
+    0x5233_4643,
+    0x424d_4133,
+    0x424d_4150,
+    0x4d41_5052,
+    0x5243_4e54,
+];
+
 /// The layout of the btree whose blocks carry `magic` (v5 and v4 magics).
 pub fn btree_layout(magic: u32) -> Option<BtreeLayout> {
     let (name, long, rec, key, ptr) = match magic {
@@ -567,7 +586,7 @@ fn buf_bytes(b: &BufItem) -> u32 {
 /// Header fields, records (leaves) or keys and pointers (nodes) of a btree
 /// block, its type and level from the header logged in the same item.
 fn btree_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<String> {
-    let Some((head, l)) = b.head.and_then(|h| Some((h, btree_layout(h.magic)?))) else {
+    let Some((head, l)) = b.head.and_then(|h| Some((h, btree_layout(h.magic()?)?))) else {
         return vec!["btree block (its header is not in this item: type unknown)".to_string()];
     };
     let hdr = btree_header_len(l.long, ctx.v5);
@@ -578,7 +597,7 @@ fn btree_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<String>
         .collect();
     let blk = buf_bytes(b);
     let room = blk.saturating_sub(hdr);
-    let n = Some(head.count);
+    let n = Some(u32::from(head.count));
     let used_end = if head.level == 0 {
         let max = room.checked_div(l.rec).unwrap_or(0);
         out.extend(slots_in("recs", hdr, l.rec, max, n, lo, hi));
@@ -645,7 +664,7 @@ fn dir_leaf_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<Stri
     let blk = buf_bytes(b);
     let leaf1 = b.buf_type == XFS_BLFT_DIR_LEAF1_BUF;
     let end = if leaf1 { blk.saturating_sub(4) } else { blk };
-    let count = b.head.map(|h| h.count);
+    let count = b.head.map(|h| u32::from(h.count));
     let max = end.saturating_sub(hdr) / 8;
     out.extend(
         slots_in("ents", hdr, 8, max, count, lo, hi)
@@ -682,7 +701,7 @@ fn da_node_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<Strin
         hdr,
         8,
         max,
-        b.head.map(|h| h.count),
+        b.head.map(|h| u32::from(h.count)),
         lo,
         hi,
     ));
@@ -725,7 +744,7 @@ fn dir_free_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<Stri
         hdr,
         2,
         max,
-        b.head.map(|h| h.count),
+        b.head.map(|h| u32::from(h.count)),
         lo,
         hi,
     ));
@@ -751,7 +770,7 @@ fn attr_leaf_fields(b: &BufItem, lo: u32, hi: u32, ctx: &ItemContext) -> Vec<Str
     if !ctx.v5 {
         out.retain(|n| n != "pad2");
     }
-    let count = b.head.map(|h| h.count);
+    let count = b.head.map(|h| u32::from(h.count));
     let max = buf_bytes(b).saturating_sub(hdr) / 8;
     let ents = slots_in("entries", hdr, 8, max, count, lo, hi);
     match count {
@@ -933,12 +952,12 @@ mod tests {
         }
     }
 
-    fn head(magic: u32, level: u16, count: u32) -> Option<crate::xfs::log::items::BlockHead> {
-        Some(crate::xfs::log::items::BlockHead {
-            magic,
-            level,
-            count,
-        })
+    fn head(magic: u32, level: u8, count: u16) -> Option<crate::xfs::log::items::BlockHead> {
+        let kind = BTREE_MAGICS
+            .iter()
+            .position(|m| *m == magic)
+            .map_or(0, |i| u8::try_from(i).unwrap().saturating_add(1));
+        Some(crate::xfs::log::items::BlockHead { kind, level, count })
     }
 
     fn v5() -> ItemContext {

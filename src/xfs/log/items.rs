@@ -327,16 +327,42 @@ pub struct BufItem {
     pub head: Option<BlockHead>,
 }
 
-/// What a block's logged header says about its layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// What a block's logged header says about its layout, in 4 bytes (it
+/// lives in the padding of [`BufItem`], so items stay as small as they
+/// were).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockHead {
-    /// `bb_magic` of a btree block (0 for other blocks: their type says).
-    pub magic: u32,
-    /// Btree or da node level.
-    pub level: u16,
+    /// Which btree magic (1 + its index in [`bitmap::BTREE_MAGICS`]; 0 for
+    /// other blocks: their buffer type says what they are, or a magic this
+    /// reader does not know).
+    pub kind: u8,
+    /// Btree or da node level (levels above 255 read as 255).
+    pub level: u8,
     /// Records or keys in use (btree `bb_numrecs`, da `count`, dir free
-    /// `nvalid`).
-    pub count: u32,
+    /// `nvalid`, at most 65535).
+    pub count: u16,
+}
+
+impl BlockHead {
+    /// The btree block's magic, when it is one this reader knows.
+    pub fn magic(&self) -> Option<u32> {
+        bitmap::BTREE_MAGICS
+            .get(usize::from(self.kind).checked_sub(1)?)
+            .copied()
+    }
+}
+
+impl Serialize for BlockHead {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let Some(magic) = self.magic() {
+            m.serialize_entry("magic", &magic)?;
+        }
+        m.serialize_entry("level", &self.level)?;
+        m.serialize_entry("count", &self.count)?;
+        m.end()
+    }
 }
 
 /// The header of a btree, da or directory free block from the logged bytes
@@ -355,28 +381,36 @@ fn block_head(buf_type: u8, first: &[u8], v5: bool) -> Option<BlockHead> {
     };
     // Offsets after xfs_da3_blkinfo (56 bytes) or xfs_da_blkinfo (12).
     let da: usize = if v5 { 56 } else { 12 };
+    let level = |l: u16| u8::try_from(l).unwrap_or(u8::MAX);
     match buf_type {
-        XFS_BLFT_BTREE_BUF => Some(BlockHead {
-            magic: be32(0)?,
-            level: be16(4)?,
-            count: u32::from(be16(6)?),
-        }),
+        XFS_BLFT_BTREE_BUF => {
+            let magic = be32(0)?;
+            let kind = bitmap::BTREE_MAGICS
+                .iter()
+                .position(|m| *m == magic)
+                .and_then(|i| u8::try_from(i.checked_add(1)?).ok())?;
+            Some(BlockHead {
+                kind,
+                level: level(be16(4)?),
+                count: be16(6)?,
+            })
+        }
         XFS_BLFT_DA_NODE_BUF => Some(BlockHead {
-            magic: 0,
-            level: be16(da.checked_add(2)?)?,
-            count: u32::from(be16(da)?),
+            kind: 0,
+            level: level(be16(da.checked_add(2)?)?),
+            count: be16(da)?,
         }),
         XFS_BLFT_DIR_LEAF1_BUF | XFS_BLFT_DIR_LEAFN_BUF | XFS_BLFT_ATTR_LEAF_BUF => {
             Some(BlockHead {
-                magic: 0,
+                kind: 0,
                 level: 0,
-                count: u32::from(be16(da)?),
+                count: be16(da)?,
             })
         }
         XFS_BLFT_DIR_FREE_BUF => Some(BlockHead {
-            magic: 0,
+            kind: 0,
             level: 0,
-            count: be32(if v5 { 52 } else { 8 })?,
+            count: u16::try_from(be32(if v5 { 52 } else { 8 })?).unwrap_or(u16::MAX),
         }),
         _ => None,
     }
