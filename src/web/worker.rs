@@ -26,10 +26,14 @@ thread_local! {
     /// The replay of the open image's log: its summary and overlay, made
     /// the first time the replayed view is asked for.
     static REPLAY: RefCell<Option<(crate::web::protocol::ReplayView, crate::xfs::replay::export::Plan)>> = const { RefCell::new(None) };
-    /// What replay changed (inode fields left out: a page of rows reads
-    /// them again), and the milliseconds the comparison took.
-    static DIFF: RefCell<Option<(crate::xfs::replay::diff::ReplayDiff, f64)>> = const { RefCell::new(None) };
+    /// What replay changed (inode fields and entries left out: a page of
+    /// rows reads the fields again, entries show as paths), the
+    /// milliseconds the comparison took, and the entries added and removed.
+    static DIFF: RefCell<Option<StoredDiff>> = const { RefCell::new(None) };
 }
+
+/// What replay changed, the milliseconds it took, entries added and removed.
+type StoredDiff = (crate::xfs::replay::diff::ReplayDiff, f64, (u64, u64));
 
 /// Inodes compared at most.
 const DIFF_INODE_LIMIT: usize = 1_000_000;
@@ -307,18 +311,25 @@ fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
                 },
             ))
         });
-        let Some(d) = made else {
+        let Some(mut d) = made else {
             return view_error("replay", "no filesystem is open");
         };
         let ms = js_sys::Date::now() - t0;
-        DIFF.with(|c| *c.borrow_mut() = Some((d, ms)));
+        // The entries are shown as the paths they make; only their counts
+        // are kept.
+        let count = |c: &str| {
+            u64::try_from(d.entries.iter().filter(|e| e.change == c).count()).unwrap_or(u64::MAX)
+        };
+        let entries = (count("added"), count("removed"));
+        d.entries = Vec::new();
+        DIFF.with(|c| *c.borrow_mut() = Some((d, ms, entries)));
     }
     let notes = REPLAY
         .with(|r| r.borrow().as_ref().map(|(v, _)| v.notes.clone()))
         .unwrap_or_default();
     DIFF.with(|c| {
         let b = c.borrow();
-        let Some((d, ms)) = b.as_ref() else {
+        let Some((d, ms, (entries_added, entries_removed))) = b.as_ref() else {
             return view_error("replay", "nothing was compared");
         };
         let mut counts: Vec<(DiffSection, String, u64)> = Vec::new();
@@ -352,13 +363,10 @@ fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
             }
         }
         kinds.sort_by_key(|k| std::cmp::Reverse(k.2));
-        let entries = |c: &str| {
-            u64::try_from(d.entries.iter().filter(|e| e.change == c).count()).unwrap_or(u64::MAX)
-        };
         Response::ReplayDiff(Box::new(ReplayDiffView {
             counts,
-            entries_added: entries("added"),
-            entries_removed: entries("removed"),
+            entries_added: *entries_added,
+            entries_removed: *entries_removed,
             sectors: d.blocks.iter().map(|b| b.sectors).sum(),
             block_kinds: kinds,
             truncated: d.truncated,
@@ -391,7 +399,7 @@ fn replay_diff_rows(
     };
     let page = DIFF.with(|c| {
         let b = c.borrow();
-        let (d, _) = b.as_ref()?;
+        let (d, _, _) = b.as_ref()?;
         Some(match section {
             DiffSection::Paths => {
                 let it = d.paths.iter().filter(|p| keep(p.change));
