@@ -20,7 +20,9 @@
 #      when the mount is DEADLINE (default 27) seconds old: the kernel's log
 #      worker writes all dirty metadata back every 30 s (fs.xfs.xfssyncd_centisecs),
 #      which moves the tail up to the head, so the live part can only be what
-#      was logged since the mount (this script does not change that setting);
+#      was logged since the mount. On a busy machine that is too short to
+#      fill the log: SYNCD=SECONDS sets fs.xfs.xfssyncd_centisecs to that for
+#      the churn (and DEADLINE just below it), restoring it afterwards;
 #      and once head - tail passes 75% of the log the kernel pushes the AIL
 #      to make room, which also moves the tail: hence the 72% target;
 #   4. xfs_io -x -c "shutdown -f" (log flushed, then the fs is shut down), umount,
@@ -54,6 +56,13 @@ LOGSIZE=${LOGSIZE:-1100m}
 JOBS=${JOBS:-3}
 TARGET_PCT=${TARGET_PCT:-72}
 DEADLINE=${DEADLINE:-27}
+SYNCD=${SYNCD-}
+OLD_SYNCD=
+if [[ -n $SYNCD ]]; then
+    OLD_SYNCD=$(sysctl -n fs.xfs.xfssyncd_centisecs)
+    sysctl -q fs.xfs.xfssyncd_centisecs=$(( SYNCD * 100 ))
+    DEADLINE=${DEADLINE_SET:-$(( SYNCD - 3 ))}
+fi
 if [[ -z ${WORKDIR-} ]]; then
     if (( $(df --output=avail -B 1G /dev/shm 2>/dev/null | tail -1 || echo 0) >= 4 )); then WORKDIR=/dev/shm; else WORKDIR=$HERE; fi
 fi
@@ -69,6 +78,7 @@ cleanup() {
     wait 2>/dev/null || true
     if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true; fi
     rm -rf "$TMP"
+    [[ -z $OLD_SYNCD ]] || sysctl -q fs.xfs.xfssyncd_centisecs="$OLD_SYNCD"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -3,7 +3,9 @@
 
 use crate::xfs::log::bitmap::describe_run;
 use crate::xfs::log::items::ItemBody;
-use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, Transaction};
+use crate::xfs::log::stats::LogStats;
+use crate::xfs::log::trans::TransactionSink;
+use crate::xfs::log::{self, DecodeOptions, HeadTail, ItemContext, LogDecode, Transaction};
 use std::io::Write as _;
 use std::path::Path;
 
@@ -23,19 +25,18 @@ pub fn run(path: &Path, o: &Options) -> Result<(), String> {
     } else {
         DecodeOptions::default()
     };
-    let d = log::decode(&fs, opts).map_err(|e| format!("{}: {e}", path.display()))?;
     let ctx = ItemContext::of(&fs, opts);
-    let ctx = o.detail.then_some(&ctx);
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?);
+    let ctx = o.detail.then_some(ctx);
+    let out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?);
     if o.json {
-        log::json::write_log_json_with(&mut out, &d, ctx, &mut |w, buf, ts| {
-            transactions_parallel(w, buf, ts, ctx)
-        })
-        .map_err(|e| e.to_string())?;
-        out.write_all(b"\n").map_err(|e| e.to_string())?;
-    } else {
-        write_text(&mut out, &d, ctx, o.brief).map_err(|e| e.to_string())?;
+        let mut out = out;
+        write_json_streamed(&fs, opts, ctx, &mut out)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        return out.flush().map_err(|e| e.to_string());
     }
+    let d = log::decode(&fs, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = out;
+    write_text(&mut out, &d, ctx.as_ref(), o.brief).map_err(|e| e.to_string())?;
     out.flush().map_err(|e| e.to_string())?;
     // The process ends here: freeing millions of items one by one would
     // only cost time.
@@ -43,83 +44,109 @@ pub fn run(path: &Path, o: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The committed transactions' JSON list, pieces of it formatted by a
-/// second thread while this one formats and writes the others (in order).
-fn transactions_parallel<W: std::io::Write>(
-    w: &mut W,
-    buf: &mut Vec<u8>,
-    ts: &[Transaction],
-    ctx: Option<&ItemContext>,
-) -> std::io::Result<()> {
-    // Transactions per piece: a few hundred kilobytes of JSON.
-    transactions_in_pieces(w, buf, ts, ctx, 256)
+/// What the JSON thread is sent.
+enum Msg {
+    Begin(Box<HeadTail>),
+    Piece(Vec<Transaction>),
 }
 
-fn transactions_in_pieces<W: std::io::Write>(
+/// Gathers committed transactions into pieces for the JSON thread.
+struct PieceSink {
+    tx: std::sync::mpsc::SyncSender<Msg>,
+    piece: Vec<Transaction>,
+}
+
+/// Transactions per piece: a few hundred kilobytes of JSON.
+const PIECE: usize = 256;
+
+impl TransactionSink for PieceSink {
+    fn begin(&mut self, ht: &HeadTail) {
+        let _ = self.tx.send(Msg::Begin(Box::new(ht.clone())));
+    }
+    fn transaction(&mut self, t: Transaction) {
+        self.piece.push(t);
+        if self.piece.len() >= PIECE {
+            let p = std::mem::replace(&mut self.piece, Vec::with_capacity(PIECE));
+            // A closed queue: the JSON thread has stopped and says why.
+            let _ = self.tx.send(Msg::Piece(p));
+        }
+    }
+}
+
+/// The JSON thread: the head of the object, then each piece of
+/// transactions as it comes. Returns whether the head was written.
+fn write_pieces<W: std::io::Write>(
     w: &mut W,
-    buf: &mut Vec<u8>,
-    ts: &[Transaction],
+    rx: std::sync::mpsc::Receiver<Msg>,
     ctx: Option<&ItemContext>,
-    piece: usize,
-) -> std::io::Result<()> {
-    use log::json::transactions_chunk;
-    use std::sync::mpsc::sync_channel;
-    let chunks: Vec<&[Transaction]> = ts.chunks(piece.max(1)).collect();
-    buf.push(b'[');
-    let two = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    let done = std::thread::scope(|s| -> std::io::Result<bool> {
-        if !two || chunks.len() < 4 {
-            return Ok(false);
-        }
-        // Pieces go out in order through a short queue; their buffers come
-        // back for reuse.
-        let (tx, rx) = sync_channel::<std::io::Result<Vec<u8>>>(2);
-        let (back_tx, back_rx) = sync_channel::<Vec<u8>>(4);
-        let theirs: Vec<&[Transaction]> = chunks.iter().skip(1).step_by(2).copied().collect();
-        let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
-            for c in theirs {
-                let mut v = back_rx.try_recv().unwrap_or_default();
-                v.clear();
-                let r = transactions_chunk(&mut v, c, ctx, false).map(|()| v);
-                if tx.send(r).is_err() {
-                    return;
+    stats: &mut LogStats,
+) -> std::io::Result<bool> {
+    let mut buf: Vec<u8> = Vec::with_capacity(2 << 20);
+    let mut begun = false;
+    let mut first = true;
+    for m in rx {
+        match m {
+            Msg::Begin(ht) => {
+                log::json::write_json_head(w, &ht)?;
+                buf.push(b'[');
+                begun = true;
+            }
+            Msg::Piece(ts) => {
+                log::json::transactions_chunk(&mut buf, &ts, ctx, first, Some(&mut *stats))?;
+                first = false;
+                if buf.len() >= 1 << 20 {
+                    w.write_all(&buf)?;
+                    buf.clear();
                 }
-            }
-        });
-        if spawned.is_err() {
-            return Ok(false);
-        }
-        for (i, c) in chunks.iter().enumerate() {
-            if i % 2 == 0 {
-                transactions_chunk(buf, c, ctx, i == 0)?;
-            } else {
-                let v = rx
-                    .recv()
-                    .map_err(|_| std::io::Error::other("JSON thread stopped"))??;
-                w.write_all(buf)?;
-                buf.clear();
-                w.write_all(&v)?;
-                // The queue back may be full: then the buffer is dropped.
-                let _ = back_tx.try_send(v);
-            }
-            if buf.len() >= 1 << 20 {
-                w.write_all(buf)?;
-                buf.clear();
-            }
-        }
-        Ok(true)
-    })?;
-    if !done {
-        for (i, c) in chunks.iter().enumerate() {
-            transactions_chunk(buf, c, ctx, i == 0)?;
-            if buf.len() >= 1 << 20 {
-                w.write_all(buf)?;
-                buf.clear();
             }
         }
     }
-    buf.push(b']');
-    Ok(())
+    if begun {
+        buf.push(b']');
+        w.write_all(&buf)?;
+    }
+    Ok(begun)
+}
+
+/// `log --json` while the log is read: this thread reads and checks the
+/// records, a second assembles the transactions, a third writes them as
+/// JSON as soon as each is complete; then the rest of the object.
+pub fn write_json_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send>(
+    fs: &crate::xfs::fs::Fs<R>,
+    opts: DecodeOptions,
+    ctx: Option<ItemContext>,
+    w: &mut W,
+) -> Result<(), String> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(8);
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || {
+            // The transactions are counted here, off the reading thread.
+            let mut stats = LogStats::default();
+            let r = write_pieces(&mut *w, rx, ctx.as_ref(), &mut stats);
+            (w, r, stats)
+        });
+        let mut sink = PieceSink {
+            tx,
+            piece: Vec::with_capacity(PIECE),
+        };
+        let d = log::decode_streaming(fs, opts, &mut sink);
+        if !sink.piece.is_empty() {
+            let _ = sink.tx.send(Msg::Piece(std::mem::take(&mut sink.piece)));
+        }
+        drop(sink);
+        let (w, begun, stats) = writer
+            .join()
+            .map_err(|_| "the JSON writing thread stopped".to_string())?;
+        let begun = begun.map_err(|e| e.to_string())?;
+        let mut d = d.map_err(|e| e.to_string())?;
+        d.stats = stats;
+        if !begun {
+            log::json::write_json_head(w, &d.head_tail).map_err(|e| e.to_string())?;
+            w.write_all(b"[]").map_err(|e| e.to_string())?;
+        }
+        log::json::write_json_rest(w, &d, ctx.as_ref()).map_err(|e| e.to_string())?;
+        w.write_all(b"\n").map_err(|e| e.to_string())
+    })
 }
 
 /// Standard output without the line buffering of `std::io::stdout()`
@@ -315,22 +342,42 @@ fn write_transaction(
 mod tests {
     use super::*;
 
-    /// The list written in pieces by two threads is the one written in one
-    /// go, whatever the piece size.
+    /// The object written while the log is read is the one written from
+    /// the whole decode: same transactions, same intent links, same rest.
     #[test]
-    fn pieces_in_order() {
-        let fs = crate::xfs::testutil::fixture_fs("log-1k-rmap");
-        let d = log::decode(&fs, DecodeOptions::default()).unwrap();
-        assert!(d.transactions.len() > 20);
-        let mut one = Vec::new();
-        log::json::write_log_json(&mut one, &d, None).unwrap();
-        for piece in [1, 3, 7, 1000] {
-            let mut out = Vec::new();
-            log::json::write_log_json_with(&mut out, &d, None, &mut |w, buf, ts| {
-                transactions_in_pieces(w, buf, ts, None, piece)
-            })
-            .unwrap();
-            assert!(out == one, "piece size {piece}");
+    fn streamed_json_is_the_whole_decode() {
+        for name in [
+            "log-1k-rmap",
+            "log-intents",
+            "log-wrapped",
+            "log-acrossend",
+            "log-64kdir",
+            "v5-4k-dirty",
+            "v5-formats",
+        ] {
+            let fs = crate::xfs::testutil::fixture_fs(name);
+            for detail in [false, true] {
+                let opts = if detail {
+                    DecodeOptions::DETAIL
+                } else {
+                    DecodeOptions::default()
+                };
+                let ctx = ItemContext::of(&fs, opts);
+                let ctx = detail.then_some(ctx);
+                let d = log::decode(&fs, opts).unwrap();
+                let mut one = Vec::new();
+                log::json::write_log_json(&mut one, &d, ctx.as_ref()).unwrap();
+                one.push(b'\n');
+                let mut streamed = Vec::new();
+                write_json_streamed(&fs, opts, ctx, &mut streamed).unwrap();
+                assert!(streamed == one, "{name} detail {detail}");
+                let v: serde_json::Value = serde_json::from_slice(&streamed).unwrap();
+                assert_eq!(
+                    v["transactions"].as_array().unwrap().len(),
+                    d.transactions.len(),
+                    "{name}"
+                );
+            }
         }
     }
 }

@@ -1414,6 +1414,106 @@ pub fn pair_intents(ts: &mut [super::Transaction]) -> (Vec<IntentRef>, u64) {
     (left, orphans)
 }
 
+/// [`pair_intents`] for transactions that arrive one at a time, in commit
+/// order: each transaction is held until every intent in it has met its
+/// done item (or the log ends), then handed on with its links set, so a
+/// consumer sees exactly what [`pair_intents`] would have made of the
+/// whole list while only the transactions between an intent and its done
+/// item are kept.
+#[derive(Default)]
+pub struct Linker {
+    /// Sequence number (index among committed transactions) of `held[0]`.
+    base: u32,
+    /// Transactions not handed on yet, with their count of open intents.
+    held: std::collections::VecDeque<(super::Transaction, u32)>,
+    open: HashMap<(u16, u64), Vec<(ItemRef, u32)>>,
+    orphans: u64,
+}
+
+impl Linker {
+    pub fn new() -> Linker {
+        Linker::default()
+    }
+
+    fn held_mut(&mut self, seq: u32) -> Option<&mut (super::Transaction, u32)> {
+        let i = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        self.held.get_mut(i)
+    }
+
+    /// Take the next committed transaction; hand on to `out` every held
+    /// transaction that nothing later can change any more.
+    pub fn push(&mut self, mut t: super::Transaction, out: &mut dyn FnMut(super::Transaction)) {
+        let len = u32::try_from(self.held.len()).unwrap_or(u32::MAX);
+        let seq = self.base.saturating_add(len);
+        let mut open_here = 0u32;
+        for ii in 0..t.items.len() {
+            let at = ItemRef {
+                transaction: seq,
+                item: u32::try_from(ii).unwrap_or(u32::MAX),
+            };
+            let Some(item) = t.items.get(ii) else { break };
+            let Some(id) = item.intent_id() else { continue };
+            if item.kind.is_intent() {
+                self.open
+                    .entry((item.kind.0, id))
+                    .or_default()
+                    .push((at, t.tid));
+                open_here = open_here.saturating_add(1);
+            } else if let Some(ik) = item.kind.intent_of_done() {
+                match self.open.get_mut(&(ik.0, id)).and_then(Vec::pop) {
+                    Some((intent, _)) => {
+                        if let Some(d) = t.items.get_mut(ii) {
+                            d.set_link(intent);
+                        }
+                        let slot = usize::try_from(intent.item).unwrap_or(usize::MAX);
+                        if intent.transaction == seq {
+                            if let Some(i) = t.items.get_mut(slot) {
+                                i.set_link(at);
+                            }
+                            open_here = open_here.saturating_sub(1);
+                        } else if let Some((ht, n)) = self.held_mut(intent.transaction) {
+                            if let Some(i) = ht.items.get_mut(slot) {
+                                i.set_link(at);
+                            }
+                            *n = n.saturating_sub(1);
+                        }
+                    }
+                    None => self.orphans = self.orphans.saturating_add(1),
+                }
+            }
+        }
+        self.held.push_back((t, open_here));
+        while self.held.front().is_some_and(|(_, n)| *n == 0) {
+            if let Some((t, _)) = self.held.pop_front() {
+                self.base = self.base.saturating_add(1);
+                out(t);
+            }
+        }
+    }
+
+    /// The log has ended: hand on what is held; return the intents left
+    /// without a done item (in log order) and the number of done items
+    /// whose intent lies before the tail.
+    pub fn finish(mut self, out: &mut dyn FnMut(super::Transaction)) -> (Vec<IntentRef>, u64) {
+        while let Some((t, _)) = self.held.pop_front() {
+            out(t);
+        }
+        let mut left: Vec<IntentRef> = self
+            .open
+            .into_iter()
+            .flat_map(|((k, id), refs)| refs.into_iter().map(move |(r, tid)| (k, id, r, tid)))
+            .map(|(k, id, at, tid)| IntentRef {
+                kind: ItemKind(k),
+                id,
+                tid,
+                at,
+            })
+            .collect();
+        left.sort_by_key(|i| (i.at.transaction, i.at.item));
+        (left, self.orphans)
+    }
+}
+
 /// An item as JSON, with its bitmap runs (and, given a context, the fields
 /// each run covers).
 pub struct ItemJson<'a> {

@@ -6,7 +6,7 @@
 
 use super::items::{buf_type_name, Item, ItemBody, ItemJson, Order, Segment};
 use super::record::CrcCheck;
-use super::stats::{BufTotals, KindTotals, TransStats};
+use super::stats::{BufTotals, KindTotals, LogStats, TransStats};
 use super::trans::RecordInfo;
 use super::{ItemContext, LogDecode, LogJson, Transaction};
 use crate::xfs::format::log::{
@@ -250,9 +250,8 @@ fn transaction<W: Write>(
     out: &mut Vec<u8>,
     t: &Transaction,
     ctx: Option<&ItemContext>,
-    st: &mut TransStats,
+    st: &TransStats,
 ) -> io::Result<()> {
-    st.fill(t, false);
     out.extend_from_slice(b"{\"tid\":");
     num(out, u64::from(t.tid));
     key(out, ",\"start_lsn\":");
@@ -343,8 +342,35 @@ pub fn write_log_json_with<W: Write>(
     ctx: Option<&ItemContext>,
     transactions: &mut TransactionsWriter<'_, W>,
 ) -> io::Result<()> {
-    // Everything but the transactions, through serde, then spliced: the
-    // object starts with clean, head, tail, records, transactions.
+    write_json_head(w, &d.head_tail)?;
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    transactions(w, &mut buf, &d.transactions)?;
+    w.write_all(&buf)?;
+    write_json_rest(w, d, ctx)
+}
+
+/// The start of the object, up to the committed transactions' list:
+/// `{"clean":..,"head":..,"tail":..,"transactions":`.
+pub fn write_json_head<W: Write>(w: &mut W, ht: &super::HeadTail) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(128);
+    buf.extend_from_slice(b"{\"clean\":");
+    buf.extend_from_slice(if ht.clean { b"true" } else { b"false" });
+    key(&mut buf, ",\"head\":");
+    serde_into(&mut buf, &ht.head)?;
+    key(&mut buf, ",\"tail\":");
+    serde_into(&mut buf, &ht.tail)?;
+    key(&mut buf, ",\"transactions\":");
+    w.write_all(&buf)
+}
+
+/// The rest of the object after the committed transactions' list, ending
+/// with `}`: everything [`LogJson`] writes after `transactions`.
+pub fn write_json_rest<W: Write>(
+    w: &mut W,
+    d: &LogDecode,
+    ctx: Option<&ItemContext>,
+) -> io::Result<()> {
+    // Through serde with empty lists, then spliced.
     let empty = d.clone_without_transactions();
     let rest = serde_json::to_vec(&LogJson { d: &empty, ctx }).map_err(io::Error::other)?;
     let marker = b"\"transactions\":[]";
@@ -352,15 +378,10 @@ pub fn write_log_json_with<W: Write>(
         .windows(marker.len())
         .position(|w| w == marker)
         .ok_or_else(|| io::Error::other("transactions key missing"))?;
-    let (head, tail) = rest.split_at(at);
-    let tail = tail.get(marker.len()..).unwrap_or(&[]);
-    w.write_all(head)?;
+    let mut tail = rest.get(at.saturating_add(marker.len())..).unwrap_or(&[]);
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
-    buf.extend_from_slice(b"\"transactions\":");
-    transactions(w, &mut buf, &d.transactions)?;
     // record_list and incomplete_transactions sit in the serde part as
     // empty lists: write the real ones in their place.
-    let mut tail = tail;
     for (k, records) in [
         (b"\"record_list\":[]".as_slice(), true),
         (b"\"incomplete_transactions\":[]".as_slice(), false),
@@ -424,6 +445,7 @@ pub fn transactions_chunk(
     ts: &[Transaction],
     ctx: Option<&ItemContext>,
     first: bool,
+    mut stats: Option<&mut LogStats>,
 ) -> io::Result<()> {
     let mut st = TransStats::default();
     // `transaction` moves its output to a writer past a megabyte: here a
@@ -433,7 +455,11 @@ pub fn transactions_chunk(
         if i > 0 || !first {
             out.push(b',');
         }
-        transaction(&mut spill, out, t, ctx, &mut st)?;
+        st.fill(t, stats.is_some());
+        if let Some(s) = stats.as_deref_mut() {
+            s.add(&st);
+        }
+        transaction(&mut spill, out, t, ctx, &st)?;
     }
     if !spill.is_empty() {
         spill.extend_from_slice(out);
@@ -455,7 +481,8 @@ fn list<W: Write>(
         if i > 0 {
             buf.push(b',');
         }
-        transaction(w, buf, t, ctx, &mut st)?;
+        st.fill(t, false);
+        transaction(w, buf, t, ctx, &st)?;
     }
     buf.push(b']');
     Ok(())

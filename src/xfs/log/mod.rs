@@ -610,6 +610,45 @@ pub fn decode_dev<R: ReadAt>(
     })
 }
 
+/// [`decode`], handing each committed transaction to `sink` as soon as
+/// nothing later in the log can change it (see
+/// [`trans::walk_streaming`]); the result holds no transactions and no
+/// counts of them (`stats`: the sink counts what it is given). Memory
+/// stays bounded by what is open at once instead of growing with the log.
+///
+/// The records are read and assembled on the calling thread (the sink is
+/// called from it): handing the records' bytes to another core costs more
+/// than it saves; the sink is the place to put work on a second thread.
+pub fn decode_streaming<R: ReadAt>(
+    fs: &Fs<R>,
+    opts: DecodeOptions,
+    sink: &mut dyn trans::TransactionSink,
+) -> Result<LogDecode> {
+    let location = LogLocation::of(fs)?;
+    let dev = LogDev::of_fs(fs)?;
+    let ctx = ItemContext::of(fs, opts);
+    let head_tail = find::find_head_tail(&dev)?;
+    let (mut out, unfinished, orphans) = trans::walk_streaming(&dev, &head_tail, ctx, false, sink)?;
+    let stats = std::mem::take(&mut out.stats);
+    Ok(LogDecode {
+        location,
+        head_tail: out.head_tail,
+        records: out.records,
+        record_list: out.record_list,
+        records_crc_ok: out.records_crc_ok,
+        records_no_crc: out.records_no_crc,
+        crc_mismatches: out.crc_mismatches,
+        transactions: Vec::new(),
+        incomplete: out.incomplete,
+        unfinished_intents: unfinished,
+        orphan_dones: orphans,
+        skipped_ops: out.skipped_ops,
+        unmount_records: out.unmount_records,
+        problems: out.problems,
+        stats,
+    })
+}
+
 /// A transaction as JSON: `tid`, `start_lsn`, `commit_lsn`, `type`,
 /// `num_items`, counts, and its `items` in log order.
 pub struct TransactionJson<'a> {
@@ -666,7 +705,9 @@ impl Serialize for TransactionsJson<'_> {
 
 /// The whole decode as one JSON object: `clean`, `head`, `tail` (block in
 /// 512-byte units from the start of the log, as `xfs_logprint` prints it),
-/// `records`, `transactions`, then everything else found.
+/// `transactions`, `records`, then everything else found (the transactions
+/// come before anything counted while reading them, so that they can be
+/// written while the log is still being read).
 pub struct LogJson<'a> {
     pub d: &'a LogDecode,
     /// With a context, buffer runs are named by the fields they cover.
@@ -682,8 +723,8 @@ impl Serialize for LogJson<'_> {
         m.serialize_entry("clean", &ht.clean)?;
         m.serialize_entry("head", &ht.head)?;
         m.serialize_entry("tail", &ht.tail)?;
-        m.serialize_entry("records", &d.records)?;
         m.serialize_entry("transactions", &TransactionsJson(&d.transactions, self.ctx))?;
+        m.serialize_entry("records", &d.records)?;
         m.serialize_entry("log", &d.location)?;
         m.serialize_entry("record_list", &d.record_list)?;
         m.serialize_entry("zeroed", &ht.zeroed)?;

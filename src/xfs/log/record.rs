@@ -250,6 +250,12 @@ pub struct RecordReader {
     /// Where the last record's data is: in `buf` at this byte range, or
     /// (`None`) in `wrap_data`.
     data: Option<(usize, usize)>,
+    /// Hand windows over instead of reading over them: a window left for
+    /// the next is kept in `retired` (for another thread to use) and a
+    /// spare buffer, if any, becomes the new window.
+    handover: bool,
+    retired: Vec<Vec<u8>>,
+    spares: Vec<Vec<u8>>,
 }
 
 /// A record that has been read: its header and CRC check; the unpacked
@@ -286,6 +292,9 @@ impl RecordReader {
                 dev.location(blk),
                 format!("{n} blocks from log block {blk} run past the end of the log"),
             ));
+        }
+        if self.handover && self.nblocks > 0 {
+            self.retire();
         }
         self.buf.resize(bytes_of(count), 0);
         self.nblocks = 0;
@@ -327,7 +336,11 @@ impl RecordReader {
         let total = h.total_bbs();
         let len = usize::try_from(h.len).unwrap_or(usize::MAX);
         if u64::from(blk).saturating_add(u64::from(total)) > u64::from(dev.len_bbs()) {
-            // Runs past the physical end: put it together.
+            // Runs past the physical end: put it together. The window is
+            // done with: what follows starts at the front of the log.
+            if self.handover && self.nblocks > 0 {
+                self.retire();
+            }
             dev.read_wrapped(blk, h.hblks, &mut self.wrap_header)?;
             dev.read_wrapped(dev.wrap(blk, h.hblks), h.data_bbs(), &mut self.wrap_data)?;
             let crc = check_crc(&h, &self.wrap_header, &self.wrap_data);
@@ -360,6 +373,50 @@ impl RecordReader {
                 .unwrap_or(&[]),
             None => &self.wrap_data,
         }
+    }
+
+    /// Keep windows for another thread instead of reading over them (see
+    /// [`RecordReader::take_retired`]).
+    pub fn set_handover(&mut self, on: bool) {
+        self.handover = on;
+    }
+
+    fn retire(&mut self) {
+        let fresh = self.spares.pop().unwrap_or_default();
+        let old = std::mem::replace(&mut self.buf, fresh);
+        self.retired.push(old);
+        self.nblocks = 0;
+        self.first = 0;
+        self.clean_from = 0;
+    }
+
+    /// Windows the reader has moved past (in handover mode), oldest first:
+    /// every record read before the last one lies in them.
+    pub fn take_retired(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.retired)
+    }
+
+    /// The window itself, for when reading is over.
+    pub fn take_window(&mut self) -> Vec<u8> {
+        self.nblocks = 0;
+        self.first = 0;
+        self.clean_from = 0;
+        self.data = None;
+        std::mem::take(&mut self.buf)
+    }
+
+    /// A buffer to read the next window into.
+    pub fn give_spare(&mut self, b: Vec<u8>) {
+        if self.spares.len() < 4 {
+            self.spares.push(b);
+        }
+    }
+
+    /// Where the last record's data lies in the window (`None`: in a
+    /// buffer of its own, as [`RecordReader::data`] gives it).
+    pub fn data_range(&self) -> Option<(usize, usize)> {
+        self.data
+            .map(|(start, len)| (start, start.saturating_add(len)))
     }
 }
 

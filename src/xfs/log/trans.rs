@@ -181,6 +181,9 @@ pub struct Assembler {
     pub stats: super::stats::LogStats,
     /// Reused for each committed transaction's counts.
     scratch_stats: super::stats::TransStats,
+    /// Count each committed transaction into `stats` (a streamed walk
+    /// leaves that to whoever takes the transactions).
+    count: bool,
 }
 
 fn flags_text(f: u8) -> String {
@@ -547,7 +550,14 @@ impl Assembler {
             unmount_records: 0,
             stats: super::stats::LogStats::default(),
             scratch_stats: super::stats::TransStats::default(),
+            count: true,
         }
+    }
+
+    /// Whether committed transactions are counted into `stats`.
+    pub fn counting(mut self, on: bool) -> Assembler {
+        self.count = on;
+        self
     }
 
     fn problem(&mut self, block: u32, message: String) {
@@ -668,8 +678,10 @@ impl Assembler {
             XLOG_COMMIT_TRANS => {
                 if let Some(o) = self.open.remove(&tid) {
                     let t = o.finish(Some(h.lsn), &ctx, &mut self.pool);
-                    self.scratch_stats.fill(&t, true);
-                    self.stats.add(&self.scratch_stats);
+                    if self.count {
+                        self.scratch_stats.fill(&t, true);
+                        self.stats.add(&self.scratch_stats);
+                    }
                     self.done.push(t);
                 }
             }
@@ -790,13 +802,197 @@ fn next_header<R: ReadAt>(dev: &LogDev<'_, R>, pos: u32, head: u32) -> Result<Op
     Ok(None)
 }
 
-/// Read every record from tail to head, check its CRC, and reassemble the
-/// transactions. A bad record within 8 log buffers ahead of the head is a
-/// tail overwritten by a partial write: the tail moves past it, as the
-/// kernel does. Other bad records are reported and walked past.
-pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> Result<WalkOutput> {
-    let mut ht = ht.clone();
-    let empty = |ht: HeadTail| WalkOutput {
+/// Receives the committed transactions of a streamed walk ([`walk_streaming`]).
+pub trait TransactionSink: Send {
+    /// Called once, before the first transaction, with the head and tail
+    /// as the walk settled them (a tail found overwritten has moved).
+    fn begin(&mut self, ht: &HeadTail);
+    /// The next committed transaction, in commit order, its intents and
+    /// done items linked as [`super::items::pair_intents`] links them.
+    fn transaction(&mut self, t: Transaction);
+}
+
+/// Where the walk sends the records it has read and checked: straight into
+/// a [`Consumer`], or through a queue to a second thread that assembles
+/// while this one reads.
+trait Feed {
+    /// The record just read by `reader` (its data: [`RecordReader::data`]).
+    fn record(&mut self, h: &RecordHeader, reader: &mut RecordReader);
+    fn gap(&mut self, from: u32, to: u32);
+    /// No later record can move the tail: `ht` is final.
+    fn settled(&mut self, ht: &HeadTail);
+}
+
+/// The assembling side: an [`Assembler`], and for a streamed walk the
+/// intent linker and the sink that takes each transaction.
+struct Consumer<'s> {
+    asm: Assembler,
+    stream: Option<(super::items::Linker, &'s mut dyn TransactionSink)>,
+    /// The sink has had its `begin`.
+    begun: bool,
+}
+
+impl Consumer<'_> {
+    /// Hand the transactions committed so far to the sink, if streaming
+    /// and the tail is settled.
+    fn pass_on(&mut self) {
+        if !self.begun {
+            return;
+        }
+        if let Some((linker, sink)) = &mut self.stream {
+            for t in self.asm.done.drain(..) {
+                linker.push(t, &mut |t| sink.transaction(t));
+            }
+        }
+    }
+    fn begin(&mut self, ht: &HeadTail) {
+        if self.begun {
+            return;
+        }
+        self.begun = true;
+        if let Some((_, sink)) = &mut self.stream {
+            sink.begin(ht);
+        }
+        self.pass_on();
+    }
+}
+
+impl Feed for Consumer<'_> {
+    fn record(&mut self, h: &RecordHeader, reader: &mut RecordReader) {
+        self.asm.push_record(h, reader.data());
+        self.pass_on();
+    }
+    fn gap(&mut self, from: u32, to: u32) {
+        self.asm.gap(from, to);
+    }
+    fn settled(&mut self, ht: &HeadTail) {
+        self.begin(ht);
+    }
+}
+
+/// One thing for the assembling thread.
+enum Entry {
+    /// The head and tail are final (first entry of the first batch).
+    Begin(Box<HeadTail>),
+    /// A record, its data at a range of the batch's bytes.
+    Record(RecordHeader, usize, usize),
+    Gap(u32, u32),
+}
+
+/// A window of the log as the reader left it (records unpacked in place)
+/// and what to do with it, in order.
+#[derive(Default)]
+struct Batch {
+    data: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+impl Batch {
+    fn feed(&self, c: &mut Consumer<'_>) {
+        for e in &self.entries {
+            match e {
+                Entry::Begin(ht) => c.begin(ht),
+                Entry::Record(h, a, b) => {
+                    c.asm.push_record(h, self.data.get(*a..*b).unwrap_or(&[]))
+                }
+                Entry::Gap(from, to) => c.asm.gap(*from, *to),
+            }
+        }
+        c.pass_on();
+    }
+}
+
+/// The reading side of a two-thread walk. The reader hands over each
+/// window it has moved past (no copy); the window goes out through a short
+/// queue with the entries of the records in it and comes back for reuse.
+/// Nothing is sent before the tail is settled, so a walk that starts again
+/// sends nothing twice.
+struct Piped {
+    tx: std::sync::mpsc::SyncSender<Batch>,
+    back: std::sync::mpsc::Receiver<Batch>,
+    /// Entries of the records in the reader's current window.
+    entries: Vec<Entry>,
+    /// Batches kept until the tail is settled.
+    held: Vec<Batch>,
+    settled: bool,
+}
+
+impl Piped {
+    fn push(&mut self, b: Batch) {
+        if self.settled {
+            // A closed queue means the other side is gone; the join
+            // reports it.
+            let _ = self.tx.send(b);
+        } else {
+            self.held.push(b);
+        }
+    }
+
+    /// Send the windows the reader has moved past, with their entries.
+    fn flush_retired(&mut self, reader: &mut RecordReader) {
+        while let Ok(b) = self.back.try_recv() {
+            reader.give_spare(b.data);
+        }
+        for data in reader.take_retired() {
+            let entries = std::mem::take(&mut self.entries);
+            self.push(Batch { data, entries });
+        }
+    }
+
+    /// Reading is over: send the last window.
+    fn finish(&mut self, reader: &mut RecordReader) {
+        self.flush_retired(reader);
+        let data = reader.take_window();
+        let entries = std::mem::take(&mut self.entries);
+        self.push(Batch { data, entries });
+    }
+}
+
+impl Feed for Piped {
+    fn record(&mut self, h: &RecordHeader, reader: &mut RecordReader) {
+        self.flush_retired(reader);
+        match reader.data_range() {
+            Some((a, b)) => self.entries.push(Entry::Record(h.clone(), a, b)),
+            None => {
+                // A record put together from both ends of the log, in a
+                // buffer of its own (its window was handed over before).
+                let data = reader.data().to_vec();
+                let len = data.len();
+                let mut entries = std::mem::take(&mut self.entries);
+                entries.push(Entry::Record(h.clone(), 0, len));
+                self.push(Batch { data, entries });
+            }
+        }
+    }
+    fn gap(&mut self, from: u32, to: u32) {
+        self.entries.push(Entry::Gap(from, to));
+    }
+    fn settled(&mut self, ht: &HeadTail) {
+        if !self.settled {
+            self.settled = true;
+            self.push(Batch {
+                data: Vec::new(),
+                entries: vec![Entry::Begin(Box::new(ht.clone()))],
+            });
+            for b in std::mem::take(&mut self.held) {
+                self.push(b);
+            }
+        }
+    }
+}
+
+/// How one pass over the records ended.
+enum Step {
+    Done(Box<WalkOutput>),
+    /// The tail was found overwritten and has moved; `empty` when nothing
+    /// is left between the new tail and the head.
+    Restart {
+        empty: bool,
+    },
+}
+
+fn empty_output(ht: HeadTail) -> WalkOutput {
+    WalkOutput {
         head_tail: ht,
         records: 0,
         record_list: Vec::new(),
@@ -809,148 +1005,321 @@ pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> 
         skipped_ops: 0,
         unmount_records: 0,
         stats: super::stats::LogStats::default(),
-    };
-    if ht.clean || ht.head.block == ht.tail.block {
-        return Ok(empty(ht));
     }
+}
+
+/// Read every record from tail to head, check its CRC, and reassemble the
+/// transactions. A bad record within 8 log buffers ahead of the head is a
+/// tail overwritten by a partial write: the tail moves past it, as the
+/// kernel does. Other bad records are reported and walked past.
+///
+/// Where threads exist, a second thread assembles the transactions while
+/// this one reads and checks the records (the result is the same).
+pub fn walk<R: ReadAt>(dev: &LogDev<'_, R>, ht: &HeadTail, ctx: ItemContext) -> Result<WalkOutput> {
+    walk_with(dev, ht, ctx, true)
+}
+
+/// [`walk`], on one thread only when `two_threads` is false.
+pub fn walk_with<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    ht: &HeadTail,
+    ctx: ItemContext,
+    two_threads: bool,
+) -> Result<WalkOutput> {
+    Ok(walk_inner(dev, ht, ctx, two_threads, None)?.0)
+}
+
+/// What a streamed walk leaves: the walk's output without transactions,
+/// the intents left without a done item and the orphaned done items.
+pub type Streamed = (WalkOutput, Vec<super::items::IntentRef>, u64);
+
+/// [`walk`], handing each committed transaction to `sink` as soon as
+/// nothing later can change it instead of keeping them: memory stays
+/// bounded by the transactions open at once (and those between an intent
+/// and its done item). `sink` is called from the assembling thread. The
+/// committed transactions are not counted into the output's `stats`: the
+/// sink sees them all and counts them if it wants (with
+/// [`super::stats::LogStats::add`]), off the reading thread.
+pub fn walk_streaming<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    ht: &HeadTail,
+    ctx: ItemContext,
+    two_threads: bool,
+    sink: &mut dyn TransactionSink,
+) -> Result<Streamed> {
+    let (out, linked) = walk_inner(dev, ht, ctx, two_threads, Some(sink))?;
+    let (unfinished, orphans) = linked.unwrap_or_default();
+    Ok((out, unfinished, orphans))
+}
+
+type Linked = Option<(Vec<super::items::IntentRef>, u64)>;
+
+fn walk_inner<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    ht: &HeadTail,
+    ctx: ItemContext,
+    two_threads: bool,
+    mut sink: Option<&mut dyn TransactionSink>,
+) -> Result<(WalkOutput, Linked)> {
+    let mut ht = ht.clone();
+    let mut reader = RecordReader::new();
+    let mut restarts = 0u32;
+    // Where threads cannot start (the browser), one thread does it all.
+    let threads = two_threads && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    loop {
+        if ht.clean || ht.head.block == ht.tail.block {
+            if let Some(s) = sink {
+                s.begin(&ht);
+                return Ok((empty_output(ht), Some((Vec::new(), 0))));
+            }
+            return Ok((empty_output(ht), None));
+        }
+        let stream = sink.take().map(|s| (super::items::Linker::new(), s));
+        let streaming = stream.is_some();
+        let mut consumer = Consumer {
+            asm: Assembler::new(ctx).counting(!streaming),
+            stream,
+            begun: false,
+        };
+        let (step, mut consumer) = std::thread::scope(|s| -> Result<(Step, Consumer<'_>)> {
+            if threads {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(3);
+                let (back_tx, back) = std::sync::mpsc::sync_channel::<Batch>(4);
+                let mut theirs = Consumer {
+                    asm: Assembler::new(ctx).counting(!streaming),
+                    stream: consumer.stream.take(),
+                    begun: false,
+                };
+                let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+                    for b in rx {
+                        b.feed(&mut theirs);
+                        let _ = back_tx.try_send(b);
+                    }
+                    theirs
+                });
+                match spawned {
+                    Ok(handle) => {
+                        let mut feed = Piped {
+                            tx,
+                            back,
+                            entries: Vec::new(),
+                            held: Vec::new(),
+                            settled: false,
+                        };
+                        reader.set_handover(true);
+                        let step =
+                            read_records(dev, &mut ht, &mut reader, &mut restarts, &mut feed);
+                        if matches!(step, Ok(Step::Done(_))) {
+                            feed.finish(&mut reader);
+                            feed.settled(&ht);
+                        }
+                        drop(feed);
+                        let theirs = handle.join().map_err(|_| {
+                            Error::corrupt(
+                                "log",
+                                dev.location(0),
+                                "the thread assembling transactions stopped",
+                            )
+                        })?;
+                        return Ok((step?, theirs));
+                    }
+                    Err(e) => {
+                        return Err(Error::corrupt(
+                            "log",
+                            dev.location(0),
+                            format!("could not start the thread assembling transactions: {e}"),
+                        ));
+                    }
+                }
+            }
+            reader.set_handover(false);
+            let step = read_records(dev, &mut ht, &mut reader, &mut restarts, &mut consumer);
+            if matches!(step, Ok(Step::Done(_))) {
+                consumer.settled(&ht);
+            }
+            Ok((step?, consumer))
+        })?;
+        match step {
+            Step::Restart { empty } => {
+                // With `empty` the new tail is the head: the next pass
+                // returns at once.
+                debug_assert!(!empty || ht.head.block == ht.tail.block);
+                // The sink saw nothing (nothing is passed on before the
+                // tail is settled); take it back for the next pass.
+                sink = consumer.stream.take().map(|(_, s)| s);
+                continue;
+            }
+            Step::Done(out) => {
+                let mut out = *out;
+                consumer.pass_on();
+                let Consumer { asm, stream, .. } = consumer;
+                let mut asm = asm;
+                out.stats = std::mem::take(&mut asm.stats);
+                let (done, incomplete, problems, skipped, unmounts) = asm.finish();
+                let linked = match stream {
+                    Some((linker, sink)) => {
+                        // Transactions committed after the last record
+                        // was read cannot exist; `done` is empty here.
+                        let mut l = linker;
+                        for t in done {
+                            l.push(t, &mut |t| sink.transaction(t));
+                        }
+                        Some(l.finish(&mut |t| sink.transaction(t)))
+                    }
+                    None => {
+                        out.transactions = done;
+                        None
+                    }
+                };
+                out.incomplete = incomplete;
+                out.problems.extend(problems);
+                out.skipped_ops = skipped;
+                out.unmount_records = unmounts;
+                out.head_tail = ht;
+                return Ok((out, linked));
+            }
+        }
+    }
+}
+
+/// One pass from the tail to the head: read and check each record and hand
+/// it to `feed`.
+fn read_records<R: ReadAt, F: Feed>(
+    dev: &LogDev<'_, R>,
+    ht: &mut HeadTail,
+    reader: &mut RecordReader,
+    restarts: &mut u32,
+    feed: &mut F,
+) -> Result<Step> {
     let overwrite_window = btobb(
         XLOG_MAX_ICLOGS.saturating_mul(
             ht.last_h_size
                 .clamp(XLOG_HEADER_CYCLE_SIZE, XLOG_MAX_RECORD_BSIZE),
         ),
     );
-    let mut reader = RecordReader::new();
-    let mut restarts = 0u32;
-    'restart: loop {
-        let head = ht.head.block;
-        let mut out = empty(ht.clone());
-        let mut asm = Assembler::new(ctx);
-        let mut pos = ht.tail.block;
-        let mut left = dev.distance(pos, head);
-        let mut first = true;
-        while left > 0 {
-            let rec = reader.read(dev, pos);
-            let bad = match &rec {
-                Ok(r) => r.crc.is_bad(),
-                Err(Error::Corrupt { .. }) => true,
-                Err(_) => false,
-            };
-            if bad && dev.distance(head, pos) <= overwrite_window && restarts < 64 {
-                // The tail was overwritten: start again after this record.
-                let to = next_header(dev, pos, head)?.unwrap_or(head);
-                let cycle = dev.cycle(to)?;
-                let from = ht.tail.block;
-                ht.tail = Lsn { cycle, block: to };
-                ht.tail_moved = Some(TailMove {
-                    from,
-                    to,
-                    reason: format!(
-                        "the record at log block {pos} failed its check and lies within {overwrite_window} blocks ahead of the head: an overwritten tail"
-                    ),
+    let head = ht.head.block;
+    let mut out = empty_output(ht.clone());
+    let mut pos = ht.tail.block;
+    let mut left = dev.distance(pos, head);
+    let mut settled = false;
+    while left > 0 {
+        if !settled && dev.distance(head, pos) > overwrite_window {
+            // Past the blocks where an overwritten tail can lie: the tail
+            // cannot move any more.
+            feed.settled(ht);
+            settled = true;
+        }
+        let rec = reader.read(dev, pos);
+        let bad = match &rec {
+            Ok(r) => r.crc.is_bad(),
+            Err(Error::Corrupt { .. }) => true,
+            Err(_) => false,
+        };
+        if bad && dev.distance(head, pos) <= overwrite_window && *restarts < 64 {
+            // The tail was overwritten: start again after this record.
+            let to = next_header(dev, pos, head)?.unwrap_or(head);
+            let cycle = dev.cycle(to)?;
+            let from = ht.tail.block;
+            ht.tail = Lsn { cycle, block: to };
+            ht.tail_moved = Some(TailMove {
+                from,
+                to,
+                reason: format!(
+                    "the record at log block {pos} failed its check and lies within {overwrite_window} blocks ahead of the head: an overwritten tail"
+                ),
+            });
+            *restarts = restarts.saturating_add(1);
+            return Ok(Step::Restart { empty: to == head });
+        }
+        match rec {
+            Ok(r) => {
+                out.records = out.records.saturating_add(1);
+                out.record_list.push(RecordInfo {
+                    lsn: r.header.lsn,
+                    block: pos,
+                    len: r.header.len,
+                    num_logops: r.header.num_logops,
+                    hblks: r.header.hblks,
+                    tail_lsn: r.header.tail_lsn,
+                    crc: r.crc,
                 });
-                restarts = restarts.saturating_add(1);
-                if to == head {
-                    return Ok(empty(ht));
-                }
-                continue 'restart;
-            }
-            let _ = first;
-            first = false;
-            match rec {
-                Ok(r) => {
-                    out.records = out.records.saturating_add(1);
-                    out.record_list.push(RecordInfo {
-                        lsn: r.header.lsn,
-                        block: pos,
-                        len: r.header.len,
-                        num_logops: r.header.num_logops,
-                        hblks: r.header.hblks,
-                        tail_lsn: r.header.tail_lsn,
-                        crc: r.crc,
-                    });
-                    match r.crc {
-                        super::CrcCheck::Ok | super::CrcCheck::OkShortHeader => {
-                            out.records_crc_ok = out.records_crc_ok.saturating_add(1)
-                        }
-                        super::CrcCheck::NotChecksummed => {
-                            out.records_no_crc = out.records_no_crc.saturating_add(1)
-                        }
-                        super::CrcCheck::Bad { stored, computed } => {
-                            out.crc_mismatches.push(CrcMismatch {
-                                lsn: r.header.lsn,
-                                block: pos,
-                                stored,
-                                computed,
-                            });
-                            push_problem(&mut out.problems, Problem {
-                                block: Some(pos),
-                                message: format!(
-                                    "record {} at log block {pos}: CRC stored {stored:#010x}, computed {computed:#010x} (decoded anyway)",
-                                    r.header.lsn
-                                ),
-                            });
-                        }
+                match r.crc {
+                    super::CrcCheck::Ok | super::CrcCheck::OkShortHeader => {
+                        out.records_crc_ok = out.records_crc_ok.saturating_add(1)
                     }
-                    if r.header.lsn.block != pos {
-                        push_problem(
-                            &mut out.problems,
-                            Problem {
-                                block: Some(pos),
-                                message: format!(
-                                    "record at log block {pos} says its LSN is {}",
-                                    r.header.lsn
-                                ),
-                            },
-                        );
+                    super::CrcCheck::NotChecksummed => {
+                        out.records_no_crc = out.records_no_crc.saturating_add(1)
                     }
-                    asm.push_record(&r.header, reader.data());
-                    let n = r.header.total_bbs().max(1);
-                    if n > left {
+                    super::CrcCheck::Bad { stored, computed } => {
+                        out.crc_mismatches.push(CrcMismatch {
+                            lsn: r.header.lsn,
+                            block: pos,
+                            stored,
+                            computed,
+                        });
                         push_problem(&mut out.problems, Problem {
                             block: Some(pos),
                             message: format!(
-                                "record at log block {pos} ({n} blocks) runs {} blocks past the head",
-                                n.saturating_sub(left)
+                                "record {} at log block {pos}: CRC stored {stored:#010x}, computed {computed:#010x} (decoded anyway)",
+                                r.header.lsn
                             ),
                         });
-                        break;
                     }
-                    left = left.saturating_sub(n);
-                    pos = dev.wrap(pos, n);
                 }
-                Err(e @ Error::Corrupt { .. }) => {
+                if r.header.lsn.block != pos {
                     push_problem(
                         &mut out.problems,
                         Problem {
                             block: Some(pos),
-                            message: e.to_string(),
+                            message: format!(
+                                "record at log block {pos} says its LSN is {}",
+                                r.header.lsn
+                            ),
                         },
                     );
-                    match next_header(dev, pos, head)? {
-                        Some(next) => {
-                            asm.gap(pos, next);
-                            left = left.saturating_sub(dev.distance(pos, next));
-                            pos = next;
-                        }
-                        None => {
-                            asm.gap(pos, head);
-                            break;
-                        }
+                }
+                feed.record(&r.header, reader);
+                let n = r.header.total_bbs().max(1);
+                if n > left {
+                    push_problem(
+                        &mut out.problems,
+                        Problem {
+                            block: Some(pos),
+                            message: format!(
+                            "record at log block {pos} ({n} blocks) runs {} blocks past the head",
+                            n.saturating_sub(left)
+                        ),
+                        },
+                    );
+                    break;
+                }
+                left = left.saturating_sub(n);
+                pos = dev.wrap(pos, n);
+            }
+            Err(e @ Error::Corrupt { .. }) => {
+                push_problem(
+                    &mut out.problems,
+                    Problem {
+                        block: Some(pos),
+                        message: e.to_string(),
+                    },
+                );
+                match next_header(dev, pos, head)? {
+                    Some(next) => {
+                        feed.gap(pos, next);
+                        left = left.saturating_sub(dev.distance(pos, next));
+                        pos = next;
+                    }
+                    None => {
+                        feed.gap(pos, head);
+                        break;
                     }
                 }
-                Err(e) => return Err(e),
             }
+            Err(e) => return Err(e),
         }
-        out.stats = std::mem::take(&mut asm.stats);
-        let (done, incomplete, problems, skipped, unmounts) = asm.finish();
-        out.transactions = done;
-        out.incomplete = incomplete;
-        out.problems.extend(problems);
-        out.skipped_ops = skipped;
-        out.unmount_records = unmounts;
-        out.head_tail = ht;
-        return Ok(out);
     }
+    Ok(Step::Done(Box::new(out)))
 }
 
 /// Decode only the records from log block `from` through the record that

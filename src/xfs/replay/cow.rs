@@ -1,22 +1,23 @@
 //! CoW staging extents left in the refcount btree after a crash, freed at
 //! mount as the kernel does (`xfs_refcount_recover_cow_leftovers`): for
-//! each, in AG and block order, one transaction that
+//! each, in AG and block order, one transaction whose deferred work
 //!
-//! 1. removes its reverse mapping (owner "CoW", an exact record),
-//! 2. removes its refcount record (CoW domain, refcount 1),
-//! 3. frees the blocks into the free-space btrees, merged with free
-//!    neighbours (`xfs_free_ag_extent`), and adds them to the AGF's free
-//!    block count (the longest free extent follows the by-size tree).
+//! 1. removes its refcount record (CoW domain, refcount 1),
+//! 2. removes its reverse mapping (owner "CoW", an exact record),
+//! 3. fixes the free list and frees the blocks into the free-space
+//!    btrees, merged with free neighbours (`xfs_free_ag_extent`), and adds
+//!    them to the AGF's free block count.
 //!
+//! The btrees change shape as the kernel's do (`agedit.rs`, `alloc.rs`).
 //! The blocks these transactions change are written with the LSN of the
-//! first checkpoint the kernel logs after recovery: the old head. Work the
-//! btree editor cannot do exactly (a split, a join, the free list growing
-//! or shrinking) is left undone and listed.
+//! first checkpoint the kernel logs after recovery: the old head. An
+//! extent whose records are not what the kernel expects is left undone
+//! and listed, with the rest of its AG.
 
 use super::agedit::{
-    alloc_rec, key_bno, key_cnt, key_refc, key_rmap, AgStore, EditError, EditResult, Tree,
+    key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree, OWN_UNKNOWN,
 };
-use super::Stamp;
+use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
 use crate::xfs::fs::{be32, Fs};
 use crate::xfs::image::Overlay;
@@ -24,8 +25,7 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
 use serde::Serialize;
 
-/// `XFS_RMAP_OWN_COW`.
-pub const OWN_COW: u64 = 0xFFFF_FFFF_FFFF_FFF7;
+pub use super::agedit::OWN_COW;
 const COW_FLAG: u32 = 1 << 31;
 
 /// One CoW staging extent.
@@ -50,212 +50,42 @@ pub struct CowReport {
     pub not_freed: Vec<CowNotFreed>,
 }
 
-/// `xfs_btree_compute_maxlevels`.
-fn compute_maxlevels(minrecs: [u64; 2], records: u64) -> u32 {
-    let mut blocks = records.div_ceil(minrecs[0].max(1));
-    let mut level = 1u32;
-    while blocks > 1 && level < 64 {
-        blocks = blocks.div_ceil(minrecs[1].max(1));
-        level = level.saturating_add(1);
-    }
-    level
-}
-
-/// `xfs_alloc_min_freelist`: blocks the AGFL must hold.
-fn min_freelist<R: ReadAt>(fs: &Fs<R>, s: &AgStore<'_, R>, rmapbt: bool) -> u32 {
-    let hdr: u64 = if fs.geo.v5 { 56 } else { 16 };
-    let room = u64::from(fs.geo.blocksize).saturating_sub(hdr);
-    let alloc_mnr = [room / 8 / 2, room / 12 / 2];
-    let alloc_max = compute_maxlevels(alloc_mnr, u64::from(fs.geo.agblocks).saturating_add(1) / 2);
-    let rmap_mnr = [room / 24 / 2, room / 44 / 2];
-    let rmap_max = compute_maxlevels(rmap_mnr, u64::from(fs.geo.agblocks));
-    let part = |level: u32, max: u32| {
-        level
-            .saturating_add(1)
-            .min(max)
-            .saturating_mul(2)
-            .saturating_sub(2)
-    };
-    let mut need = part(s.agf_u32(28), alloc_max).saturating_add(part(s.agf_u32(32), alloc_max));
-    if rmapbt {
-        need = need.saturating_add(part(s.agf_u32(36), rmap_max));
-    }
-    need
-}
-
 fn refuse<T>(m: String) -> EditResult<T> {
     Err(EditError::Unsupported(super::agedit::Unsupported(m)))
 }
 
-/// `xfs_free_extent_fix_freelist` (`xfs_alloc_fix_freelist` while
-/// freeing): a free list shorter than it needs is refilled from the
-/// free-space btrees (`xfs_alloc_ag_vextent_size`: the first extent by size
-/// that is long enough, or else the longest, allocated from its start); a
-/// longer one is refused, as is a refill that would need the reverse
-/// mapping btree.
-fn check_freelist<R: ReadAt>(s: &mut AgStore<'_, R>, need: u32, rmapbt: bool) -> EditResult<()> {
-    let flcount = s.agf_u32(48);
-    if flcount > need {
-        return refuse(format!(
-            "the free list holds {flcount} blocks and needs {need}: the kernel would shrink it first"
-        ));
-    }
-    let mut guard = 0u32;
-    while s.agf_u32(48) < need {
-        if rmapbt {
-            return refuse(format!(
-                "the free list holds {} blocks and needs {need}: refilling it also maps the blocks in the rmapbt",
-                s.agf_u32(48)
-            ));
-        }
-        guard = guard.saturating_add(1);
-        if guard > 16 {
-            return refuse("the free list does not fill".into());
-        }
-        let maxlen = need.saturating_sub(s.agf_u32(48));
-        // The first extent by size with at least maxlen blocks (no extent
-        // starts at AG block 0, so "after (maxlen, 0)" is ">=").
-        let (_, ge) = s.neighbors(Tree::Cnt, key_cnt(0, maxlen))?;
-        let found = match ge {
-            Some(r) => Some(r),
-            None => s.last_record(Tree::Cnt)?,
-        };
-        let Some(r) = found else {
-            return refuse("no free space to refill the free list".into());
-        };
-        let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
-        let rlen = maxlen.min(flen);
-        if rlen == 0 {
-            return refuse("a free extent of length 0".into());
-        }
-        // xfs_alloc_fixup_trees: the allocation is at the front.
-        s.delete(Tree::Cnt, key_cnt(fbno, flen))?;
-        if flen > rlen {
-            s.insert(
-                Tree::Cnt,
-                &alloc_rec(fbno.saturating_add(rlen), flen.saturating_sub(rlen)),
-            )?;
-            s.update(
-                Tree::Bno,
-                key_bno(fbno),
-                &alloc_rec(fbno.saturating_add(rlen), flen.saturating_sub(rlen)),
-            )?;
-        } else {
-            s.delete(Tree::Bno, key_bno(fbno))?;
-        }
-        let free = s.agf_u32(52).saturating_sub(rlen);
-        s.set_agf_u32(52, free);
-        let longest = s
-            .last_record(Tree::Cnt)?
-            .and_then(|r| be32(&r, 4))
-            .unwrap_or(0);
-        if longest != s.agf_u32(56) {
-            s.set_agf_u32(56, longest);
-        }
-        for b in fbno..fbno.saturating_add(rlen) {
-            s.put_freelist(b)?;
-        }
-    }
-    Ok(())
-}
-
 /// `xfs_free_ag_extent` without the reverse mapping: put `[agbno, agbno +
 /// len)` into the free-space btrees, merged with free neighbours, and
-/// count it in the AGF.
+/// count it in the AGF (see [`AgStore::free_ag_extent`]).
 pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
-    let (left, right) = s.neighbors(Tree::Bno, key_bno(agbno))?;
-    let rec = |r: &Option<Vec<u8>>| {
-        r.as_ref()
-            .map(|r| (be32(r, 0).unwrap_or(0), be32(r, 4).unwrap_or(0)))
-    };
-    let mut lt = rec(&left);
-    let mut gt = rec(&right);
-    let end = agbno.saturating_add(len);
-    if end > s.agf_u32(12) {
-        return refuse(format!("blocks {agbno}+{len} run past the end of the AG"));
-    }
-    if let Some((b, l)) = lt {
-        if b.saturating_add(l) > agbno {
-            return refuse("the extent is already (partly) free".into());
-        }
-        if b.saturating_add(l) < agbno {
-            lt = None;
-        }
-    }
-    if let Some((b, _)) = gt {
-        if end > b {
-            return refuse("the extent is already (partly) free".into());
-        }
-        if end < b {
-            gt = None;
-        }
-    }
-    let (nbno, nlen) = match (lt, gt) {
-        (Some((lb, ll)), Some((gb, gl))) => {
-            s.delete(Tree::Cnt, key_cnt(lb, ll))?;
-            s.delete(Tree::Cnt, key_cnt(gb, gl))?;
-            s.delete(Tree::Bno, key_bno(gb))?;
-            let n = (lb, ll.saturating_add(len).saturating_add(gl));
-            s.update(Tree::Bno, key_bno(lb), &alloc_rec(n.0, n.1))?;
-            n
-        }
-        (Some((lb, ll)), None) => {
-            s.delete(Tree::Cnt, key_cnt(lb, ll))?;
-            let n = (lb, ll.saturating_add(len));
-            s.update(Tree::Bno, key_bno(lb), &alloc_rec(n.0, n.1))?;
-            n
-        }
-        (None, Some((gb, gl))) => {
-            s.delete(Tree::Cnt, key_cnt(gb, gl))?;
-            let n = (agbno, len.saturating_add(gl));
-            s.update(Tree::Bno, key_bno(gb), &alloc_rec(n.0, n.1))?;
-            n
-        }
-        (None, None) => {
-            s.insert(Tree::Bno, &alloc_rec(agbno, len))?;
-            (agbno, len)
-        }
-    };
-    s.insert(Tree::Cnt, &alloc_rec(nbno, nlen))?;
-    let free = s.agf_u32(52).saturating_add(len);
-    s.set_agf_u32(52, free);
-    let longest = s
-        .last_record(Tree::Cnt)?
-        .and_then(|r| be32(&r, 4))
-        .unwrap_or(0);
-    if longest != s.agf_u32(56) {
-        s.set_agf_u32(56, longest);
-    }
-    Ok(())
+    s.free_ag_extent(agbno, len, None)
 }
 
-fn free_one<R: ReadAt>(
-    s: &mut AgStore<'_, R>,
-    agbno: u32,
-    len: u32,
-    rmapbt: bool,
-    need: u32,
-) -> EditResult<()> {
-    check_freelist(s, need, rmapbt)?;
-    // 1. The reverse mapping.
-    if rmapbt {
-        match s.find(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))? {
-            Some(r) if be32(&r, 4) == Some(len) => {
-                s.delete(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))?
-            }
-            Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
-            None => return refuse("no CoW reverse mapping for the extent".into()),
-        }
-    }
-    // 2. The refcount record.
+/// One CoW staging extent freed as `xfs_refcount_recover_cow_leftovers`
+/// queues it: the refcount record (CUI), then the reverse mapping (RUI),
+/// then the blocks (EFI: the free list fixed first, no owner to unmap).
+fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
+    // 1. The refcount record.
     match s.find(Tree::Refc, key_refc(agbno | COW_FLAG))? {
         Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {
             s.delete(Tree::Refc, key_refc(agbno | COW_FLAG))?
         }
         _ => return refuse("the CoW refcount record changed".into()),
     }
+    // 2. The reverse mapping.
+    if s.feat.rmapbt {
+        match s.find(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))? {
+            Some(r) if be32(&r, 4) == Some(len) => {
+                s.rmap_unmap(agbno, len, false, RmapOwner::special(OWN_COW))?
+            }
+            Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
+            None => return refuse("no CoW reverse mapping for the extent".into()),
+        }
+    }
     // 3. Free the blocks.
-    free_ag_extent(s, agbno, len)
+    s.fix_freelist(true)?;
+    s.free_ag_extent(agbno, len, None)?;
+    s.finish_deferred()
 }
 
 /// One extent an unfinished EFI asks to free (done or not, and why).
@@ -284,7 +114,6 @@ pub fn recover_efis<R: ReadAt>(
     let all_efi = intents
         .iter()
         .all(|u| u.kind.0 == crate::xfs::format::log::XFS_LI_EFI);
-    let rmapbt = fs.sb.features_ro_compat & (1 << 1) != 0;
     let g = fs.geo;
     let mask = 1u64
         .checked_shl(u32::from(g.agblklog))
@@ -328,22 +157,15 @@ pub fn recover_efis<R: ReadAt>(
             }
             let changes = {
                 let mut s = AgStore::new(fs, ov, agno)?;
-                let need = min_freelist(fs, &s, rmapbt);
-                let r = check_freelist(&mut s, need, rmapbt).and_then(|()| {
-                    if rmapbt {
-                        // Owner unknown: the reverse mapping must be gone.
-                        let (l, _) = s.neighbors(Tree::Rmap, key_rmap(agbno, 0, 0))?;
-                        if l.as_ref().is_some_and(|l| {
-                            be32(l, 0)
-                                .unwrap_or(0)
-                                .saturating_add(be32(l, 4).unwrap_or(0))
-                                > agbno
-                        }) {
-                            return refuse("a reverse mapping still covers the extent".into());
-                        }
-                    }
-                    free_ag_extent(&mut s, agbno, len)
-                });
+                // xfs_efi_recover_work: owner unknown; __xfs_free_extent
+                // fixes the free list, then frees (unmapping whatever
+                // reverse mapping is left).
+                let r = s
+                    .fix_freelist(true)
+                    .and_then(|()| {
+                        s.free_ag_extent(agbno, len, Some(RmapOwner::special(OWN_UNKNOWN)))
+                    })
+                    .and_then(|()| s.finish_deferred());
                 match r {
                     Ok(()) => s.changed()?,
                     Err(EditError::Read(err)) => return Err(err),
@@ -353,34 +175,11 @@ pub fn recover_efis<R: ReadAt>(
                     }
                 }
             };
-            stamp_into(ov, changes, lsn);
+            stamp_into(ov, changes, lsn, fs.geo.v5);
             out.push(e);
         }
     }
     Ok(out)
-}
-
-fn stamp_into(ov: &mut Overlay, changes: Vec<(u64, Vec<u8>)>, lsn: Lsn) {
-    for (daddr, mut data) in changes {
-        let stamp = if be32(&data, 0) == Some(0x5841_4746) {
-            Stamp::Whole {
-                lsn_off: Some(208),
-                crc_off: 216,
-            }
-        } else if be32(&data, 0) == Some(0x5841_464c) {
-            Stamp::Whole {
-                lsn_off: Some(24),
-                crc_off: 32,
-            }
-        } else {
-            Stamp::Whole {
-                lsn_off: Some(24),
-                crc_off: 52,
-            }
-        };
-        super::buf::apply_stamp(&mut data, stamp, lsn.raw());
-        ov.put(daddr, &data);
-    }
 }
 
 /// Free every CoW staging extent; the changed blocks go into `ov`,
@@ -391,7 +190,6 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
     if !reflink || !fs.geo.v5 {
         return Ok(report);
     }
-    let rmapbt = fs.sb.features_ro_compat & (1 << 1) != 0;
     for agno in 0..fs.geo.agcount {
         let changes = {
             let mut s = AgStore::new(fs, ov, agno)?;
@@ -430,9 +228,8 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
                     });
                     continue;
                 }
-                let need = min_freelist(fs, &s, rmapbt);
                 let before = s.snapshot();
-                match free_one(&mut s, agbno, len, rmapbt, need) {
+                match free_one(&mut s, agbno, len) {
                     Ok(()) => report.freed.push(extent),
                     Err(EditError::Read(e)) => return Err(e),
                     Err(EditError::Unsupported(u)) => {
@@ -447,7 +244,7 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
             }
             s.changed()?
         };
-        stamp_into(ov, changes, lsn);
+        stamp_into(ov, changes, lsn, fs.geo.v5);
     }
     Ok(report)
 }

@@ -22,13 +22,15 @@
 //! Then what the kernel does when it mounts ([`replay_and_mount`],
 //! [`export::plan`]): unfinished EFIs finished (when they are the only
 //! unfinished intents) and CoW staging extents freed (`cow.rs`, with the AG
-//! btree editor `agedit.rs`), both stamped with the first LSN the kernel
+//! btree editor `agedit.rs`, which changes btree shapes as the kernel does,
+//! and the free-space and rmap work of `alloc.rs`), both stamped with the first LSN the kernel
 //! writes after recovery (the old head); the superblock counters summed
 //! from the AG headers (`mount.rs`). Other intents and the inodes on AGI
 //! unlinked lists are listed, not processed. [`export`] lays a clean log
 //! over the result; [`diff`] says what changed.
 
 pub mod agedit;
+pub mod alloc;
 pub mod buf;
 pub mod cancel;
 pub mod cow;

@@ -1,0 +1,934 @@
+//! Free space and reverse mappings of one AG, changed the way the kernel
+//! changes them (`xfs_alloc.c`, `xfs_rmap.c`), on top of the btree
+//! editor ([`AgStore`]):
+//!
+//! - [`AgStore::fix_freelist`] (`xfs_alloc_fix_freelist`): the free list
+//!   brought to the length the current tree heights need, refilled from
+//!   the by-size tree (the blocks mapped to the AG in the rmapbt), or
+//!   shortened (the extra blocks freed after the operation, as the kernel
+//!   defers them);
+//! - [`AgStore::free_ag_extent`] (`xfs_free_ag_extent`): blocks back into
+//!   the free-space btrees, merged with free neighbours, their reverse
+//!   mapping removed;
+//! - [`AgStore::alloc_near_one`] (`xfs_alloc_vextent_near_bno` for one
+//!   block): the free block nearest a hint, taken out of free space and
+//!   mapped to its owner (refcountbt and inode btree blocks);
+//! - [`AgStore::rmap_map`] / [`AgStore::rmap_unmap`] (`xfs_rmap_map`,
+//!   `xfs_rmap_unmap`): a mapping added (merged with contiguous
+//!   neighbours of the same owner) or removed (trimming or splitting the
+//!   record that holds it).
+//!
+//! Every function moves the btree cursors as the kernel's does, since
+//! where a cursor stands decides where an insert goes and so the shape of
+//! the tree. Busy extents, reservations and discards are not modelled:
+//! only the end state on disk.
+
+use super::agedit::*;
+use crate::xfs::fs::{be32, be64};
+use crate::xfs::read::ReadAt;
+
+/// An rmap owner (`xfs_owner_info`): the owner, the file offset and the
+/// attr-fork / bmbt-block flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmapOwner {
+    pub owner: u64,
+    pub offset: u64,
+    pub attr_fork: bool,
+    pub bmbt_block: bool,
+}
+
+impl RmapOwner {
+    /// A special (non-inode) owner such as [`OWN_AG`].
+    pub fn special(owner: u64) -> Self {
+        RmapOwner {
+            owner,
+            offset: 0,
+            attr_fork: false,
+            bmbt_block: false,
+        }
+    }
+    fn ignore_off(&self) -> bool {
+        self.owner & (1 << 63) != 0 || self.bmbt_block
+    }
+    fn flags(&self, unwritten: bool) -> u64 {
+        let mut f = 0;
+        if self.attr_fork {
+            f |= RMAP_OFF_ATTR_FORK;
+        }
+        if self.bmbt_block {
+            f |= RMAP_OFF_BMBT_BLOCK;
+        }
+        if unwritten {
+            f |= RMAP_OFF_UNWRITTEN;
+        }
+        f
+    }
+}
+
+/// An rmap record, unpacked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmapIrec {
+    pub start: u32,
+    pub len: u32,
+    pub owner: u64,
+    /// The offset without flags.
+    pub offset: u64,
+    /// The flag bits of rm_offset.
+    pub flags: u64,
+}
+
+impl RmapIrec {
+    pub fn from_rec(r: &[u8]) -> Self {
+        let raw = be64(r, 16).unwrap_or(0);
+        RmapIrec {
+            start: be32(r, 0).unwrap_or(0),
+            len: be32(r, 4).unwrap_or(0),
+            owner: be64(r, 8).unwrap_or(0),
+            offset: raw & RMAP_OFF_MASK,
+            flags: raw & !RMAP_OFF_MASK,
+        }
+    }
+    pub fn to_rec(self) -> Vec<u8> {
+        rmap_rec(
+            self.start,
+            self.len,
+            self.owner,
+            (self.offset & RMAP_OFF_MASK) | self.flags,
+        )
+    }
+    /// `xfs_rmap_is_mergeable`.
+    fn mergeable(&self, owner: u64, flags: u64) -> bool {
+        if self.owner == OWN_NULL || self.owner != owner {
+            return false;
+        }
+        let m = RMAP_OFF_UNWRITTEN | RMAP_OFF_ATTR_FORK | RMAP_OFF_BMBT_BLOCK;
+        self.flags & m == flags & m
+    }
+}
+
+const RMAP_LEN_MAX: u64 = 0xFFFF_FFFF;
+
+/// `xfs_btree_compute_maxlevels`.
+fn compute_maxlevels(minrecs: [u64; 2], records: u64) -> u32 {
+    let mut blocks = records.div_ceil(minrecs[0].max(1));
+    let mut level = 1u32;
+    while blocks > 1 && level < 64 {
+        blocks = blocks.div_ceil(minrecs[1].max(1));
+        level = level.saturating_add(1);
+    }
+    level
+}
+
+/// `xfs_btree_space_to_height`.
+fn space_to_height(limits: [u64; 2], leaf_blocks: u64) -> u32 {
+    if leaf_blocks < 1 {
+        return 0;
+    }
+    let mut node_blocks = limits[1].max(2);
+    let mut left = leaf_blocks.saturating_sub(1);
+    let mut height = 1u32;
+    while node_blocks < left && height < 64 {
+        left = left.saturating_sub(node_blocks);
+        node_blocks = node_blocks.saturating_mul(limits[1].max(2));
+        height = height.saturating_add(1);
+    }
+    height
+}
+
+fn refuse<T>(m: String) -> EditResult<T> {
+    Err(EditError::Unsupported(Unsupported(m)))
+}
+
+/// A by-block or by-size cursor of the near allocator, with the
+/// "active" flag the kernel keeps on it.
+struct ACur {
+    cur: Cursor,
+    active: bool,
+}
+
+/// The near allocator's best candidate (`xfs_alloc_cur`).
+struct Best {
+    rec_bno: u32,
+    rec_len: u32,
+    bno: u32,
+    len: u32,
+    diff: u32,
+    cur_len: u32,
+}
+
+impl<R: ReadAt> AgStore<'_, R> {
+    /// `xfs_alloc_min_freelist`: blocks the free list must hold for the
+    /// current heights of the bnobt, cntbt and rmapbt (each may split at
+    /// every level and grow, then split again below the old root).
+    pub fn min_freelist(&self) -> u32 {
+        let hdr: u64 = if self.feat.v5 { 56 } else { 16 };
+        let room = u64::try_from(self.blocksize)
+            .unwrap_or(4096)
+            .saturating_sub(hdr);
+        let agblocks = u64::from(self.fs.geo.agblocks);
+        let alloc_max = compute_maxlevels([room / 8 / 2, room / 12 / 2], agblocks.div_ceil(2));
+        let rmap_mnr = [room / 24 / 2, room / 44 / 2];
+        let rmap_max = if self.feat.reflink {
+            space_to_height(rmap_mnr, agblocks)
+        } else {
+            compute_maxlevels(rmap_mnr, agblocks)
+        };
+        let part = |level: u32, max: u32| {
+            level
+                .saturating_add(1)
+                .min(max)
+                .saturating_mul(2)
+                .saturating_sub(2)
+        };
+        let mut need =
+            part(self.agf_u32(28), alloc_max).saturating_add(part(self.agf_u32(32), alloc_max));
+        if self.feat.rmapbt {
+            need = need.saturating_add(part(self.agf_u32(36), rmap_max));
+        }
+        need
+    }
+
+    /// `xfs_alloc_fix_freelist`: shorten a free list longer than
+    /// [`Self::min_freelist`] (the blocks are freed when the operation
+    /// ends, see [`Self::finish_deferred`]) and refill a shorter one from
+    /// the by-size tree, mapping the blocks to the AG in the rmapbt.
+    /// `freeing`: the caller frees blocks (a refill that finds no space
+    /// stops instead of failing).
+    pub fn fix_freelist(&mut self, freeing: bool) -> EditResult<()> {
+        let need = self.min_freelist();
+        let mut guard = 0u32;
+        while self.agf_u32(48) > need {
+            let Some(b) = self.get_freelist(false)? else {
+                break;
+            };
+            self.defer_free(b, OWN_AG);
+            guard = guard.saturating_add(1);
+            if guard > 4096 {
+                return refuse("the free list does not shrink".into());
+            }
+        }
+        while self.agf_u32(48) < need {
+            guard = guard.saturating_add(1);
+            if guard > 4096 {
+                return refuse("the free list does not fill".into());
+            }
+            let maxlen = need.saturating_sub(self.agf_u32(48));
+            let Some((bno, len)) = self.alloc_size(maxlen)? else {
+                if freeing {
+                    break;
+                }
+                return refuse(format!(
+                    "AG {}: no free space to refill the free list",
+                    self.agno
+                ));
+            };
+            if self.feat.rmapbt {
+                self.rmap_map(bno, len, false, RmapOwner::special(OWN_AG))?;
+            }
+            let free = self.agf_u32(52).saturating_sub(len);
+            self.set_agf_u32(52, free);
+            for b in bno..bno.saturating_add(len) {
+                self.put_freelist_ex(b, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn defer_free(&mut self, bno: u32, owner: u64) {
+        self.push_deferred(bno, owner);
+    }
+
+    /// Run the frees the kernel defers to the end of the operation:
+    /// free-list blocks given back (owner [`OWN_AG`]) and refcountbt or
+    /// inode btree blocks that left their tree (`xfs_free_extent_later`:
+    /// the free list fixed first, then the block freed and unmapped).
+    pub fn finish_deferred(&mut self) -> EditResult<()> {
+        let mut rounds = 0u32;
+        loop {
+            let items = self.take_deferred();
+            if items.is_empty() {
+                return Ok(());
+            }
+            rounds = rounds.saturating_add(1);
+            if rounds > 64 {
+                return refuse("deferred frees keep coming".into());
+            }
+            for (bno, owner) in items {
+                if owner == OWN_AG {
+                    // xfs_agfl_free_finish_item
+                    self.free_ag_extent(bno, 1, Some(RmapOwner::special(owner)))?;
+                } else {
+                    self.free_extent(bno, 1, Some(RmapOwner::special(owner)))?;
+                }
+            }
+        }
+    }
+
+    /// `__xfs_free_extent` (how an EFI is finished): the free list fixed,
+    /// the extent freed (its reverse mapping removed first unless `owner`
+    /// is `None`), and marked busy. Then the free-list blocks the fix-up
+    /// took off are freed ([`Self::finish_deferred`]).
+    pub fn free_extent(&mut self, bno: u32, len: u32, owner: Option<RmapOwner>) -> EditResult<()> {
+        self.fix_freelist(true)?;
+        self.free_ag_extent(bno, len, owner)?;
+        self.busy_insert(bno, len);
+        Ok(())
+    }
+
+    /// `xfs_alloc_ag_vextent_size` with minlen 1 (the free-list refill):
+    /// the first extent by size that holds `maxlen` blocks, else the
+    /// longest, taken from its start. `None` when there is no free space.
+    pub fn alloc_size(&mut self, maxlen: u32) -> EditResult<Option<(u32, u32)>> {
+        let rec = |r: Vec<u8>| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        let (mut cnt, found) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
+        let (mut fbno, mut flen, mut rbno, mut rlen);
+        if found {
+            // The first extent whose unbusy part holds maxlen blocks.
+            let mut guard = 0u64;
+            loop {
+                let Some(r) = self.get_rec(&cnt) else {
+                    return Ok(None);
+                };
+                (fbno, flen) = rec(r);
+                (rbno, rlen) = self.busy_trim(fbno, flen, 1, maxlen).unwrap_or((fbno, 0));
+                if rlen >= maxlen {
+                    break;
+                }
+                guard = guard.saturating_add(1);
+                if !self.increment(&mut cnt)? || guard > u64::from(self.agblocks) {
+                    // Only busy extents: the kernel forces the log and
+                    // retries; the busy extents are then free to use.
+                    return refuse(format!(
+                        "AG {}: only busy extents could refill the free list (the kernel forces the log)",
+                        self.agno
+                    ));
+                }
+            }
+        } else {
+            // xfs_alloc_ag_vextent_small: the last record, if any.
+            if !self.decrement(&mut cnt)? {
+                return Ok(None);
+            }
+            let Some(r) = self.get_rec(&cnt) else {
+                return Ok(None);
+            };
+            (fbno, flen) = rec(r);
+            (rbno, rlen) = self.busy_trim(fbno, flen, 1, maxlen).unwrap_or((fbno, 0));
+        }
+        rlen = rlen.min(maxlen);
+        if rlen < maxlen {
+            // Search left for a better one.
+            let (mut bf, mut bl, mut brb, mut brl) = (fbno, flen, rbno, rlen);
+            let mut guard = 0u64;
+            while self.decrement(&mut cnt)? {
+                guard = guard.saturating_add(1);
+                if guard > u64::from(self.agblocks) {
+                    break;
+                }
+                let Some(r) = self.get_rec(&cnt) else { break };
+                let (f, l) = rec(r);
+                if l <= brl {
+                    break;
+                }
+                let (rb, rl) = self.busy_trim(f, l, 1, maxlen).unwrap_or((f, 0));
+                let rl = rl.min(maxlen);
+                if rl > brl {
+                    (bf, bl, brb, brl) = (f, l, rb, rl);
+                    if rl == maxlen {
+                        break;
+                    }
+                }
+            }
+            (fbno, flen, rbno, rlen) = (bf, bl, brb, brl);
+        }
+        if rlen == 0 {
+            return Ok(None);
+        }
+        self.fixup_trees(fbno, flen, rbno, rlen)?;
+        Ok(Some((rbno, rlen)))
+    }
+
+    /// `xfs_alloc_fixup_trees`: `[rbno, rbno + rlen)` leaves the free
+    /// extent `[fbno, fbno + flen)` in both free-space btrees.
+    fn fixup_trees(&mut self, fbno: u32, flen: u32, rbno: u32, rlen: u32) -> EditResult<()> {
+        let (mut cnt, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(fbno, flen))?;
+        if !ok {
+            return refuse(format!("cntbt: no free extent {fbno}+{flen}"));
+        }
+        let (bno_cur, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
+        if !ok || self.get_rec(&bno_cur).and_then(|r| be32(&r, 4)) != Some(flen) {
+            return refuse(format!("bnobt: no free extent {fbno}+{flen}"));
+        }
+        let fend = fbno.saturating_add(flen);
+        let rend = rbno.saturating_add(rlen);
+        if rbno < fbno || rend > fend {
+            return refuse(format!(
+                "{rbno}+{rlen} is not inside the free extent {fbno}+{flen}"
+            ));
+        }
+        let (n1, n2) = if rbno == fbno && rlen == flen {
+            (None, None)
+        } else if rbno == fbno {
+            (Some((rend, flen.saturating_sub(rlen))), None)
+        } else if rend == fend {
+            (Some((fbno, flen.saturating_sub(rlen))), None)
+        } else {
+            (
+                Some((fbno, rbno.saturating_sub(fbno))),
+                Some((rend, fend.saturating_sub(rend))),
+            )
+        };
+        self.delete_at(&mut cnt)?;
+        for (b, l) in [n1, n2].into_iter().flatten() {
+            let (c, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(b, l))?;
+            if ok {
+                return refuse(format!("cntbt: free extent {b}+{l} already there"));
+            }
+            self.insert_at(c, &alloc_rec(b, l))?;
+        }
+        let (mut bno_cur, _) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
+        match n1 {
+            None => {
+                self.delete_at(&mut bno_cur)?;
+            }
+            Some((b, l)) => self.update_at(&bno_cur, &alloc_rec(b, l))?,
+        }
+        if let Some((b, l)) = n2 {
+            let (c, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(b))?;
+            if ok {
+                return refuse(format!("bnobt: free extent {b}+{l} already there"));
+            }
+            self.insert_at(c, &alloc_rec(b, l))?;
+        }
+        Ok(())
+    }
+
+    /// `xfs_free_ag_extent`: put `[bno, bno + len)` into the free-space
+    /// btrees, merged with free neighbours, count it in the AGF, and
+    /// (with the rmapbt, unless `owner` is `None`) remove its reverse
+    /// mapping first.
+    pub fn free_ag_extent(
+        &mut self,
+        bno: u32,
+        len: u32,
+        owner: Option<RmapOwner>,
+    ) -> EditResult<()> {
+        let end = bno.saturating_add(len);
+        if len == 0 || bno == 0 || end > self.agblocks || end < bno {
+            return refuse(format!(
+                "AG {}: blocks {bno}+{len} are not inside the AG",
+                self.agno
+            ));
+        }
+        if let Some(o) = owner {
+            if self.feat.rmapbt && o.owner != OWN_NULL {
+                self.rmap_unmap(bno, len, false, o)?;
+            }
+        }
+        let rec =
+            |r: Option<Vec<u8>>| r.map(|r| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0)));
+        let (mut bcur, haveleft) = self.lookup(Tree::Bno, Lookup::Le, key_bno(bno))?;
+        let mut lt = None;
+        if haveleft {
+            let Some((lb, ll)) = rec(self.get_rec(&bcur)) else {
+                return refuse("bnobt: the cursor lost its record".into());
+            };
+            let lend = lb.saturating_add(ll);
+            if lend > bno {
+                return refuse(format!(
+                    "AG {}: blocks {bno}+{len} are (partly) free already",
+                    self.agno
+                ));
+            }
+            if lend == bno {
+                lt = Some((lb, ll));
+            }
+        }
+        let mut gt = None;
+        if self.increment(&mut bcur)? {
+            let Some((gb, gl)) = rec(self.get_rec(&bcur)) else {
+                return refuse("bnobt: the cursor lost its record".into());
+            };
+            if end > gb {
+                return refuse(format!(
+                    "AG {}: blocks {bno}+{len} are (partly) free already",
+                    self.agno
+                ));
+            }
+            if end == gb {
+                gt = Some((gb, gl));
+            }
+        }
+        let cnt_del = |s: &mut Self, b: u32, l: u32| -> EditResult<()> {
+            let (mut c, ok) = s.lookup(Tree::Cnt, Lookup::Eq, key_cnt(b, l))?;
+            if !ok {
+                return refuse(format!("cntbt: no free extent {b}+{l}"));
+            }
+            s.delete_at(&mut c)?;
+            Ok(())
+        };
+        let (nbno, nlen) = match (lt, gt) {
+            (Some((lb, ll)), Some((gb, gl))) => {
+                cnt_del(self, lb, ll)?;
+                cnt_del(self, gb, gl)?;
+                self.delete_at(&mut bcur)?;
+                if !self.decrement(&mut bcur)? {
+                    return refuse("bnobt: no record left of the merged one".into());
+                }
+                let n = (lb, ll.saturating_add(len).saturating_add(gl));
+                self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
+                n
+            }
+            (Some((lb, ll)), None) => {
+                cnt_del(self, lb, ll)?;
+                if !self.decrement(&mut bcur)? {
+                    return refuse("bnobt: no record left of the freed one".into());
+                }
+                let n = (lb, ll.saturating_add(len));
+                self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
+                n
+            }
+            (None, Some((gb, gl))) => {
+                cnt_del(self, gb, gl)?;
+                let n = (bno, len.saturating_add(gl));
+                self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
+                n
+            }
+            (None, None) => {
+                self.insert_at(bcur, &alloc_rec(bno, len))?;
+                (bno, len)
+            }
+        };
+        let (c, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(nbno, nlen))?;
+        if ok {
+            return refuse(format!("cntbt: free extent {nbno}+{nlen} already there"));
+        }
+        self.insert_at(c, &alloc_rec(nbno, nlen))?;
+        let free = self.agf_u32(52).saturating_add(len);
+        self.set_agf_u32(52, free);
+        Ok(())
+    }
+
+    /// `xfs_alloc_vextent_near_bno` for one block: the free list fixed,
+    /// the free block nearest `hint` taken (`xfs_alloc_ag_vextent_near`),
+    /// mapped to `owner` in the rmapbt, and counted out of `agf_freeblks`.
+    /// `None` when the AG has no free block.
+    pub fn alloc_near_one(&mut self, hint: u32, owner: u64) -> EditResult<Option<u32>> {
+        self.fix_freelist(false)?;
+        let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
+        let Some(bno) = self.near_one(hint)? else {
+            return Ok(None);
+        };
+        if self.feat.rmapbt {
+            self.rmap_map(bno, 1, false, RmapOwner::special(owner))?;
+        }
+        let free = self.agf_u32(52).saturating_sub(1);
+        self.set_agf_u32(52, free);
+        Ok(Some(bno))
+    }
+
+    /// `xfs_alloc_cur_check` for a one-block request: is the record under
+    /// `c` a better candidate? Returns whether it was taken.
+    fn cur_check(&mut self, c: &mut ACur, hint: u32, best: &mut Best, bnobt: bool) -> bool {
+        let Some(r) = self.get_rec(&c.cur) else {
+            c.active = false;
+            return false;
+        };
+        let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        if flen < 1 {
+            if !bnobt {
+                c.active = false;
+            }
+            return false;
+        }
+        let Some((bnoa, lena)) = self.busy_trim(fbno, flen, 1, 1) else {
+            return false;
+        };
+        if bnoa > self.fs.geo.agblocks.saturating_sub(1) {
+            if bnobt {
+                c.active = false;
+            }
+            return false;
+        }
+        if best.len > 1 {
+            return false;
+        }
+        // xfs_alloc_compute_diff, one block, no alignment.
+        let fend = bnoa.saturating_add(lena);
+        let want_end = hint.saturating_add(1);
+        let nb = if bnoa >= hint {
+            bnoa
+        } else if fend >= want_end {
+            hint
+        } else {
+            fend.saturating_sub(1)
+        };
+        let diff = nb.abs_diff(hint);
+        if diff > best.diff {
+            if bnobt {
+                c.active = false;
+            }
+            return false;
+        }
+        best.rec_bno = fbno;
+        best.rec_len = flen;
+        best.bno = nb;
+        best.len = 1;
+        best.diff = diff;
+        if diff == 0 {
+            c.active = false;
+        }
+        true
+    }
+
+    /// `xfs_alloc_walk_iter`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_iter(
+        &mut self,
+        c: &mut ACur,
+        hint: u32,
+        best: &mut Best,
+        bnobt: bool,
+        increment: bool,
+        find_one: bool,
+        mut count: i64,
+    ) -> EditResult<bool> {
+        let mut stat = false;
+        let mut guard = 0u64;
+        while c.active && count != 0 {
+            guard = guard.saturating_add(1);
+            if guard > u64::from(self.agblocks).saturating_add(8) {
+                return refuse("a free-space walk does not end".into());
+            }
+            if self.cur_check(c, hint, best, bnobt) {
+                stat = true;
+                if find_one {
+                    break;
+                }
+            }
+            if !c.active {
+                break;
+            }
+            let moved = if increment {
+                self.increment(&mut c.cur)?
+            } else {
+                self.decrement(&mut c.cur)?
+            };
+            if !moved {
+                c.active = false;
+            }
+            if count > 0 {
+                count = count.saturating_sub(1);
+            }
+        }
+        Ok(stat)
+    }
+
+    /// `xfs_alloc_ag_vextent_near` for one block; the chosen block is
+    /// taken out of the free-space btrees.
+    fn near_one(&mut self, hint: u32) -> EditResult<Option<u32>> {
+        let mut best = Best {
+            rec_bno: 0,
+            rec_len: 0,
+            bno: 0,
+            len: 0,
+            diff: u32::MAX,
+            cur_len: 1,
+        };
+        let (cnt, ok) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, 1))?;
+        if !ok {
+            return refuse(format!(
+                "AG {}: no free extent (the kernel would take a block from the free list)",
+                self.agno
+            ));
+        }
+        let mut cnt = ACur {
+            cur: cnt,
+            active: true,
+        };
+        // First algorithm: the cursor is in the last cntbt leaf.
+        let (leaf, _) = cnt.cur.leaf();
+        let last_leaf = self.rightsib_of(leaf) == NULLAGBLOCK;
+        let mut done = false;
+        if last_leaf {
+            self.walk_iter(&mut cnt, hint, &mut best, false, true, false, -1)?;
+            done = best.len > 0;
+        }
+        if !done {
+            // Second algorithm: bnobt left and right, cntbt by locality.
+            let (c, i) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(hint, best.cur_len))?;
+            cnt = ACur { cur: c, active: i };
+            let (l, i) = self.lookup(Tree::Bno, Lookup::Le, key_bno(hint))?;
+            let mut lt = ACur { cur: l, active: i };
+            let (g, i) = self.lookup(Tree::Bno, Lookup::Ge, key_bno(hint))?;
+            let mut gt = ACur { cur: g, active: i };
+            let mut fb: Option<(bool, bool)> = None; // (use gt, increment)
+            let mut guard = 0u64;
+            while lt.active || gt.active || cnt.active {
+                guard = guard.saturating_add(1);
+                if guard > u64::from(self.agblocks).saturating_add(8) {
+                    return refuse("the near allocation search does not end".into());
+                }
+                if self.walk_iter(&mut lt, hint, &mut best, true, false, true, 1)? {
+                    fb = Some((true, true));
+                    break;
+                }
+                if self.walk_iter(&mut gt, hint, &mut best, true, true, true, 1)? {
+                    fb = Some((false, false));
+                    break;
+                }
+                self.cntbt_iter(&mut cnt, hint, &mut best)?;
+                if !cnt.active {
+                    break;
+                }
+            }
+            let mut back_cnt = false;
+            if !cnt.active && best.len == 0 && self.decrement(&mut cnt.cur)? {
+                cnt.active = true;
+                back_cnt = true;
+            }
+            if back_cnt {
+                self.walk_iter(&mut cnt, hint, &mut best, false, false, true, -1)?;
+            } else if let Some((use_gt, inc)) = fb {
+                let c = if use_gt { &mut gt } else { &mut lt };
+                self.walk_iter(c, hint, &mut best, true, inc, true, -1)?;
+            }
+            if best.len == 0 {
+                return Ok(None);
+            }
+        }
+        self.fixup_trees(best.rec_bno, best.rec_len, best.bno, 1)?;
+        Ok(Some(best.bno))
+    }
+
+    /// `xfs_alloc_cntbt_iter`.
+    fn cntbt_iter(&mut self, c: &mut ACur, hint: u32, best: &mut Best) -> EditResult<()> {
+        if !c.active {
+            return Ok(());
+        }
+        let cur_len = best.cur_len;
+        let (cur, i) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(hint, cur_len))?;
+        c.cur = cur;
+        c.active = i;
+        if !i {
+            return Ok(());
+        }
+        let Some(r) = self.get_rec(&c.cur) else {
+            return Ok(());
+        };
+        let (bno, len) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        self.cur_check(c, hint, best, false);
+        best.cur_len = len;
+        if bno > hint && self.decrement(&mut c.cur)? {
+            if let Some(r2) = self.get_rec(&c.cur) {
+                if be32(&r2, 4) == Some(best.cur_len) {
+                    self.cur_check(c, hint, best, false);
+                }
+            }
+        }
+        let doubled = cur_len.saturating_mul(2);
+        if best.len == 0 || best.cur_len >= doubled {
+            best.cur_len = best.cur_len.saturating_add(1);
+        } else {
+            best.cur_len = doubled;
+        }
+        Ok(())
+    }
+
+    /// `xfs_rmap_lookup_le` + get_rec.
+    fn rmap_lookup_le(
+        &mut self,
+        bno: u32,
+        o: &RmapOwner,
+        flags: u64,
+    ) -> EditResult<(Cursor, Option<RmapIrec>)> {
+        let off = (o.offset & RMAP_OFF_MASK) | flags;
+        let (cur, ok) = self.lookup(Tree::Rmap, Lookup::Le, key_rmap(bno, o.owner, off))?;
+        let rec = if ok {
+            self.get_rec(&cur).map(|r| RmapIrec::from_rec(&r))
+        } else {
+            None
+        };
+        Ok((cur, rec))
+    }
+
+    /// `xfs_rmap_map`: map `[bno, bno + len)` to `o`, merged with a
+    /// contiguous record of the same owner on either side.
+    pub fn rmap_map(
+        &mut self,
+        bno: u32,
+        len: u32,
+        unwritten: bool,
+        o: RmapOwner,
+    ) -> EditResult<()> {
+        let flags = o.flags(unwritten);
+        let ignore_off = o.ignore_off();
+        let (mut cur, lt) = self.rmap_lookup_le(bno, &o, flags)?;
+        let mut lt = lt.filter(|r| r.mergeable(o.owner, flags));
+        if let Some(l) = &lt {
+            if u64::from(l.start).saturating_add(u64::from(l.len)) > u64::from(bno) {
+                return refuse(format!(
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
+                    self.agno, l.start
+                ));
+            }
+        }
+        // The unfiltered left record also must not overlap.
+        let mut gt = None;
+        if self.increment(&mut cur)? {
+            let Some(r) = self.get_rec(&cur) else {
+                return refuse("rmapbt: the cursor lost its record".into());
+            };
+            let g = RmapIrec::from_rec(&r);
+            if u64::from(bno).saturating_add(u64::from(len)) > u64::from(g.start) {
+                return refuse(format!(
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
+                    self.agno, g.start
+                ));
+            }
+            if g.mergeable(o.owner, flags) {
+                gt = Some(g);
+            }
+        }
+        let end = bno.saturating_add(len);
+        let l_contig = lt.as_ref().is_some_and(|l| {
+            l.start.saturating_add(l.len) == bno
+                && (ignore_off || l.offset.saturating_add(u64::from(l.len)) == o.offset)
+        });
+        if !l_contig {
+            lt = None;
+        }
+        if let Some(mut l) = lt {
+            l.len = l.len.saturating_add(len);
+            if let Some(g) = gt {
+                if end == g.start
+                    && (ignore_off || o.offset.saturating_add(u64::from(len)) == g.offset)
+                    && u64::from(l.len)
+                        .saturating_add(u64::from(len))
+                        .saturating_add(u64::from(g.len))
+                        <= RMAP_LEN_MAX
+                {
+                    l.len = l.len.saturating_add(g.len);
+                    if !self.delete_at(&mut cur)? {
+                        return refuse("rmapbt: nothing deleted".into());
+                    }
+                }
+            }
+            self.decrement(&mut cur)?;
+            self.update_at(&cur, &l.to_rec())?;
+        } else if let Some(mut g) = gt.filter(|g| {
+            end == g.start && (ignore_off || o.offset.saturating_add(u64::from(len)) == g.offset)
+        }) {
+            g.start = bno;
+            g.len = g.len.saturating_add(len);
+            if !ignore_off {
+                g.offset = o.offset;
+            }
+            self.update_at(&cur, &g.to_rec())?;
+        } else {
+            let rec = RmapIrec {
+                start: bno,
+                len,
+                owner: o.owner,
+                offset: o.offset,
+                flags,
+            };
+            self.insert_at(cur, &rec.to_rec())?;
+        }
+        Ok(())
+    }
+
+    /// `xfs_rmap_unmap`: remove `[bno, bno + len)` of `o` from the record
+    /// that maps it (deleted, trimmed at either end, or split in two).
+    pub fn rmap_unmap(
+        &mut self,
+        bno: u32,
+        len: u32,
+        unwritten: bool,
+        o: RmapOwner,
+    ) -> EditResult<()> {
+        let flags = o.flags(unwritten);
+        let ignore_off = o.ignore_off();
+        let (mut cur, lt) = self.rmap_lookup_le(bno, &o, flags)?;
+        let Some(mut lt) = lt else {
+            return refuse(format!(
+                "rmapbt AG {}: no mapping at or before {bno}",
+                self.agno
+            ));
+        };
+        let end = u64::from(bno).saturating_add(u64::from(len));
+        let lend = u64::from(lt.start).saturating_add(u64::from(lt.len));
+        if o.owner == OWN_NULL {
+            if u64::from(bno) < lend {
+                return refuse("rmapbt: blocks with no owner are still mapped".into());
+            }
+            return Ok(());
+        }
+        if o.owner == OWN_UNKNOWN && lend <= u64::from(bno) {
+            if !self.increment(&mut cur)? {
+                return Ok(());
+            }
+            let Some(r) = self.get_rec(&cur) else {
+                return refuse("rmapbt: the cursor lost its record".into());
+            };
+            if u64::from(RmapIrec::from_rec(&r).start) >= end {
+                return Ok(());
+            }
+        }
+        if lt.start > bno || lend < end {
+            return refuse(format!(
+                "rmapbt AG {}: blocks {bno}+{len} are not inside the mapping at {}+{}",
+                self.agno, lt.start, lt.len
+            ));
+        }
+        // xfs_rmap_free_check_owner
+        if o.owner != OWN_UNKNOWN {
+            if lt.owner != o.owner {
+                return refuse(format!(
+                    "rmapbt AG {}: blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
+                    self.agno, lt.owner, o.owner
+                ));
+            }
+            if !ignore_off
+                && (o.offset < lt.offset
+                    || o.offset.saturating_add(u64::from(len))
+                        > lt.offset.saturating_add(u64::from(lt.len)))
+            {
+                return refuse("rmapbt: the offset is not inside the mapping".into());
+            }
+        }
+        if lt.start == bno && lt.len == len {
+            if !self.delete_at(&mut cur)? {
+                return refuse("rmapbt: nothing deleted".into());
+            }
+        } else if lt.start == bno {
+            lt.start = lt.start.saturating_add(len);
+            lt.len = lt.len.saturating_sub(len);
+            if !ignore_off {
+                lt.offset = lt.offset.saturating_add(u64::from(len));
+            }
+            self.update_at(&cur, &lt.to_rec())?;
+        } else if lend == end {
+            lt.len = lt.len.saturating_sub(len);
+            self.update_at(&cur, &lt.to_rec())?;
+        } else {
+            let orig = lt.len;
+            lt.len = bno.saturating_sub(lt.start);
+            self.update_at(&cur, &lt.to_rec())?;
+            self.increment(&mut cur)?;
+            let rec = RmapIrec {
+                start: bno.saturating_add(len),
+                len: orig.saturating_sub(len).saturating_sub(lt.len),
+                owner: lt.owner,
+                offset: if ignore_off {
+                    0
+                } else {
+                    o.offset.saturating_add(u64::from(len))
+                },
+                flags,
+            };
+            self.insert_at(cur, &rec.to_rec())?;
+        }
+        Ok(())
+    }
+}
