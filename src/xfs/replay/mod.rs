@@ -40,6 +40,7 @@ pub mod icreate;
 pub mod inode;
 pub mod intents;
 pub mod mount;
+pub mod notes;
 pub mod walk;
 
 use crate::xfs::error::{Error, Location, Result};
