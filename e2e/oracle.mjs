@@ -11,8 +11,8 @@ export function sbFixtures() {
 }
 
 /** xfs_db's superblock print as [field, value] pairs. */
-export function xfsDbSuperblock(name) {
-  const text = readFileSync(join(FIXTURES, `${name}.sb.txt`), 'utf8');
+export function xfsDbSuperblock(name, suffix = 'sb.txt') {
+  const text = readFileSync(join(FIXTURES, `${name}.${suffix}`), 'utf8');
   return text.split('\n').map((l) => l.split(' = ')).filter((p) => p.length === 2).map(([k, v]) => [k.trim(), v.trim()]);
 }
 
@@ -25,8 +25,8 @@ const V5_ONLY = new Set(['features_compat', 'features_ro_compat', 'features_inco
  * the little-endian value of the stored bytes (xfs_db prints them as a
  * big-endian word). v5-only fields are skipped on a v4 superblock.
  */
-export function expectedFields(name) {
-  const pairs = xfsDbSuperblock(name);
+export function expectedFields(name, suffix = 'sb.txt') {
+  const pairs = xfsDbSuperblock(name, suffix);
   const version = Number(BigInt(pairs.find(([k]) => k === 'versionnum')[1]) & 0xfn);
   const out = [];
   for (const [k, raw] of pairs) {

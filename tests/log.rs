@@ -479,3 +479,240 @@ fn logged_directory_entries_are_in_the_recovered_tree() {
     }
     assert!(checked > 500, "only {checked} names checked");
 }
+
+/// A btree's record, key-slot and pointer sizes and whether its header is
+/// the long form, by block magic (`xfs_format.h`: xfs_alloc_rec 8,
+/// xfs_inobt_rec 16, xfs_rmap_rec 24 with a 20-byte key stored low and
+/// high, xfs_refcount_rec 12, xfs_bmbt_rec 16 with an 8-byte key and an
+/// 8-byte pointer; AG btrees point with 4-byte AG block numbers).
+fn kernel_btree(magic: u32) -> Option<(&'static str, bool, u32, u32, u32)> {
+    Some(match magic {
+        0x41423342 => ("bnobt", false, 8, 8, 4),
+        0x41423343 => ("cntbt", false, 8, 8, 4),
+        0x49414233 => ("inobt", false, 16, 4, 4),
+        0x46494233 => ("finobt", false, 16, 4, 4),
+        0x524d4233 => ("rmapbt", false, 24, 40, 4),
+        0x52334643 => ("refcountbt", false, 12, 4, 4),
+        0x424d4133 => ("bmbt", true, 16, 8, 8),
+        _ => return None,
+    })
+}
+
+fn hex_bytes(h: &str) -> Vec<u8> {
+    (0..h.len() / 2)
+        .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The slots `name[i]` (1-based, `size` bytes from `base`, `max` of them)
+/// that lie wholly inside `[lo, hi)`: the ones the kernel can have logged
+/// with a run of these chunks (a logged slot dirties every chunk it
+/// touches).
+fn whole_slots(base: u32, size: u32, max: u32, lo: u32, hi: u32) -> Vec<u32> {
+    (1..=max)
+        .filter(|i| {
+            let start = base + (i - 1) * size;
+            start >= lo && start + size <= hi
+        })
+        .collect()
+}
+
+/// "recs[3-7]" / "recs[3]" -> 3..=7, from a run's labels.
+fn named(labels: &[String], name: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for l in labels {
+        let l = l.rsplit(": ").next().unwrap();
+        let Some(rest) = l.strip_prefix(&format!("{name}[")) else {
+            continue;
+        };
+        let inner = rest.trim_end_matches(']');
+        let (a, b) = inner.split_once('-').unwrap_or((inner, inner));
+        out.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap());
+    }
+    out
+}
+
+/// The runs of logged btree blocks are named by the kernel's layout: the
+/// block's type, level and record count as the kernel left them (xfs_db on
+/// a kernel-recovered copy, `NAME.logged-blocks.txt`), and the records,
+/// keys and pointers each run covers whole, by the kernel's structure
+/// sizes. Directory leaf, da node and attr leaf blocks: their logged entry
+/// counts are the kernel's.
+#[test]
+fn logged_btree_and_da_block_runs_are_named_by_the_kernels_layout() {
+    use std::collections::BTreeMap;
+    let mut runs_checked = 0usize;
+    let mut heads_checked = 0usize;
+    let mut slots_named = 0usize;
+    for name in fixtures_with("logged-blocks.txt") {
+        let facts = oracle(&name, "logfacts.txt");
+        let mount_work = !facts.contains("unfinished_intents: 0");
+        let blocks: BTreeMap<i64, (u32, Vec<u8>)> = oracle(&name, "logged-blocks.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (
+                    f[0].parse().unwrap(),
+                    (f[1].parse().unwrap(), hex_bytes(f[2])),
+                )
+            })
+            .collect();
+        let img = image(&name);
+        let (ok, out, err) = run_cli(&["log", "--json", "--detail", img.to_str().unwrap()]);
+        assert!(ok, "{name}: {err}");
+        let d: Value = serde_json::from_str(&out).unwrap();
+        let mut last: BTreeMap<i64, Value> = BTreeMap::new();
+        for t in d["transactions"].as_array().unwrap() {
+            for i in t["items"].as_array().unwrap() {
+                if i["kind"] != "buf" {
+                    continue;
+                }
+                // A cancelled buffer is not replayed at all (nor its
+                // earlier copies): the block keeps what is on disk.
+                let blkno = i["blkno"].as_i64().unwrap();
+                last.insert(blkno, i.clone());
+                if i["buf_type"] != "btree"
+                    || i["cancel"] == true
+                    || i.get("segment_offset").is_some()
+                {
+                    continue;
+                }
+                let Some(head) = i.get("head") else {
+                    continue;
+                };
+                let magic = head["magic"].as_u64().unwrap() as u32;
+                let level = head["level"].as_u64().unwrap();
+                // Slots past the logged bb_numrecs are named as unused.
+                let numrecs = head["count"].as_u64().unwrap() as u32;
+                let Some((tree, long, rec, key, ptr)) = kernel_btree(magic) else {
+                    continue;
+                };
+                let hdr = if long { 72 } else { 56 };
+                let blk = i["len"].as_u64().unwrap() as u32 * 512;
+                let runs = i["runs"].as_array().unwrap();
+                let fields = i["run_fields"].as_array().unwrap();
+                for (r, f) in runs.iter().zip(fields) {
+                    let lo = r[0].as_u64().unwrap() as u32 * 128;
+                    let hi = lo + r[1].as_u64().unwrap() as u32 * 128;
+                    let labels: Vec<String> = f
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|s| s.as_str().unwrap().to_string())
+                        .collect();
+                    let at = format!(
+                        "{name}: {tree} block at daddr {blkno}, bytes {lo}..{hi}: {labels:?}"
+                    );
+                    assert!(
+                        labels[0].starts_with(&format!("{tree} level {level}: ")),
+                        "{at}"
+                    );
+                    if lo < hdr {
+                        assert!(labels[0].contains("bb_"), "{at}: the header is not named");
+                    }
+                    let check = |name: &str, base: u32, size: u32, max: u32| {
+                        let mut want = whole_slots(base, size, max, lo, hi);
+                        let past = want.iter().any(|i| *i > numrecs);
+                        want.retain(|i| *i <= numrecs);
+                        assert_eq!(
+                            labels.iter().any(|l| l
+                                .rsplit(": ")
+                                .next()
+                                .unwrap()
+                                .starts_with(&format!("unused {name} slots"))),
+                            past,
+                            "{at}: unused {name} slots"
+                        );
+                        assert_eq!(named(&labels, name), want, "{at}: {name}");
+                        want.len()
+                    };
+                    if level == 0 {
+                        slots_named += check("recs", hdr, rec, (blk - hdr) / rec);
+                    } else {
+                        let max = (blk - hdr) / (key + ptr);
+                        slots_named += check("keys", hdr, key, max);
+                        slots_named += check("ptrs", hdr + max * key, ptr, max);
+                    }
+                    runs_checked += 1;
+                }
+            }
+        }
+        if mount_work {
+            // The kernel's mount finished intents after recovery: blocks
+            // changed after their last logged copy.
+            continue;
+        }
+        // The AGs where the mount frees CoW staging extents (its btrees
+        // change after recovery) are left out.
+        let (ok, out, err) = run_cli(&["replay", "--json", img.to_str().unwrap()]);
+        assert!(ok, "{name}: {err}");
+        let r: Value = serde_json::from_str(&out).unwrap();
+        let cow_ags: Vec<u64> = r["mount"]["cow"]["freed"]
+            .as_array()
+            .map(|a| a.iter().map(|c| c["agno"].as_u64().unwrap()).collect())
+            .unwrap_or_default();
+        let sb = oracle(&name, "sb.txt");
+        let sbv = |f: &str| {
+            sb.lines()
+                .find_map(|l| l.strip_prefix(&format!("{f} = ")))
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        };
+        let (bs, agblocks) = (sbv("blocksize"), sbv("agblocks"));
+        for (blkno, (t, bytes)) in &blocks {
+            let Some(i) = last.get(blkno) else { continue };
+            let Some(head) = i.get("head") else { continue };
+            if i["cancel"] == true || i.get("segment_offset").is_some() {
+                continue;
+            }
+            if cow_ags.contains(&(*blkno as u64 * 512 / bs / agblocks)) {
+                continue;
+            }
+            let be16 = |o: usize| u64::from(u16::from_be_bytes([bytes[o], bytes[o + 1]]));
+            let be32 =
+                |o: usize| u64::from(u32::from_be_bytes(bytes[o..o + 4].try_into().unwrap()));
+            let at = format!("{name}: block at daddr {blkno} (type {t})");
+            // Compare only blocks that still hold what was last logged
+            // there (a freed block reused for file data is not logged).
+            let (ty, magic) = match t {
+                4 => ("btree", None),
+                13 => ("dir_leaf1", Some(0x3df1)),
+                14 => ("dir_leafn", Some(0x3dff)),
+                15 => ("da_node", Some(0x3ebe)),
+                16 => ("attr_leaf", Some(0x3bee)),
+                _ => continue,
+            };
+            let still = match magic {
+                None => kernel_btree(be32(0) as u32).is_some(),
+                Some(m) => be16(8) == m,
+            };
+            if i["buf_type"] != ty || !still {
+                continue;
+            }
+            match t {
+                4 => {
+                    assert_eq!(head["magic"].as_u64(), Some(be32(0)), "{at}: magic");
+                    assert_eq!(head["level"].as_u64(), Some(be16(4)), "{at}: level");
+                    assert_eq!(head["count"].as_u64(), Some(be16(6)), "{at}: numrecs");
+                }
+                // xfs_da3_blkinfo is 56 bytes; count follows, then (da
+                // nodes) level.
+                13..=16 => {
+                    assert_eq!(head["count"].as_u64(), Some(be16(56)), "{at}: count");
+                    if *t == 15 {
+                        assert_eq!(head["level"].as_u64(), Some(be16(58)), "{at}: level");
+                    }
+                }
+                _ => continue,
+            }
+            heads_checked += 1;
+        }
+    }
+    eprintln!("{runs_checked} runs, {slots_named} records/keys/pointers named, {heads_checked} headers against xfs_db");
+    assert!(runs_checked > 1000, "{runs_checked} runs");
+    assert!(heads_checked > 200, "{heads_checked} headers");
+    assert!(slots_named > 1000, "{slots_named} slots");
+}

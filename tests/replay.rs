@@ -525,6 +525,47 @@ fn replay_changes_agree_with_the_kernels_before_and_after_listings() {
     assert!(checked >= 3, "{checked}");
 }
 
+/// The paths `replay --json` says replay added and removed are exactly the
+/// paths the kernel's listing after recovery has and its listing of the
+/// image on disk has not (and the reverse), with the kernel's inode
+/// numbers.
+#[test]
+fn replay_paths_are_the_kernels_listing_difference() {
+    let mut checked = 0;
+    let mut removed_seen = 0;
+    for name in fixtures_with("recovered-ls.jsonl") {
+        if recovery_failed(&name) || !fixtures_dir().join(format!("{name}.ls.jsonl")).exists() {
+            continue;
+        }
+        let before = by_path(&parse_lines(&oracle(&name, "ls.jsonl")));
+        let after = by_path(&parse_lines(&oracle(&name, "recovered-ls.jsonl")));
+        if before.values().any(|v| v.get("error").is_some()) {
+            continue;
+        }
+        let v = replay_json(image(&name).to_str().unwrap());
+        let paths = v["changes"]["paths"].as_array().unwrap();
+        for (change, have, lacks) in [("added", &after, &before), ("removed", &before, &after)] {
+            let want: BTreeMap<&str, u64> = have
+                .iter()
+                .filter(|(p, _)| !lacks.contains_key(*p))
+                .map(|(p, e)| (p.as_str(), e["ino"].as_u64().unwrap()))
+                .collect();
+            let got: BTreeMap<&str, u64> = paths
+                .iter()
+                .filter(|p| p["change"] == change)
+                .map(|p| (p["path"].as_str().unwrap(), p["ino"].as_u64().unwrap()))
+                .collect();
+            assert_eq!(got, want, "{name}: paths {change}");
+            if change == "removed" {
+                removed_seen += want.len();
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked}");
+    assert!(removed_seen > 100, "{removed_seen}");
+}
+
 #[test]
 fn export_leaves_the_input_alone_writes_a_new_sparse_file_and_refuses_to_overwrite() {
     use std::os::unix::fs::MetadataExt;

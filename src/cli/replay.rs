@@ -130,90 +130,9 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
             rep.overlay_sectors, c.buffer_writes, c.buffers_stamped
         ));
     }
-    for n in rep.notes.iter().filter(|_| !rep.clean) {
-        t.push_str(&format!("note: {n}\n"));
-    }
-    for w in &rep.warnings {
-        t.push_str(&format!("warning: {w}\n"));
-    }
-    let left = plan
-        .mount
-        .as_ref()
-        .map_or(&rep.unfinished_intents, |m| &m.intents_left);
-    if let Some(m) = &plan.mount {
-        for u in rep
-            .unfinished_intents
-            .iter()
-            .filter(|u| m.intents.finished.contains(&u.id))
-        {
-            t.push_str(&format!(
-                "finished {} intent {:#x} from transaction {:#x} (LSN {}): {} (as the kernel does at mount)\n",
-                u.kind.name(),
-                u.id,
-                u.tid,
-                u.lsn,
-                u.work.join("; ")
-            ));
-        }
-        if !m.intents.finished.is_empty() {
-            t.push_str(&format!(
-                "intent recovery: {} work items, with the work the intents created\n",
-                m.intents.work_items
-            ));
-        }
-        if let Some(why) = &m.intents.not_finished {
-            t.push_str(&format!("intents not finished (none is applied): {why}\n"));
-        }
-        for n in &m.notes {
-            t.push_str(&format!("note: {n}\n"));
-        }
-    }
-    for u in left {
-        t.push_str(&format!(
-            "NOT FINISHED: {} intent {:#x} from transaction {:#x} (LSN {}): {}\n",
-            u.kind.name(),
-            u.id,
-            u.tid,
-            u.lsn,
-            u.work.join("; ")
-        ));
-    }
-    if let Some(m) = &plan.mount {
-        t.push_str(&format!(
-            "superblock counters from the AGs: icount {} -> {}, ifree {} -> {}, fdblocks {} -> {}\n",
-            m.before.icount, m.after.icount, m.before.ifree, m.after.ifree, m.before.fdblocks, m.after.fdblocks
-        ));
-        for c in &m.cow.freed {
-            t.push_str(&format!(
-                "freed CoW staging extent: AG {} block {}, {} blocks (as the kernel does at mount)\n",
-                c.agno, c.agbno, c.len
-            ));
-        }
-        for c in &m.cow.not_freed {
-            t.push_str(&format!(
-                "NOT FREED: CoW staging extent AG {} block {} ({} blocks): {}\n",
-                c.extent.agno, c.extent.agbno, c.extent.len, c.reason
-            ));
-        }
-        if let Some(f) = &m.unlinked_freed {
-            if !f.freed.is_empty() {
-                t.push_str(&format!(
-                    "freed {} inodes of the AGI unlinked lists ({} inode chunks, {} work items), as the kernel does at mount\n",
-                    f.freed.len(),
-                    f.chunks_freed.len(),
-                    f.work_items
-                ));
-            }
-            if let Some(why) = &f.not_freed {
-                t.push_str(&format!("unlinked inodes not freed from here on: {why}\n"));
-            }
-        }
-        for u in &m.unlinked {
-            t.push_str(&format!(
-                "NOT FREED: inode {} heads AGI {} unlinked bucket {}; the kernel frees the inodes of this list at mount\n",
-                u.ino, u.agno, u.bucket
-            ));
-        }
+    for line in replay::notes::lines(rep, plan.mount.as_ref()) {
+        t.push_str(&line);
+        t.push('\n');
     }
     if let Some(d) = &changes {
         t.push_str(&diff_text(d));
@@ -277,9 +196,10 @@ fn write_image(
 fn diff_text(d: &replay::diff::ReplayDiff) -> String {
     let mut t = String::new();
     t.push_str(&format!(
-        "changed by replay: {} inodes, {} directory entries, {} extended attributes, {} block ranges{}\n",
+        "changed by replay: {} inodes, {} directory entries ({} paths), {} extended attributes, {} block ranges{}\n",
         d.inodes.len(),
         d.entries.len(),
+        d.paths.len(),
         d.xattrs.len(),
         d.blocks.len(),
         if d.truncated { " (inodes cut at the limit)" } else { "" }
@@ -306,8 +226,15 @@ fn diff_text(d: &replay::diff::ReplayDiff) -> String {
             e.dir, e.name, e.ino
         ));
     }
+    for p in &d.paths {
+        let sign = if p.change == "added" { '+' } else { '-' };
+        t.push_str(&format!("path {sign} {} (inode {})\n", p.path, p.ino));
+    }
     for x in &d.xattrs {
         t.push_str(&format!("xattr {} inode {} {}\n", x.change, x.ino, x.name));
+    }
+    for p in &d.problems {
+        t.push_str(&format!("problem: {p}\n"));
     }
     for b in &d.blocks {
         t.push_str(&format!(

@@ -3,6 +3,7 @@
 
 use crate::web::bridge::Bridge;
 use crate::web::components::log_view::LogPanel;
+use crate::web::components::replay_diff::ReplayDiff;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
@@ -130,6 +131,22 @@ pub fn app() -> Html {
                                     send(Request::LogTransaction { index: *i });
                                 }
                                 Some(("finding and decoding the log".to_string(), Request::Log))
+                            }
+                            Route::Replay {
+                                section,
+                                filter,
+                                start,
+                            } => {
+                                send(Request::ReplayDiff);
+                                Some((
+                                    "what replay changed".to_string(),
+                                    Request::ReplayDiffRows {
+                                        section: *section,
+                                        filter: filter.clone(),
+                                        start: *start,
+                                        count: crate::web::components::replay_diff::PAGE,
+                                    },
+                                ))
                             }
                             Route::Superblock | Route::Unknown(_) => None,
                         };
@@ -266,7 +283,12 @@ pub fn app() -> Html {
         Some(opened) => {
             let main = match &state.route {
                 Route::Superblock | Route::Unknown(_) => {
-                    html! { <SuperblockTable opened={Rc::clone(opened)} /> }
+                    let replayed = state
+                        .replay
+                        .as_ref()
+                        .filter(|r| r.on && r.superblock.is_some())
+                        .map(Rc::clone);
+                    html! { <SuperblockTable opened={Rc::clone(opened)} {replayed} /> }
                 }
                 _ if opened.fs_error.is_some() => html! {
                     <p class="error" data-testid="view-error">{ opened.fs_error.clone().unwrap_or_default() }</p>
@@ -295,6 +317,18 @@ pub fn app() -> Html {
                 },
                 Route::Ags => match &state.ags {
                     Some(a) => html! { <AgList ags={Rc::clone(a)} /> },
+                    None => html! {},
+                },
+                Route::Replay {
+                    section,
+                    filter,
+                    start,
+                } => match &state.replay_diff {
+                    Some(d) => {
+                        html! { <ReplayDiff diff={Rc::clone(d)} rows={state.replay_rows.clone()}
+                        section={*section} filter={filter.clone()} start={*start}
+                        replayed={state.replay.as_ref().is_some_and(|r| r.on)} on_replay={on_replay.clone()} /> }
+                    }
                     None => html! {},
                 },
             };

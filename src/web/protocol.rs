@@ -39,6 +39,60 @@ pub enum Request {
     /// The recovered image (the log replayed, mount-time work done, a clean
     /// log), streamed back as `FileChunk`s for inode [`RECOVERED_IMAGE`].
     DownloadRecovered,
+    /// What replay changed, in numbers (replaying and comparing the first
+    /// time); the rows come by pages with `ReplayDiffRows`.
+    ReplayDiff,
+    /// `count` rows of one part of what replay changed, from row `start`
+    /// of those whose change is `filter` (all when empty).
+    ReplayDiffRows {
+        section: DiffSection,
+        filter: String,
+        start: u32,
+        count: u32,
+    },
+}
+
+/// The parts of what replay changed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffSection {
+    /// Paths added and removed.
+    Paths,
+    Inodes,
+    Xattrs,
+    Blocks,
+}
+
+impl DiffSection {
+    pub const ALL: [DiffSection; 4] = [
+        DiffSection::Paths,
+        DiffSection::Inodes,
+        DiffSection::Xattrs,
+        DiffSection::Blocks,
+    ];
+
+    /// The name in the route (`#/replay/<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DiffSection::Paths => "paths",
+            DiffSection::Inodes => "inodes",
+            DiffSection::Xattrs => "xattrs",
+            DiffSection::Blocks => "blocks",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<DiffSection> {
+        DiffSection::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// The values its rows' `change` takes, for the filter.
+    pub fn changes(self) -> &'static [&'static str] {
+        match self {
+            DiffSection::Paths => &["added", "removed"],
+            DiffSection::Inodes => &["created", "changed", "freed"],
+            DiffSection::Xattrs => &["added", "changed", "removed"],
+            DiffSection::Blocks => &[],
+        }
+    }
 }
 
 /// The `FileChunk` id of the recovered image stream (no inode has number 0).
@@ -102,6 +156,8 @@ pub enum Response {
     },
     LogTransaction(Box<TxDetail>),
     Replay(Box<ReplayView>),
+    ReplayDiff(Box<ReplayDiffView>),
+    ReplayDiffRows(Box<DiffRowsView>),
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -329,11 +385,75 @@ pub struct RunView {
 }
 
 /// The replayed state: whether views show it, and what replay did.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct ReplayView {
     pub on: bool,
     pub summary: Vec<Kv>,
     /// Notes and warnings of the replay (unfinished intents, torn writes...).
     pub notes: Vec<String>,
     pub error: Option<String>,
+    /// The superblock after replay and the mount-time changes, and the
+    /// names of the fields whose values differ from the superblock on disk.
+    pub superblock: Option<SuperblockView>,
+    pub sb_changed: Vec<String>,
+}
+
+/// What replay changed, in numbers.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ReplayDiffView {
+    /// Counts by section and change: (section, change, count).
+    pub counts: Vec<(DiffSection, String, u64)>,
+    /// Directory entries added and removed (the paths follow from them).
+    pub entries_added: u64,
+    pub entries_removed: u64,
+    pub sectors: u64,
+    /// Block ranges by what they hold: (kind, ranges, sectors).
+    pub block_kinds: Vec<(String, u64, u64)>,
+    /// More inodes changed than were compared.
+    pub truncated: bool,
+    pub problems: Vec<String>,
+    /// The replay's notes: intents left unfinished, inodes left on
+    /// unlinked lists, warnings.
+    pub notes: Vec<String>,
+    /// Milliseconds the comparison took (replay not included).
+    pub diff_ms: f64,
+}
+
+impl ReplayDiffView {
+    /// Rows of `section` whose change is `change` (all when empty).
+    pub fn count(&self, section: DiffSection, change: &str) -> u64 {
+        self.counts
+            .iter()
+            .filter(|(s, c, _)| *s == section && (change.is_empty() || c == change))
+            .map(|(_, _, n)| *n)
+            .sum()
+    }
+}
+
+/// A page of rows of one part of what replay changed.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DiffRowsView {
+    pub section: DiffSection,
+    pub filter: String,
+    pub start: u32,
+    /// Rows that pass the filter.
+    pub total: u64,
+    pub rows: Vec<DiffRow>,
+}
+
+/// One row: a path, an inode, an xattr or a range of blocks.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DiffRow {
+    /// added, removed, created, changed, freed (empty for blocks).
+    pub change: String,
+    /// The inode (0 for blocks).
+    pub ino: u64,
+    /// The path (paths), the xattr name (xattrs), what the blocks hold
+    /// (blocks), the file type (inodes).
+    pub text: String,
+    /// Inodes: the changed core fields, (field, on disk, after replay).
+    pub fields: Vec<(String, String, String)>,
+    /// Blocks: the first sector and how many.
+    pub daddr: u64,
+    pub sectors: u64,
 }

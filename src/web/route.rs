@@ -1,7 +1,10 @@
 //! Deep links in the location hash: `#/path/<path>` opens a directory or a
 //! file, `#/inode/<ino>` an inode, `#/ag` the allocation groups, `#/` the
-//! superblock. Back and forward work because every view change is a hash
+//! superblock, `#/replay[/<part>[/<change>[/<first row>]]]` what replay
+//! changed. Back and forward work because every view change is a hash
 //! change.
+
+use crate::web::protocol::DiffSection;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -12,6 +15,13 @@ pub enum Route {
     Ags,
     /// The log, with a transaction selected or not.
     Log(Option<u32>),
+    /// What replay changed: one part, its rows whose change is `filter`
+    /// (all when empty), from row `start`.
+    Replay {
+        section: DiffSection,
+        filter: String,
+        start: u32,
+    },
     /// A hash this page does not know.
     Unknown(String),
 }
@@ -46,6 +56,24 @@ impl Route {
                 return Route::Log(Some(i));
             }
         }
+        if h == "replay" || h.starts_with("replay/") {
+            let mut parts = h.split('/').skip(1).filter(|s| !s.is_empty());
+            let section = parts
+                .next()
+                .and_then(DiffSection::from_name)
+                .unwrap_or(DiffSection::Paths);
+            let filter = parts
+                .next()
+                .filter(|f| section.changes().contains(f))
+                .unwrap_or("")
+                .to_string();
+            let start = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            return Route::Replay {
+                section,
+                filter,
+                start,
+            };
+        }
         if h == "path" {
             return Route::Path("/".into());
         }
@@ -72,6 +100,14 @@ impl Route {
             Route::Ags => "#/ag".into(),
             Route::Log(None) => "#/log".into(),
             Route::Log(Some(i)) => format!("#/log/{i}"),
+            Route::Replay {
+                section,
+                filter,
+                start,
+            } => {
+                let f = if filter.is_empty() { "all" } else { filter };
+                format!("#/replay/{}/{f}/{start}", section.name())
+            }
             Route::Inode(ino) => format!("#/inode/{ino}"),
             Route::Path(p) => {
                 let segs: Vec<String> =

@@ -1,9 +1,9 @@
 //! The page's state and the actions that change it (one reducer).
 
-use crate::web::protocol::ReplayView;
 use crate::web::protocol::{
     AgsView, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
 };
+use crate::web::protocol::{DiffRowsView, ReplayDiffView, ReplayView};
 use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -37,6 +37,9 @@ pub struct State {
     pub log_tx: Option<Rc<TxDetail>>,
     /// The replayed state, once asked for; `replay.on` says which state views show.
     pub replay: Option<Rc<ReplayView>>,
+    /// What replay changed, and the page of rows shown.
+    pub replay_diff: Option<Rc<ReplayDiffView>>,
+    pub replay_rows: Option<Rc<DiffRowsView>>,
     /// Bumped when the state views read from changes, so they load again.
     pub generation: u32,
 }
@@ -59,6 +62,8 @@ impl Default for State {
             log_rows: Rc::new(BTreeMap::new()),
             log_tx: None,
             replay: None,
+            replay_diff: None,
+            replay_rows: None,
             generation: 0,
         }
     }
@@ -126,6 +131,8 @@ fn reduce_response(s: &mut State, r: Response) {
             s.log_rows = Rc::new(BTreeMap::new());
             s.log_tx = None;
             s.replay = None;
+            s.replay_diff = None;
+            s.replay_rows = None;
             s.opened = Some(Rc::from(*o));
         }
         Response::Error { name, message } => {
@@ -193,6 +200,14 @@ fn reduce_response(s: &mut State, r: Response) {
             }
             s.replay = Some(Rc::from(*r));
             s.generation = s.generation.wrapping_add(1);
+        }
+        Response::ReplayDiff(d) => {
+            s.busy = None;
+            s.replay_diff = Some(Rc::from(*d));
+        }
+        Response::ReplayDiffRows(r) => {
+            s.busy = None;
+            s.replay_rows = Some(Rc::from(*r));
         }
         Response::Ags(a) => {
             s.busy = None;

@@ -26,7 +26,17 @@ thread_local! {
     /// The replay of the open image's log: its summary and overlay, made
     /// the first time the replayed view is asked for.
     static REPLAY: RefCell<Option<(crate::web::protocol::ReplayView, crate::xfs::replay::export::Plan)>> = const { RefCell::new(None) };
+    /// What replay changed (inode fields and entries left out: a page of
+    /// rows reads the fields again, entries show as paths), the
+    /// milliseconds the comparison took, and the entries added and removed.
+    static DIFF: RefCell<Option<StoredDiff>> = const { RefCell::new(None) };
 }
+
+/// What replay changed, the milliseconds it took, entries added and removed.
+type StoredDiff = (crate::xfs::replay::diff::ReplayDiff, f64, (u64, u64));
+
+/// Inodes compared at most.
+const DIFF_INODE_LIMIT: usize = 1_000_000;
 
 fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
     match crate::web::protocol::to_js(resp) {
@@ -49,6 +59,7 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 fn open(blob: web_sys::Blob, name: String) -> Response {
     LOG.with(|l| *l.borrow_mut() = None);
     REPLAY.with(|r| *r.borrow_mut() = None);
+    DIFF.with(|d| *d.borrow_mut() = None);
     let reader = match BlobReader::new(blob) {
         Ok(r) => r,
         Err(message) => return Response::Error { name, message },
@@ -153,93 +164,313 @@ fn with_log(f: impl FnOnce(&log_views::DecodedLog) -> Response) -> Response {
 }
 
 /// Replay the log once (an overlay of recovered blocks; the file is never
-/// written) and switch the reads of every view to it, or back.
-fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
+/// written) and lay the result under the image, leaving the reads of the
+/// views where they were.
+fn ensure_replayed(scope: &DedicatedWorkerGlobalScope) -> Result<(), String> {
     use crate::web::protocol::{Kv, ReplayView};
-    if on && REPLAY.with(|r| r.borrow().is_none()) {
-        let made = FS.with(|cell| {
-            let b = cell.borrow();
-            let fs = b
-                .as_ref()
-                .ok_or_else(|| "no filesystem is open".to_string())?;
-            let mut last = 0.0f64;
-            let (rep, plan) = crate::xfs::replay::replay_and_mount(fs, &mut |p| {
-                let now = js_sys::Date::now();
-                if now - last > 200.0 {
-                    last = now;
-                    post(
-                        scope,
-                        &Response::Progress {
-                            stage: format!(
-                                "replaying the log: pass {}, {} records, {} transactions, {} items",
-                                p.pass, p.records, p.transactions, p.items
-                            ),
-                            done: p.blocks_done,
-                            total: p.blocks_total,
-                        },
-                    );
-                }
-            })
-            .map_err(|e| e.to_string())?;
-            let kv = |n: &str, v: u64| Kv {
-                name: n.into(),
-                value: v.to_string(),
-                meaning: String::new(),
-            };
-            let c = &rep.counts;
-            let mut notes = rep.notes.clone();
-            notes.extend(rep.warnings.iter().cloned());
-            for u in &rep.unfinished_intents {
-                notes.push(format!("unfinished intent: {u:?}"));
+    if REPLAY.with(|r| r.borrow().is_some()) {
+        return Ok(());
+    }
+    let made = FS.with(|cell| {
+        let mut b = cell.borrow_mut();
+        let fs = b
+            .as_mut()
+            .ok_or_else(|| "no filesystem is open".to_string())?;
+        let mut last = 0.0f64;
+        let (rep, mut plan) = crate::xfs::replay::replay_and_mount(fs, &mut |p| {
+            let now = js_sys::Date::now();
+            if now - last > 200.0 {
+                last = now;
+                post(
+                    scope,
+                    &Response::Progress {
+                        stage: format!(
+                            "replaying the log: pass {}, {} records, {} transactions, {} items",
+                            p.pass, p.records, p.transactions, p.items
+                        ),
+                        done: p.blocks_done,
+                        total: p.blocks_total,
+                    },
+                );
             }
-            let view = ReplayView {
-                on: true,
-                summary: vec![
-                    kv("records", rep.records),
-                    kv("transactions", rep.transactions),
-                    kv("items", rep.items),
-                    kv("buffers replayed", c.buffers_replayed),
-                    kv("buffers skipped (newer on disk)", c.buffers_skipped_lsn),
-                    kv("buffers cancelled", c.buffers_cancelled),
-                    kv("inodes replayed", c.inodes_replayed),
-                    kv("recovered sectors", rep.overlay_sectors),
-                ],
-                notes,
-                error: None,
-            };
-            Ok::<_, String>((view, plan))
-        });
-        match made {
-            Ok(v) => REPLAY.with(|r| *r.borrow_mut() = Some(v)),
-            Err(e) => {
-                return Response::Replay(Box::new(ReplayView {
-                    on: false,
-                    summary: Vec::new(),
-                    notes: Vec::new(),
-                    error: Some(e),
-                }))
+        })
+        .map_err(|e| e.to_string())?;
+        let kv = |n: &str, v: u64| Kv {
+            name: n.into(),
+            value: v.to_string(),
+            meaning: String::new(),
+        };
+        let c = &rep.counts;
+        let notes = crate::xfs::replay::notes::lines(&rep, plan.mount.as_ref());
+        // The overlay moves under the image (one copy); the plan keeps the
+        // rest (the clean log) for the download.
+        let was = fs.img.uses_overlay();
+        fs.img.set_overlay(std::mem::take(&mut plan.overlay));
+        fs.img.set_use_overlay(false);
+        let disk = read_superblock(&fs.img).map(|s| s.view());
+        fs.img.set_use_overlay(true);
+        let replayed = read_superblock(&fs.img).map(|s| s.view());
+        fs.img.set_use_overlay(was);
+        let (superblock, sb_changed) = match (disk, replayed) {
+            (Ok(d), Ok(r)) => {
+                let changed = r
+                    .fields
+                    .iter()
+                    .filter(|f| {
+                        d.fields
+                            .iter()
+                            .find(|g| g.name == f.name)
+                            .is_none_or(|g| g.value != f.value)
+                    })
+                    .map(|f| f.name.clone())
+                    .collect();
+                (Some(r), changed)
             }
+            (_, Ok(r)) => (Some(r), Vec::new()),
+            _ => (None, Vec::new()),
+        };
+        let view = ReplayView {
+            on: true,
+            summary: vec![
+                kv("records", rep.records),
+                kv("transactions", rep.transactions),
+                kv("items", rep.items),
+                kv("buffers replayed", c.buffers_replayed),
+                kv("buffers skipped (newer on disk)", c.buffers_skipped_lsn),
+                kv("buffers cancelled", c.buffers_cancelled),
+                kv("inodes replayed", c.inodes_replayed),
+                kv("recovered sectors", rep.overlay_sectors),
+            ],
+            notes,
+            error: None,
+            superblock,
+            sb_changed,
+        };
+        Ok::<_, String>((view, plan))
+    })?;
+    REPLAY.with(|r| *r.borrow_mut() = Some(made));
+    Ok(())
+}
+
+/// Switch the reads of every view to the replayed state (replaying the
+/// first time), or back.
+fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
+    use crate::web::protocol::ReplayView;
+    if on {
+        if let Err(e) = ensure_replayed(scope) {
+            return Response::Replay(Box::new(ReplayView {
+                error: Some(e),
+                ..ReplayView::default()
+            }));
         }
     }
-    let overlay = REPLAY.with(|r| r.borrow().as_ref().map(|(_, p)| p.overlay.clone()));
     FS.with(|cell| {
         if let Some(fs) = cell.borrow_mut().as_mut() {
-            if let Some(o) = overlay {
-                fs.img.set_overlay(o);
-            }
             fs.img.set_use_overlay(on);
         }
     });
     let mut view = REPLAY
         .with(|r| r.borrow().as_ref().map(|(v, _)| v.clone()))
-        .unwrap_or(ReplayView {
-            on: false,
-            summary: Vec::new(),
-            notes: Vec::new(),
-            error: None,
-        });
+        .unwrap_or_default();
     view.on = on;
     Response::Replay(Box::new(view))
+}
+
+/// What replay changed: compared once (the log replayed first if needed),
+/// then summarised.
+fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
+    use crate::web::protocol::{DiffSection, ReplayDiffView};
+    if let Err(e) = ensure_replayed(scope) {
+        return view_error("replay", e);
+    }
+    if DIFF.with(|d| d.borrow().is_none()) {
+        let t0 = js_sys::Date::now();
+        let made = FS.with(|cell| {
+            let mut b = cell.borrow_mut();
+            let fs = b.as_mut()?;
+            let mut last = 0.0f64;
+            Some(crate::xfs::replay::diff::diff_with(
+                fs,
+                crate::xfs::replay::diff::Options {
+                    limit: DIFF_INODE_LIMIT,
+                    inode_fields: false,
+                },
+                &mut |p| {
+                    let now = js_sys::Date::now();
+                    if now - last > 200.0 {
+                        last = now;
+                        post(
+                            scope,
+                            &Response::Progress {
+                                stage: format!("what replay changed: {}", p.stage),
+                                done: p.done,
+                                total: p.total,
+                            },
+                        );
+                    }
+                },
+            ))
+        });
+        let Some(mut d) = made else {
+            return view_error("replay", "no filesystem is open");
+        };
+        let ms = js_sys::Date::now() - t0;
+        // The entries are shown as the paths they make; only their counts
+        // are kept.
+        let count = |c: &str| {
+            u64::try_from(d.entries.iter().filter(|e| e.change == c).count()).unwrap_or(u64::MAX)
+        };
+        let entries = (count("added"), count("removed"));
+        d.entries = Vec::new();
+        DIFF.with(|c| *c.borrow_mut() = Some((d, ms, entries)));
+    }
+    let notes = REPLAY
+        .with(|r| r.borrow().as_ref().map(|(v, _)| v.notes.clone()))
+        .unwrap_or_default();
+    DIFF.with(|c| {
+        let b = c.borrow();
+        let Some((d, ms, (entries_added, entries_removed))) = b.as_ref() else {
+            return view_error("replay", "nothing was compared");
+        };
+        let mut counts: Vec<(DiffSection, String, u64)> = Vec::new();
+        let mut add = |s: DiffSection, change: &str| match counts
+            .iter_mut()
+            .find(|(x, c, _)| *x == s && c == change)
+        {
+            Some(e) => e.2 = e.2.saturating_add(1),
+            None => counts.push((s, change.to_string(), 1)),
+        };
+        for p in &d.paths {
+            add(DiffSection::Paths, p.change);
+        }
+        for i in &d.inodes {
+            add(DiffSection::Inodes, i.change);
+        }
+        for x in &d.xattrs {
+            add(DiffSection::Xattrs, x.change);
+        }
+        for _ in &d.blocks {
+            add(DiffSection::Blocks, "");
+        }
+        let mut kinds: Vec<(String, u64, u64)> = Vec::new();
+        for r in &d.blocks {
+            match kinds.iter_mut().find(|k| k.0 == r.what) {
+                Some(k) => {
+                    k.1 = k.1.saturating_add(1);
+                    k.2 = k.2.saturating_add(r.sectors);
+                }
+                None => kinds.push((r.what.to_string(), 1, r.sectors)),
+            }
+        }
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.2));
+        Response::ReplayDiff(Box::new(ReplayDiffView {
+            counts,
+            entries_added: *entries_added,
+            entries_removed: *entries_removed,
+            sectors: d.blocks.iter().map(|b| b.sectors).sum(),
+            block_kinds: kinds,
+            truncated: d.truncated,
+            problems: d.problems.clone(),
+            notes,
+            diff_ms: *ms,
+        }))
+    })
+}
+
+/// A page of rows of what replay changed.
+fn replay_diff_rows(
+    section: crate::web::protocol::DiffSection,
+    filter: String,
+    start: u32,
+    count: u32,
+) -> Response {
+    use crate::web::protocol::{DiffRow, DiffRowsView, DiffSection};
+    let count = count.min(1000);
+    let start_at = usize::try_from(start).unwrap_or(usize::MAX);
+    let take = usize::try_from(count).unwrap_or(0);
+    let keep = |c: &str| filter.is_empty() || c == filter;
+    let row = |change: &str, ino: u64, text: String| DiffRow {
+        change: change.to_string(),
+        ino,
+        text,
+        fields: Vec::new(),
+        daddr: 0,
+        sectors: 0,
+    };
+    let page = DIFF.with(|c| {
+        let b = c.borrow();
+        let (d, _, _) = b.as_ref()?;
+        Some(match section {
+            DiffSection::Paths => {
+                let it = d.paths.iter().filter(|p| keep(p.change));
+                let total = it.clone().count();
+                let rows = it
+                    .skip(start_at)
+                    .take(take)
+                    .map(|p| row(p.change, p.ino, p.path.clone()))
+                    .collect::<Vec<_>>();
+                (total, rows)
+            }
+            DiffSection::Inodes => {
+                let it = d.inodes.iter().filter(|i| keep(i.change));
+                let total = it.clone().count();
+                let rows = it
+                    .skip(start_at)
+                    .take(take)
+                    .map(|i| row(i.change, i.ino, i.file_type.to_string()))
+                    .collect();
+                (total, rows)
+            }
+            DiffSection::Xattrs => {
+                let it = d.xattrs.iter().filter(|x| keep(x.change));
+                let total = it.clone().count();
+                let rows = it
+                    .skip(start_at)
+                    .take(take)
+                    .map(|x| row(x.change, x.ino, x.name.clone()))
+                    .collect();
+                (total, rows)
+            }
+            DiffSection::Blocks => {
+                let total = d.blocks.len();
+                let rows = d
+                    .blocks
+                    .iter()
+                    .skip(start_at)
+                    .take(take)
+                    .map(|r| DiffRow {
+                        daddr: r.daddr,
+                        sectors: r.sectors,
+                        ..row("", 0, r.what.to_string())
+                    })
+                    .collect();
+                (total, rows)
+            }
+        })
+    });
+    let Some((total, mut rows)) = page else {
+        return view_error("replay", "what replay changed is not computed yet");
+    };
+    if section == DiffSection::Inodes {
+        // The fields, read again from both sides for this page only.
+        FS.with(|cell| {
+            if let Some(fs) = cell.borrow_mut().as_mut() {
+                for r in &mut rows {
+                    r.fields = crate::xfs::replay::diff::inode_field_changes(fs, r.ino)
+                        .into_iter()
+                        .map(|f| (f.field.to_string(), f.before, f.after))
+                        .collect();
+                }
+            }
+        });
+    }
+    Response::ReplayDiffRows(Box::new(DiffRowsView {
+        section,
+        filter,
+        start,
+        total: u64::try_from(total).unwrap_or(u64::MAX),
+        rows,
+    }))
 }
 
 /// Stream the recovered image to the page in 4 MiB pieces; nothing but the
@@ -247,9 +478,8 @@ fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
 fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
     use crate::web::protocol::RECOVERED_IMAGE;
     const PIECE: u64 = 4 << 20;
-    if REPLAY.with(|r| r.borrow().is_none()) {
-        let r = set_replay(scope, true);
-        post(scope, &r);
+    if let Err(e) = ensure_replayed(scope) {
+        post(scope, &view_error("replay", e));
     }
     let result = FS.with(|cell| {
         let b = cell.borrow();
@@ -263,7 +493,7 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
                 .ok_or_else(|| "the log could not be replayed".to_string())?;
             let rec = crate::xfs::replay::export::Recovered {
                 fs,
-                overlay: &plan.overlay,
+                overlay: fs.img.overlay(),
                 log: plan.log,
             };
             let total = rec.len();
@@ -369,6 +599,13 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             download_recovered(scope);
             return;
         }
+        Request::ReplayDiff => replay_diff(scope),
+        Request::ReplayDiffRows {
+            section,
+            filter,
+            start,
+            count,
+        } => replay_diff_rows(section, filter, start, count),
     };
     post(scope, &resp);
 }

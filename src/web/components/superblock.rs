@@ -1,6 +1,6 @@
 //! The superblock: every field with its value and a one-line meaning.
 
-use crate::web::protocol::Opened;
+use crate::web::protocol::{Opened, ReplayView};
 use crate::xfs::sb::human_bytes;
 use std::rc::Rc;
 use yew::prelude::*;
@@ -8,12 +8,22 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct Props {
     pub opened: Rc<Opened>,
+    /// The replayed view, when views show it: its superblock is shown, the
+    /// fields replay and mount changed marked.
+    #[prop_or_default]
+    pub replayed: Option<Rc<ReplayView>>,
 }
 
 #[function_component(SuperblockTable)]
 pub fn superblock_table(props: &Props) -> Html {
     let o = &props.opened;
-    let sb = &o.superblock;
+    let disk = &o.superblock;
+    let replayed = props
+        .replayed
+        .as_ref()
+        .and_then(|r| r.superblock.as_ref().map(|s| (s, &r.sb_changed)));
+    let sb = replayed.map_or(disk, |(s, _)| s);
+    let changed = |name: &str| replayed.is_some_and(|(_, c)| c.iter().any(|n| n == name));
     let crc = match sb.crc_ok {
         Some(true) => html! { <span class="ok" data-testid="sb-crc-ok">{ "CRC correct" }</span> },
         Some(false) => html! { <span class="bad" data-testid="sb-crc-ok">{ "CRC BAD" }</span> },
@@ -30,11 +40,21 @@ pub fn superblock_table(props: &Props) -> Html {
     });
     let rows = sb.fields.iter().map(|f| {
         let value_class = if f.is_number { "num" } else { "text" };
+        let was = changed(&f.name).then(|| {
+            disk.fields
+                .iter()
+                .find(|g| g.name == f.name)
+                .map_or("-".to_string(), |g| g.value.clone())
+        });
         html! {
-            <tr>
+            <tr class={classes!(was.is_some().then_some("changed"))} data-changed={was.is_some().to_string()}
+                data-testid="sb-row" data-field={f.name.clone()}>
                 <td class="name"><code>{ format!("sb_{}", f.name) }</code></td>
                 <td class={value_class} data-testid={format!("sb-{}", f.name)}>{ &f.value }</td>
-                <td class="note">{ f.note.clone().unwrap_or_default() }</td>
+                <td class="note">
+                    { f.note.clone().unwrap_or_default() }
+                    if let Some(w) = &was { <span class="was" data-testid={format!("sb-was-{}", f.name)}>{ format!(" on disk: {w}") }</span> }
+                </td>
                 <td class="meaning">{ &f.meaning }</td>
                 <td class="off">{ format!("{}+{}", f.offset, f.size) }</td>
             </tr>
@@ -42,7 +62,12 @@ pub fn superblock_table(props: &Props) -> Html {
     });
     html! {
         <section class="superblock">
-            <h2>{ "Superblock of " }<span data-testid="image-name">{ &o.name }</span></h2>
+            <h2>{ "Superblock of " }<span data-testid="image-name">{ &o.name }</span>
+                if replayed.is_some() { <span class="replayed" data-testid="sb-replayed">{ " after replay" }</span> }
+            </h2>
+            if let Some((_, c)) = replayed {
+                <p class="muted" data-testid="sb-changed-count">{ format!("{} fields differ from the superblock on disk (marked): replay wrote some, the mount-time work the rest (counters summed from the AGs, quota inodes, the log-incompatible features, sb_lsn, the CRC).", c.len()) }</p>
+            }
             <p class="summary">
                 <span data-testid="sb-version">{ format!("version {}", sb.version) }</span>
                 { " · " }{ crc }{ " · " }

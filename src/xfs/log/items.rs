@@ -322,6 +322,98 @@ pub struct BufItem {
     /// Where this item's buffer lies in a directory block logged as
     /// several segments (a directory block made of discontiguous extents).
     pub segment: Segment,
+    /// The block's header as logged in this item (when its first chunk
+    /// is), for naming what the runs of btree and da blocks cover.
+    pub head: Option<BlockHead>,
+}
+
+/// What a block's logged header says about its layout, in 4 bytes (it
+/// lives in the padding of [`BufItem`], so items stay as small as they
+/// were).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockHead {
+    /// Which btree magic (1 + its index in [`bitmap::BTREE_MAGICS`]; 0 for
+    /// other blocks: their buffer type says what they are, or a magic this
+    /// reader does not know).
+    pub kind: u8,
+    /// Btree or da node level (levels above 255 read as 255).
+    pub level: u8,
+    /// Records or keys in use (btree `bb_numrecs`, da `count`, dir free
+    /// `nvalid`, at most 65535).
+    pub count: u16,
+}
+
+impl BlockHead {
+    /// The btree block's magic, when it is one this reader knows.
+    pub fn magic(&self) -> Option<u32> {
+        bitmap::BTREE_MAGICS
+            .get(usize::from(self.kind).checked_sub(1)?)
+            .copied()
+    }
+}
+
+impl Serialize for BlockHead {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let Some(magic) = self.magic() {
+            m.serialize_entry("magic", &magic)?;
+        }
+        m.serialize_entry("level", &self.level)?;
+        m.serialize_entry("count", &self.count)?;
+        m.end()
+    }
+}
+
+/// The header of a btree, da or directory free block from the logged bytes
+/// of its first chunk (`first`: the first data region, when the bitmap's
+/// first bit is set).
+fn block_head(buf_type: u8, first: &[u8], v5: bool) -> Option<BlockHead> {
+    let be16 = |o: usize| -> Option<u16> {
+        Some(u16::from_be_bytes(
+            first.get(o..o.checked_add(2)?)?.try_into().ok()?,
+        ))
+    };
+    let be32 = |o: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(
+            first.get(o..o.checked_add(4)?)?.try_into().ok()?,
+        ))
+    };
+    // Offsets after xfs_da3_blkinfo (56 bytes) or xfs_da_blkinfo (12).
+    let da: usize = if v5 { 56 } else { 12 };
+    let level = |l: u16| u8::try_from(l).unwrap_or(u8::MAX);
+    match buf_type {
+        XFS_BLFT_BTREE_BUF => {
+            let magic = be32(0)?;
+            let kind = bitmap::BTREE_MAGICS
+                .iter()
+                .position(|m| *m == magic)
+                .and_then(|i| u8::try_from(i.checked_add(1)?).ok())?;
+            Some(BlockHead {
+                kind,
+                level: level(be16(4)?),
+                count: be16(6)?,
+            })
+        }
+        XFS_BLFT_DA_NODE_BUF => Some(BlockHead {
+            kind: 0,
+            level: level(be16(da.checked_add(2)?)?),
+            count: be16(da)?,
+        }),
+        XFS_BLFT_DIR_LEAF1_BUF | XFS_BLFT_DIR_LEAFN_BUF | XFS_BLFT_ATTR_LEAF_BUF => {
+            Some(BlockHead {
+                kind: 0,
+                level: 0,
+                count: be16(da)?,
+            })
+        }
+        XFS_BLFT_DIR_FREE_BUF => Some(BlockHead {
+            kind: 0,
+            level: 0,
+            count: u16::try_from(be32(if v5 { 52 } else { 8 })?).unwrap_or(u16::MAX),
+        }),
+        _ => None,
+    }
 }
 
 /// The place of a buffer item in its directory block.
@@ -678,9 +770,21 @@ pub fn needs_data(format: &[u8], order: Order, ctx: &ItemContext) -> bool {
     match kind {
         XFS_LI_ATTRI | XFS_LI_DQUOT => true,
         XFS_LI_BUF => {
-            let t = order.u16(format, 4).unwrap_or(0) >> XFS_BLFT_SHIFT;
+            let t = u8::try_from(order.u16(format, 4).unwrap_or(0) >> XFS_BLFT_SHIFT).unwrap_or(0);
+            // Directory data for entry names; btree and da blocks for the
+            // header that says how their runs read.
             ctx.dir_names
-                && (t == u16::from(XFS_BLFT_DIR_DATA_BUF) || t == u16::from(XFS_BLFT_DIR_BLOCK_BUF))
+                && matches!(
+                    t,
+                    XFS_BLFT_DIR_DATA_BUF
+                        | XFS_BLFT_DIR_BLOCK_BUF
+                        | XFS_BLFT_BTREE_BUF
+                        | XFS_BLFT_DIR_FREE_BUF
+                        | XFS_BLFT_DIR_LEAF1_BUF
+                        | XFS_BLFT_DIR_LEAFN_BUF
+                        | XFS_BLFT_DA_NODE_BUF
+                        | XFS_BLFT_ATTR_LEAF_BUF
+                )
         }
         XFS_LI_INODE => ctx.inode_cores,
         _ => false,
@@ -925,7 +1029,11 @@ fn decode_buf<O: ByteOrder>(
         map,
         dir_entries: None,
         segment,
+        head: None,
     };
+    if b.map.first().is_some_and(|w| w & 1 != 0) && !b.cancel() {
+        b.head = regions.get(1).and_then(|r| block_head(buf_type, r, ctx.v5));
+    }
     if ctx.dir_names
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
         && !b.cancel()
@@ -1459,6 +1567,9 @@ impl Serialize for ItemJson<'_> {
                         .map(|r| bitmap::describe_run(b, *r, ctx))
                         .collect();
                     m.serialize_entry("run_fields", &fields)?;
+                    if let Some(h) = &b.head {
+                        m.serialize_entry("head", h)?;
+                    }
                 }
             }
             ItemBody::Inode(i) => {

@@ -435,7 +435,9 @@ pub struct Problem {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DecodeOptions {
     /// Keep the names of directory entries found in logged directory
-    /// blocks, so runs can be named by entry (memory on big logs).
+    /// blocks, so runs can be named by entry (memory on big logs), and the
+    /// logged headers of btree and da blocks, so their runs can be named
+    /// by record and entry.
     pub dir_names: bool,
     /// Keep the logged inode cores (memory on big logs).
     pub inode_cores: bool,

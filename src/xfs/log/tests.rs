@@ -902,6 +902,7 @@ fn segments_that_do_not_make_a_block_are_unknown() {
             map: items::SmallU32s::from_slice(&[1]),
             dir_entries: None,
             segment: items::Segment::Whole,
+            head: None,
         }),
     };
     let d = XFS_BLFT_DIR_DATA_BUF;

@@ -462,6 +462,7 @@ mod tests {
             map: map.to_vec().into(),
             dir_entries: None,
             segment: crate::xfs::log::items::Segment::Whole,
+            head: None,
         }
     }
 

@@ -6,15 +6,23 @@
 //!                    -> inode slots whose bytes changed -> inodes:
 //!                       created / freed / changed (which core fields)
 //!  changed directories -> entries added and removed
+//!    (changed inodes, and owners of changed v5 directory data blocks)
+//!  changed entries     -> paths that exist on one side only: the entry's
+//!                         path and, for a directory, every path below it
 //!  changed inodes      -> extended attributes added, removed, changed
 //! ```
+//!
+//! Paths are what a listing of the mounted filesystem would show: the
+//! paths added are those a listing after recovery has and a listing of the
+//! image as it is on disk does not, and the reverse for paths removed. A
+//! path is found from its directory by `..` up to the root.
 
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::inode::{Inode, InodeCore};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Ino;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// One changed core field.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -54,6 +62,16 @@ pub struct XattrChange {
     pub change: &'static str,
 }
 
+/// A path that exists on one side only.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathChange {
+    /// The path (bytes that are not UTF-8 escaped).
+    pub path: String,
+    pub ino: u64,
+    /// `added` (only after replay) or `removed` (only on disk).
+    pub change: &'static str,
+}
+
 /// A run of recovered sectors.
 #[derive(Clone, Debug, Serialize)]
 pub struct BlockRange {
@@ -67,11 +85,31 @@ pub struct BlockRange {
 pub struct ReplayDiff {
     pub inodes: Vec<InodeChange>,
     pub entries: Vec<EntryChange>,
+    /// Paths added and removed, sorted by path.
+    pub paths: Vec<PathChange>,
     pub xattrs: Vec<XattrChange>,
     pub blocks: Vec<BlockRange>,
     /// Some inodes were not looked at (more than the limit changed).
     pub truncated: bool,
     pub problems: Vec<String>,
+}
+
+/// What to compute.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Compare at most this many inodes.
+    pub limit: usize,
+    /// List each changed inode's fields (otherwise
+    /// [`inode_field_changes`] gives them one inode at a time).
+    pub inode_fields: bool,
+}
+
+/// Where the comparison is, for a progress bar.
+#[derive(Clone, Copy, Debug)]
+pub struct DiffProgress {
+    pub stage: &'static str,
+    pub done: u64,
+    pub total: u64,
 }
 
 fn text(b: &[u8]) -> String {
@@ -151,8 +189,15 @@ fn core_fields(c: &InodeCore) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The inode of each changed inode slot in recovered sectors.
-fn changed_slots<R: ReadAt>(fs: &mut Fs<R>, limit: usize, truncated: &mut bool) -> Vec<u64> {
+/// The inode of each changed inode slot in recovered sectors, and the
+/// owners of recovered v5 directory data blocks (a directory's entries can
+/// change in a block whose inode replay left alone).
+fn changed_slots<R: ReadAt>(
+    fs: &mut Fs<R>,
+    limit: usize,
+    truncated: &mut bool,
+    progress: &mut dyn FnMut(&DiffProgress),
+) -> (Vec<u64>, BTreeSet<u64>) {
     let g = fs.geo;
     let isz = u64::from(g.inodesize).max(1);
     let shift = u32::from(g.blocklog).saturating_sub(9);
@@ -162,8 +207,17 @@ fn changed_slots<R: ReadAt>(fs: &mut Fs<R>, limit: usize, truncated: &mut bool) 
         .sectors()
         .map(|(d, _)| d >> shift)
         .collect();
+    let total = u64::try_from(blocks.len()).unwrap_or(u64::MAX);
     let mut out = Vec::new();
-    for lin in blocks {
+    let mut owners = BTreeSet::new();
+    for (done, lin) in blocks.into_iter().enumerate() {
+        if done % 1024 == 0 {
+            progress(&DiffProgress {
+                stage: "reading the recovered blocks",
+                done: u64::try_from(done).unwrap_or(0),
+                total,
+            });
+        }
         let off = lin.saturating_mul(u64::from(g.blocksize));
         fs.img.set_use_overlay(false);
         let before = fs.img.read("inode block", off, u64::from(g.blocksize));
@@ -172,6 +226,17 @@ fn changed_slots<R: ReadAt>(fs: &mut Fs<R>, limit: usize, truncated: &mut bool) 
         let (Ok(before), Ok(after)) = (before, after) else {
             continue;
         };
+        if g.v5 && before != after {
+            // xfs_dir3_blk_hdr: the owner follows magic, crc, blkno, lsn
+            // and uuid; both sides, so entries of a freed block count too.
+            for b in [&before, &after] {
+                if matches!(be32(b, 0), Some(0x5844_4233 | 0x5844_4433)) {
+                    if let Some(o) = be64(b, 40) {
+                        owners.insert(o);
+                    }
+                }
+            }
+        }
         let agno = lin.checked_div(u64::from(g.agblocks)).unwrap_or(0);
         let agbno = lin.checked_rem(u64::from(g.agblocks)).unwrap_or(0);
         for (slot, (a, b)) in before
@@ -192,12 +257,12 @@ fn changed_slots<R: ReadAt>(fs: &mut Fs<R>, limit: usize, truncated: &mut bool) 
             }
             if out.len() >= limit {
                 *truncated = true;
-                return out;
+                return (out, owners);
             }
             out.push(ino);
         }
     }
-    out
+    (out, owners)
 }
 
 fn read_inode<R: ReadAt>(fs: &mut Fs<R>, replayed: bool, ino: u64) -> Option<Inode> {
@@ -207,18 +272,28 @@ fn read_inode<R: ReadAt>(fs: &mut Fs<R>, replayed: bool, ino: u64) -> Option<Ino
     i.filter(|i| i.core.magic == 0x494e)
 }
 
-fn entries<R: ReadAt>(fs: &mut Fs<R>, replayed: bool, inode: &Inode) -> BTreeMap<Vec<u8>, u64> {
+fn entries<R: ReadAt>(
+    fs: &mut Fs<R>,
+    replayed: bool,
+    inode: &Inode,
+) -> crate::xfs::error::Result<BTreeMap<Vec<u8>, u64>> {
     fs.img.set_use_overlay(replayed);
-    let l = fs.read_dir(inode).ok();
+    let l = fs.read_dir(inode);
     fs.img.set_use_overlay(true);
-    l.map(|l| {
-        l.entries
-            .into_iter()
-            .filter(|e| e.name != b"." && e.name != b"..")
-            .map(|e| (e.name, e.ino.0))
-            .collect()
-    })
-    .unwrap_or_default()
+    Ok(l?
+        .entries
+        .into_iter()
+        .filter(|e| e.name != b"." && e.name != b"..")
+        .map(|e| (e.name, e.ino.0))
+        .collect())
+}
+
+/// A changed entry with its name as stored.
+struct RawEntry {
+    dir: u64,
+    name: Vec<u8>,
+    ino: u64,
+    added: bool,
 }
 
 fn xattrs<R: ReadAt>(fs: &mut Fs<R>, replayed: bool, inode: &Inode) -> BTreeMap<String, u32> {
@@ -241,8 +316,104 @@ fn xattrs<R: ReadAt>(fs: &mut Fs<R>, replayed: bool, inode: &Inode) -> BTreeMap<
 /// Compare the on-disk and the replayed state of `fs` (whose image holds
 /// the overlay). At most `limit` inodes are compared.
 pub fn diff<R: ReadAt>(fs: &mut Fs<R>, limit: usize) -> ReplayDiff {
+    diff_with(
+        fs,
+        Options {
+            limit,
+            inode_fields: true,
+        },
+        &mut |_| {},
+    )
+}
+
+/// The changed core fields of one inode: on disk against replayed.
+pub fn inode_field_changes<R: ReadAt>(fs: &mut Fs<R>, ino: u64) -> Vec<FieldChange> {
+    let was = fs.img.uses_overlay();
+    let before = read_inode(fs, false, ino);
+    let after = read_inode(fs, true, ino);
+    fs.img.set_use_overlay(was);
+    field_changes(before.as_ref(), after.as_ref())
+}
+
+fn field_changes(before: Option<&Inode>, after: Option<&Inode>) -> Vec<FieldChange> {
+    match (before, after) {
+        (Some(b), Some(a)) => core_fields(&b.core)
+            .into_iter()
+            .zip(core_fields(&a.core))
+            .filter(|(x, y)| x.1 != y.1)
+            .map(|((field, before), (_, after))| FieldChange {
+                field,
+                before,
+                after,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_dir(i: Option<&Inode>) -> bool {
+    i.is_some_and(|i| i.core.mode != 0 && i.file_type() == crate::xfs::inode::FileType::Dir)
+}
+
+/// Entries added and removed in directory `ino`.
+fn entry_changes<R: ReadAt>(
+    fs: &mut Fs<R>,
+    ino: u64,
+    before: Option<&Inode>,
+    after: Option<&Inode>,
+    d: &mut ReplayDiff,
+    raw: &mut Vec<RawEntry>,
+) {
+    if !is_dir(before) && !is_dir(after) {
+        return;
+    }
+    let mut side = |replayed: bool, i: Option<&Inode>, d: &mut ReplayDiff| match i {
+        Some(i) if is_dir(Some(i)) => match entries(fs, replayed, i) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                d.problems.push(format!(
+                    "directory inode {ino} {}: {e}",
+                    if replayed { "after replay" } else { "on disk" }
+                ));
+                None
+            }
+        },
+        _ => Some(BTreeMap::new()),
+    };
+    let (Some(eb), Some(ea)) = (side(false, before, d), side(true, after, d)) else {
+        return;
+    };
+    for (name, i) in &ea {
+        if eb.get(name) != Some(i) {
+            raw.push(RawEntry {
+                dir: ino,
+                name: name.clone(),
+                ino: *i,
+                added: true,
+            });
+        }
+    }
+    for (name, i) in eb {
+        if ea.get(&name) != Some(&i) {
+            raw.push(RawEntry {
+                dir: ino,
+                name,
+                ino: i,
+                added: false,
+            });
+        }
+    }
+}
+
+/// Compare as [`diff`] does, with `opts` and a progress report.
+pub fn diff_with<R: ReadAt>(
+    fs: &mut Fs<R>,
+    opts: Options,
+    progress: &mut dyn FnMut(&DiffProgress),
+) -> ReplayDiff {
     let was = fs.img.uses_overlay();
     let mut d = ReplayDiff::default();
+    let mut raw = Vec::new();
     // Block ranges.
     let mut run: Option<(u64, u64)> = None;
     let sectors: Vec<u64> = fs.img.overlay().sectors().map(|(s, _)| s).collect();
@@ -271,8 +442,17 @@ pub fn diff<R: ReadAt>(fs: &mut Fs<R>, limit: usize) -> ReplayDiff {
             what,
         });
     }
-    let inos = changed_slots(fs, limit, &mut d.truncated);
-    for ino in inos {
+    let (inos, mut owners) = changed_slots(fs, opts.limit, &mut d.truncated, progress);
+    let total = u64::try_from(inos.len()).unwrap_or(u64::MAX);
+    for (done, ino) in inos.into_iter().enumerate() {
+        if done % 256 == 0 {
+            progress(&DiffProgress {
+                stage: "comparing inodes, entries and xattrs",
+                done: u64::try_from(done).unwrap_or(0),
+                total,
+            });
+        }
+        owners.remove(&ino);
         let before = read_inode(fs, false, ino);
         let after = read_inode(fs, true, ino);
         let in_use = |i: &Option<Inode>| i.as_ref().is_some_and(|i| i.core.mode != 0);
@@ -282,18 +462,10 @@ pub fn diff<R: ReadAt>(fs: &mut Fs<R>, limit: usize) -> ReplayDiff {
             (true, false) => "freed",
             (true, true) => "changed",
         };
-        let fields = match (&before, &after) {
-            (Some(b), Some(a)) => core_fields(&b.core)
-                .into_iter()
-                .zip(core_fields(&a.core))
-                .filter(|(x, y)| x.1 != y.1)
-                .map(|((field, before), (_, after))| FieldChange {
-                    field,
-                    before,
-                    after,
-                })
-                .collect(),
-            _ => Vec::new(),
+        let fields = if opts.inode_fields {
+            field_changes(before.as_ref(), after.as_ref())
+        } else {
+            Vec::new()
         };
         let shown = if change == "freed" { &before } else { &after };
         let file_type = shown.as_ref().map_or("unknown", |i| i.file_type().name());
@@ -303,43 +475,7 @@ pub fn diff<R: ReadAt>(fs: &mut Fs<R>, limit: usize) -> ReplayDiff {
             file_type,
             fields,
         });
-        let is_dir = |i: &Option<Inode>| {
-            i.as_ref().is_some_and(|i| {
-                i.core.mode != 0 && i.file_type() == crate::xfs::inode::FileType::Dir
-            })
-        };
-        if is_dir(&before) || is_dir(&after) {
-            let eb = before
-                .as_ref()
-                .filter(|_| is_dir(&before))
-                .map(|i| entries(fs, false, i))
-                .unwrap_or_default();
-            let ea = after
-                .as_ref()
-                .filter(|_| is_dir(&after))
-                .map(|i| entries(fs, true, i))
-                .unwrap_or_default();
-            for (name, i) in &ea {
-                if eb.get(name) != Some(i) {
-                    d.entries.push(EntryChange {
-                        dir: ino,
-                        name: text(name),
-                        ino: *i,
-                        change: "added",
-                    });
-                }
-            }
-            for (name, i) in &eb {
-                if ea.get(name) != Some(i) {
-                    d.entries.push(EntryChange {
-                        dir: ino,
-                        name: text(name),
-                        ino: *i,
-                        change: "removed",
-                    });
-                }
-            }
-        }
+        entry_changes(fs, ino, before.as_ref(), after.as_ref(), &mut d, &mut raw);
         let xb = before
             .as_ref()
             .filter(|i| i.core.mode != 0)
@@ -375,6 +511,186 @@ pub fn diff<R: ReadAt>(fs: &mut Fs<R>, limit: usize) -> ReplayDiff {
             }
         }
     }
+    // Directories whose data blocks replay changed but whose inodes it
+    // left as they were.
+    if !d.truncated {
+        for ino in owners {
+            let before = read_inode(fs, false, ino);
+            let after = read_inode(fs, true, ino);
+            entry_changes(fs, ino, before.as_ref(), after.as_ref(), &mut d, &mut raw);
+        }
+    }
+    progress(&DiffProgress {
+        stage: "finding the paths added and removed",
+        done: 0,
+        total: u64::try_from(raw.len()).unwrap_or(u64::MAX),
+    });
+    let (paths, problems) = path_changes(fs, &raw);
+    d.paths = paths;
+    d.problems.extend(problems);
+    d.entries = raw
+        .into_iter()
+        .map(|e| EntryChange {
+            dir: e.dir,
+            name: text(&e.name),
+            ino: e.ino,
+            change: if e.added { "added" } else { "removed" },
+        })
+        .collect();
     fs.img.set_use_overlay(was);
     d
+}
+
+/// Directory paths on one side of the overlay, found by `..` up to the
+/// root and remembered.
+struct DirPaths {
+    replayed: bool,
+    paths: HashMap<u64, Option<Vec<u8>>>,
+    /// For each parent read: the name of each inode in it.
+    names: HashMap<u64, HashMap<u64, Vec<u8>>>,
+}
+
+impl DirPaths {
+    fn new(replayed: bool) -> Self {
+        DirPaths {
+            replayed,
+            paths: HashMap::new(),
+            names: HashMap::new(),
+        }
+    }
+
+    fn name_in<R: ReadAt>(&mut self, fs: &Fs<R>, parent: u64, child: u64) -> Option<Vec<u8>> {
+        let m = self.names.entry(parent).or_insert_with(|| {
+            let mut m = HashMap::new();
+            if let Ok(l) = fs.inode(Ino(parent)).and_then(|i| fs.read_dir(&i)) {
+                for e in l.entries {
+                    if e.name != b"." && e.name != b".." {
+                        m.entry(e.ino.0).or_insert(e.name);
+                    }
+                }
+            }
+            m
+        });
+        m.get(&child).cloned()
+    }
+
+    /// The path of directory `dir`, if it is reachable from the root.
+    fn path<R: ReadAt>(&mut self, fs: &mut Fs<R>, dir: u64) -> Option<Vec<u8>> {
+        fs.img.set_use_overlay(self.replayed);
+        let root = fs.sb.rootino;
+        // Up to a directory whose path is known: (dir, its parent).
+        let mut chain: Vec<(u64, u64)> = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cur = dir;
+        let mut base = loop {
+            if cur == root {
+                break Some(b"/".to_vec());
+            }
+            if let Some(p) = self.paths.get(&cur) {
+                break p.clone();
+            }
+            if chain.len() >= crate::xfs::tree::MAX_DEPTH || !seen.insert(cur) {
+                break None;
+            }
+            let parent = fs
+                .inode(Ino(cur))
+                .ok()
+                .filter(|i| is_dir(Some(i)))
+                .and_then(|i| fs.dir_lookup(&i, b"..").ok().flatten())
+                .map(|e| e.ino.0);
+            match parent {
+                Some(p) => {
+                    chain.push((cur, p));
+                    cur = p;
+                }
+                None => break None,
+            }
+        };
+        for (d, parent) in chain.into_iter().rev() {
+            base = match base {
+                Some(b) => self
+                    .name_in(fs, parent, d)
+                    .map(|n| crate::xfs::tree::child_path(&b, &n)),
+                None => None,
+            };
+            self.paths.insert(d, base.clone());
+        }
+        base
+    }
+}
+
+/// Whether `path` names something on the side the image reads now.
+fn exists<R: ReadAt>(fs: &Fs<R>, path: &[u8]) -> bool {
+    fs.lookup_path(path).is_ok()
+}
+
+/// The paths that exist on one side only, from the entries that changed:
+/// each changed entry's path and, for a directory, every path below it, on
+/// the side where the entry is; kept when the other side has no such path.
+fn path_changes<R: ReadAt>(fs: &mut Fs<R>, entries: &[RawEntry]) -> (Vec<PathChange>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut out: BTreeMap<(Vec<u8>, bool), u64> = BTreeMap::new();
+    for replayed in [true, false] {
+        let mut dirs = DirPaths::new(replayed);
+        let mut unreachable = BTreeSet::new();
+        // (path, inode) of each entry on this side.
+        let mut roots: Vec<(Vec<u8>, u64)> = Vec::new();
+        for e in entries.iter().filter(|e| e.added == replayed) {
+            match dirs.path(fs, e.dir) {
+                Some(p) => roots.push((crate::xfs::tree::child_path(&p, &e.name), e.ino)),
+                None => {
+                    unreachable.insert(e.dir);
+                }
+            }
+        }
+        for dir in unreachable {
+            problems.push(format!(
+                "directory inode {dir} is not reachable from the root {}: its entries have no path",
+                if replayed { "after replay" } else { "on disk" }
+            ));
+        }
+        roots.sort();
+        roots.dedup();
+        let mut walked: HashSet<Vec<u8>> = HashSet::new();
+        for (path, ino) in roots {
+            let under_walked = path
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c == b'/')
+                .any(|(i, _)| path.get(..i).is_some_and(|p| walked.contains(p)));
+            if under_walked {
+                continue;
+            }
+            fs.img.set_use_overlay(replayed);
+            let items: Vec<(Vec<u8>, u64)> = match fs.inode(Ino(ino)) {
+                Ok(i) => {
+                    let w = fs.walk(&path, &i);
+                    for e in w.errors.iter().take(16) {
+                        problems.push(format!("{}: {}", text(&e.path), e.error));
+                    }
+                    w.items.into_iter().map(|it| (it.path, it.ino.0)).collect()
+                }
+                Err(_) => vec![(path.clone(), ino)],
+            };
+            // The other side: does it have the entry's path at all?
+            fs.img.set_use_overlay(!replayed);
+            let root_there = exists(fs, &path);
+            for (p, i) in items {
+                if root_there && exists(fs, &p) {
+                    continue;
+                }
+                out.insert((p, replayed), i);
+            }
+            walked.insert(path);
+        }
+    }
+    let paths = out
+        .into_iter()
+        .map(|((p, replayed), ino)| PathChange {
+            path: text(&p),
+            ino,
+            change: if replayed { "added" } else { "removed" },
+        })
+        .collect();
+    (paths, problems)
 }

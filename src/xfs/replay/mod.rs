@@ -43,6 +43,7 @@ pub mod icreate;
 pub mod inode;
 pub mod intents;
 pub mod mount;
+pub mod notes;
 pub mod recover;
 pub mod unlinked;
 pub mod walk;
