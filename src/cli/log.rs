@@ -53,11 +53,14 @@ enum Msg {
 /// Gathers committed transactions into pieces for the JSON thread.
 struct PieceSink {
     tx: std::sync::mpsc::SyncSender<Msg>,
+    /// Pieces written, coming back to be freed here: memory freed by the
+    /// thread that allocated it does not contend for the allocator's lock.
+    back: std::sync::mpsc::Receiver<Vec<Transaction>>,
     piece: Vec<Transaction>,
 }
 
 /// Transactions per piece: a few hundred kilobytes of JSON.
-const PIECE: usize = 256;
+const PIECE: usize = 1024;
 
 impl TransactionSink for PieceSink {
     fn begin(&mut self, ht: &HeadTail) {
@@ -66,7 +69,15 @@ impl TransactionSink for PieceSink {
     fn transaction(&mut self, t: Transaction) {
         self.piece.push(t);
         if self.piece.len() >= PIECE {
-            let p = std::mem::replace(&mut self.piece, Vec::with_capacity(PIECE));
+            let mut next = Vec::new();
+            while let Ok(mut old) = self.back.try_recv() {
+                old.clear();
+                next = old;
+            }
+            if next.capacity() == 0 {
+                next.reserve(PIECE);
+            }
+            let p = std::mem::replace(&mut self.piece, next);
             // A closed queue: the JSON thread has stopped and says why.
             let _ = self.tx.send(Msg::Piece(p));
         }
@@ -78,6 +89,7 @@ impl TransactionSink for PieceSink {
 fn write_pieces<W: std::io::Write>(
     w: &mut W,
     rx: std::sync::mpsc::Receiver<Msg>,
+    back: std::sync::mpsc::SyncSender<Vec<Transaction>>,
     ctx: Option<&ItemContext>,
     stats: &mut LogStats,
 ) -> std::io::Result<bool> {
@@ -94,6 +106,9 @@ fn write_pieces<W: std::io::Write>(
             Msg::Piece(ts) => {
                 log::json::transactions_chunk(&mut buf, &ts, ctx, first, Some(&mut *stats))?;
                 first = false;
+                // Back to the reading thread to be freed (dropped here if
+                // the queue back is full).
+                let _ = back.try_send(ts);
                 if buf.len() >= 1 << 20 {
                     w.write_all(&buf)?;
                     buf.clear();
@@ -118,15 +133,17 @@ pub fn write_json_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send
     w: &mut W,
 ) -> Result<(), String> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(8);
+    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<Transaction>>(16);
     std::thread::scope(|s| {
         let writer = s.spawn(move || {
             // The transactions are counted here, off the reading thread.
             let mut stats = LogStats::default();
-            let r = write_pieces(&mut *w, rx, ctx.as_ref(), &mut stats);
+            let r = write_pieces(&mut *w, rx, back_tx, ctx.as_ref(), &mut stats);
             (w, r, stats)
         });
         let mut sink = PieceSink {
             tx,
+            back,
             piece: Vec::with_capacity(PIECE),
         };
         let d = log::decode_streaming(fs, opts, &mut sink);
