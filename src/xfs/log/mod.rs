@@ -590,24 +590,35 @@ pub fn decode_dev<R: ReadAt>(
     let head_tail = find::find_head_tail(dev)?;
     let mut out = trans::walk(dev, &head_tail, ctx)?;
     let (unfinished, orphans) = items::pair_intents(&mut out.transactions);
-    let stats = std::mem::take(&mut out.stats);
-    Ok(LogDecode {
-        location,
-        head_tail: out.head_tail,
-        records: out.records,
-        record_list: out.record_list,
-        records_crc_ok: out.records_crc_ok,
-        records_no_crc: out.records_no_crc,
-        crc_mismatches: out.crc_mismatches,
-        transactions: out.transactions,
-        incomplete: out.incomplete,
-        unfinished_intents: unfinished,
-        orphan_dones: orphans,
-        skipped_ops: out.skipped_ops,
-        unmount_records: out.unmount_records,
-        problems: out.problems,
-        stats,
-    })
+    Ok(LogDecode::of_walk(location, out, unfinished, orphans))
+}
+
+impl LogDecode {
+    /// The decode made of a walk's output and its intents' pairing.
+    fn of_walk(
+        location: LogLocation,
+        mut out: trans::WalkOutput,
+        unfinished_intents: Vec<items::IntentRef>,
+        orphan_dones: u64,
+    ) -> LogDecode {
+        LogDecode {
+            location,
+            head_tail: out.head_tail,
+            records: out.records,
+            record_list: out.record_list,
+            records_crc_ok: out.records_crc_ok,
+            records_no_crc: out.records_no_crc,
+            crc_mismatches: out.crc_mismatches,
+            transactions: std::mem::take(&mut out.transactions),
+            incomplete: out.incomplete,
+            unfinished_intents,
+            orphan_dones,
+            skipped_ops: out.skipped_ops,
+            unmount_records: out.unmount_records,
+            problems: out.problems,
+            stats: out.stats,
+        }
+    }
 }
 
 /// [`decode`], handing each committed transaction to `sink` as soon as
@@ -628,25 +639,8 @@ pub fn decode_streaming<R: ReadAt>(
     let dev = LogDev::of_fs(fs)?;
     let ctx = ItemContext::of(fs, opts);
     let head_tail = find::find_head_tail(&dev)?;
-    let (mut out, unfinished, orphans) = trans::walk_streaming(&dev, &head_tail, ctx, false, sink)?;
-    let stats = std::mem::take(&mut out.stats);
-    Ok(LogDecode {
-        location,
-        head_tail: out.head_tail,
-        records: out.records,
-        record_list: out.record_list,
-        records_crc_ok: out.records_crc_ok,
-        records_no_crc: out.records_no_crc,
-        crc_mismatches: out.crc_mismatches,
-        transactions: Vec::new(),
-        incomplete: out.incomplete,
-        unfinished_intents: unfinished,
-        orphan_dones: orphans,
-        skipped_ops: out.skipped_ops,
-        unmount_records: out.unmount_records,
-        problems: out.problems,
-        stats,
-    })
+    let (out, unfinished, orphans) = trans::walk_streaming(&dev, &head_tail, ctx, false, sink)?;
+    Ok(LogDecode::of_walk(location, out, unfinished, orphans))
 }
 
 /// A transaction as JSON: `tid`, `start_lsn`, `commit_lsn`, `type`,
