@@ -105,6 +105,8 @@ test('xattr values are shown on demand and symlink targets and devices match the
   const withX = listing.find((e) => Object.keys(e.xattrs_sha256).length > 0 && Object.keys(e.xattrs_sha256).length < 10);
   await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${withX.ino}`);
   const names = Object.keys(withX.xattrs_sha256).sort();
+  // The inode is read by the worker: wait for its attributes to arrive.
+  await expect(page.getByTestId('xattr')).toHaveCount(names.length);
   const shown = await page.getByTestId('xattr').evaluateAll((els) => els.map((e) => e.dataset.name));
   expect(shown.sort()).toEqual(names);
   await expect(page.getByTestId('xattr-value')).toHaveCount(0);
