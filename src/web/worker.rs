@@ -377,6 +377,26 @@ fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
     })
 }
 
+/// The rows `start..start + take` of the items `keep` keeps, and how many
+/// it keeps in all.
+fn filtered_page<T, R>(
+    items: &[T],
+    keep: impl Fn(&T) -> bool,
+    start: usize,
+    take: usize,
+    row: impl Fn(&T) -> R,
+) -> (usize, Vec<R>) {
+    let total = items.iter().filter(|x| keep(x)).count();
+    let rows = items
+        .iter()
+        .filter(|x| keep(x))
+        .skip(start)
+        .take(take)
+        .map(row)
+        .collect();
+    (total, rows)
+}
+
 /// A page of rows of what replay changed.
 fn replay_diff_rows(
     section: crate::web::protocol::DiffSection,
@@ -401,36 +421,27 @@ fn replay_diff_rows(
         let b = c.borrow();
         let (d, _, _) = b.as_ref()?;
         Some(match section {
-            DiffSection::Paths => {
-                let it = d.paths.iter().filter(|p| keep(p.change));
-                let total = it.clone().count();
-                let rows = it
-                    .skip(start_at)
-                    .take(take)
-                    .map(|p| row(p.change, p.ino, p.path.clone()))
-                    .collect::<Vec<_>>();
-                (total, rows)
-            }
-            DiffSection::Inodes => {
-                let it = d.inodes.iter().filter(|i| keep(i.change));
-                let total = it.clone().count();
-                let rows = it
-                    .skip(start_at)
-                    .take(take)
-                    .map(|i| row(i.change, i.ino, i.file_type.to_string()))
-                    .collect();
-                (total, rows)
-            }
-            DiffSection::Xattrs => {
-                let it = d.xattrs.iter().filter(|x| keep(x.change));
-                let total = it.clone().count();
-                let rows = it
-                    .skip(start_at)
-                    .take(take)
-                    .map(|x| row(x.change, x.ino, x.name.clone()))
-                    .collect();
-                (total, rows)
-            }
+            DiffSection::Paths => filtered_page(
+                &d.paths,
+                |p| keep(p.change),
+                start_at,
+                take,
+                |p| row(p.change, p.ino, p.path.clone()),
+            ),
+            DiffSection::Inodes => filtered_page(
+                &d.inodes,
+                |i| keep(i.change),
+                start_at,
+                take,
+                |i| row(i.change, i.ino, i.file_type.to_string()),
+            ),
+            DiffSection::Xattrs => filtered_page(
+                &d.xattrs,
+                |x| keep(x.change),
+                start_at,
+                take,
+                |x| row(x.change, x.ino, x.name.clone()),
+            ),
             DiffSection::Blocks => {
                 let total = d.blocks.len();
                 let rows = d
