@@ -8,22 +8,35 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Names of the fixtures that have a given oracle file (`NAME.<suffix>`).
+/// Names of the fixtures that have a given oracle file (`NAME.<suffix>`,
+/// or `NAME.<suffix>.zst` for the large ones).
 pub fn fixtures_with(suffix: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
         .unwrap()
         .filter_map(|e| {
             let n = e.ok()?.file_name().into_string().ok()?;
+            let n = n.strip_suffix(".zst").map_or(n.clone(), str::to_string);
             n.strip_suffix(&format!(".{suffix}")).map(str::to_string)
         })
         .collect();
     names.sort();
+    names.dedup();
     assert!(!names.is_empty(), "no fixtures with .{suffix}");
     names
 }
 
+/// An oracle file's text; a large one is committed zstd-compressed.
 pub fn oracle(name: &str, suffix: &str) -> String {
     let p = fixtures_dir().join(format!("{name}.{suffix}"));
+    let z = fixtures_dir().join(format!("{name}.{suffix}.zst"));
+    if !p.exists() && z.exists() {
+        let input = std::fs::File::open(&z).unwrap_or_else(|e| panic!("{}: {e}", z.display()));
+        let mut dec =
+            ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(input)).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut dec, &mut text).unwrap();
+        return text;
+    }
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

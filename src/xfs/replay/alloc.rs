@@ -124,7 +124,8 @@ fn space_to_height(limits: [u64; 2], leaf_blocks: u64) -> u32 {
     if leaf_blocks < 1 {
         return 0;
     }
-    let mut node_blocks = limits[1].max(2);
+    // The root may hold as few as two pointers.
+    let mut node_blocks = 2u64;
     let mut left = leaf_blocks.saturating_sub(1);
     let mut height = 1u32;
     while node_blocks < left && height < 64 {

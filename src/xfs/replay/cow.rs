@@ -63,26 +63,30 @@ pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -
 /// queues it: the refcount record (CUI), then the reverse mapping (RUI),
 /// then the blocks (EFI: the free list fixed first, no owner to unmap).
 fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
-    // 1. The refcount record.
     match s.find(Tree::Refc, key_refc(agbno | COW_FLAG))? {
-        Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {
-            s.delete(Tree::Refc, key_refc(agbno | COW_FLAG))?
-        }
+        Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {}
         _ => return refuse("the CoW refcount record changed".into()),
     }
-    // 2. The reverse mapping.
+    // The kernel defers three items, finished in this order, each
+    // followed by the free-list blocks its fix-up took off:
+    // 1. the reverse mapping (xfs_rmap_finish_one fixes the free list
+    //    before it changes the rmapbt);
     if s.feat.rmapbt {
         match s.find(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))? {
-            Some(r) if be32(&r, 4) == Some(len) => {
-                s.rmap_unmap(agbno, len, false, RmapOwner::special(OWN_COW))?
-            }
+            Some(r) if be32(&r, 4) == Some(len) => {}
             Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
             None => return refuse("no CoW reverse mapping for the extent".into()),
         }
+        s.fix_freelist(true)?;
+        s.rmap_unmap(agbno, len, false, RmapOwner::special(OWN_COW))?;
+        s.finish_deferred()?;
     }
-    // 3. Free the blocks.
-    s.fix_freelist(true)?;
-    s.free_ag_extent(agbno, len, None)?;
+    // 2. the refcount record;
+    s.delete(Tree::Refc, key_refc(agbno | COW_FLAG))?;
+    s.finish_deferred()?;
+    // 3. the blocks (__xfs_free_extent: free list fixed, blocks freed and
+    //    busy, so that later free-list refills pass over them).
+    s.free_extent(agbno, len, None)?;
     s.finish_deferred()
 }
 

@@ -1113,17 +1113,6 @@ impl Work {
     }
 }
 
-/// `xfs_btree_compute_maxlevels`.
-fn compute_maxlevels(minrecs: [u64; 2], records: u64) -> u32 {
-    let mut blocks = records.div_ceil(minrecs[0].max(1));
-    let mut level = 1u32;
-    while blocks > 1 && level < 64 {
-        blocks = blocks.div_ceil(minrecs[1].max(1));
-        level = level.saturating_add(1);
-    }
-    level
-}
-
 /// The AG stores the work changes, with a snapshot over all of them.
 pub struct Engine<'a, R: ReadAt> {
     pub fs: &'a Fs<R>,
@@ -1189,49 +1178,14 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         }
     }
 
-    /// `xfs_alloc_min_freelist`.
-    fn min_freelist(&self, s: &AgStore<'_, R>) -> u32 {
-        let fs = self.fs;
-        let hdr: u64 = if fs.geo.v5 { 56 } else { 16 };
-        let room = u64::from(fs.geo.blocksize).saturating_sub(hdr);
-        let alloc_mnr = [room / 8 / 2, room / 12 / 2];
-        let alloc_max =
-            compute_maxlevels(alloc_mnr, u64::from(fs.geo.agblocks).saturating_add(1) / 2);
-        let rmap_mnr = [room / 24 / 2, room / 44 / 2];
-        let rmap_max = compute_maxlevels(rmap_mnr, u64::from(fs.geo.agblocks));
-        let part = |level: u32, max: u32| {
-            level
-                .saturating_add(1)
-                .min(max)
-                .saturating_mul(2)
-                .saturating_sub(2)
-        };
-        let mut need =
-            part(s.agf_u32(28), alloc_max).saturating_add(part(s.agf_u32(32), alloc_max));
-        if self.rmapbt {
-            need = need.saturating_add(part(s.agf_u32(36), rmap_max));
-        }
-        need
-    }
-
     /// `xfs_alloc_fix_freelist` while freeing: the free list shrunk to what
     /// it needs (the blocks taken off are returned, to be freed next), or
     /// refilled from the by-size tree (the blocks mapped to owner AG).
     fn fix_freelist(&mut self, agno: u32) -> EditResult<Vec<Work>> {
         let rmapbt = self.rmapbt;
-        let need = {
-            let s = self.store(agno)?;
-            let s: &AgStore<'_, R> = s;
-            // Borrow dance: min_freelist reads only the AGF.
-            (s.agf_u32(28), s.agf_u32(32), s.agf_u32(36))
-        };
-        let need = {
-            let s = self.stores.get(&agno);
-            match s {
-                Some(s) => self.min_freelist(s),
-                None => return refuse(format!("AG {agno}: store vanished ({need:?})")),
-            }
-        };
+        // One computation of the need for both editors (reflink changes
+        // the rmapbt's maximum height).
+        let need = self.store(agno)?.min_freelist();
         let s = self.store(agno)?;
         let mut out = Vec::new();
         while s.agf_u32(48) > need {

@@ -33,6 +33,7 @@
 
 pub mod agedit;
 pub mod alloc;
+pub mod bmapedit;
 pub mod buf;
 pub mod cancel;
 pub mod cow;

@@ -11,13 +11,15 @@
 //!
 //! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
 //! map_shared, unmap_shared, convert; CUI increase, decrease, alloc_cow,
-//! free_cow. Not done: BUI (it edits an inode's fork), ATTRI, XMI, RUI
-//! convert_shared, realtime intents.
+//! free_cow; BUI map and unmap where the fork keeps its shape
+//! (`bmapedit.rs`). Not done: ATTRI, XMI, RUI convert_shared, realtime
+//! intents.
 //!
 //! All or nothing: if any piece cannot be done (one of those, or a change
 //! the btree editor refuses), nothing is applied and every intent is
 //! reported as not finished, with the reason.
 
+use super::bmapedit::ForkEditor;
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
 use crate::xfs::error::Result;
@@ -143,6 +145,9 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                 });
             }
         }
+        (Some(ItemBody::MapIntent(_)), XFS_LI_BUI) => {
+            // Done by the fork editor, in finish_all.
+        }
         _ => {
             return unsupported(format!(
                 "{} intents are not finished by this tool",
@@ -157,12 +162,29 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
 pub fn finish_all<R: ReadAt>(
     fs: &Fs<R>,
     engine: &mut Engine<'_, R>,
+    forks: &mut ForkEditor<'_, R>,
     intents: &[Unfinished],
 ) -> std::result::Result<(), EditError> {
-    let mut captures: Vec<Vec<Work>> = Vec::new();
+    let mut captures: Vec<(Vec<Work>, Vec<u64>)> = Vec::new();
     for u in intents {
+        let mut held = Vec::new();
         let work = work_of(fs, u)?;
         let mut captured = Vec::new();
+        if let (Some(ItemBody::MapIntent(m)), XFS_LI_BUI) = (&u.body, u.kind.0) {
+            // The kernel logs one extent per BUI; each is finished in
+            // turn, its reverse mapping deferred.
+            for x in m.extents.iter() {
+                let more = forks.finish(x).map_err(|e| match e {
+                    EditError::Unsupported(why) => EditError::Unsupported(Unsupported(format!(
+                        "BUI intent {:#x}: {} inode {} offset {} length {}: {}",
+                        u.id, x.op, x.owner, x.startoff, x.len, why.0
+                    ))),
+                    other => other,
+                })?;
+                captured.extend(more);
+                held.push(x.owner);
+            }
+        }
         for w in &work {
             let more = engine.finish(w).map_err(|e| match e {
                 EditError::Unsupported(x) => EditError::Unsupported(Unsupported(format!(
@@ -176,10 +198,17 @@ pub fn finish_all<R: ReadAt>(
             })?;
             captured.extend(more);
         }
-        captures.push(captured);
+        captures.push((captured, held));
     }
-    for c in captures {
+    for (c, held) in captures {
+        // The inodes a capture holds are logged again at each roll of its
+        // deferred work (xfs_defer_save_resources): one change count each.
+        let before = engine.dfps;
         engine.run(c)?;
+        let rolls = engine.dfps.saturating_sub(before);
+        for ino in held {
+            forks.bump_change_count(ino, rolls)?;
+        }
     }
     Ok(())
 }
@@ -196,21 +225,34 @@ pub fn recover<R: ReadAt>(
     if intents.is_empty() {
         return Ok(rep);
     }
-    let changes = {
+    let (changes, fork_changes) = {
         let mut engine = Engine::new(fs, ov);
-        match finish_all(fs, &mut engine, intents) {
+        let mut forks = ForkEditor::new(fs, ov);
+        match finish_all(fs, &mut engine, &mut forks, intents) {
             Ok(()) => {
                 rep.finished = intents.iter().map(|u| u.id).collect();
-                rep.work_items = engine.done;
-                engine.changed()?
+                rep.work_items = engine.done.saturating_add(forks.done);
+                let fc = match forks.into_changes(lsn.raw()) {
+                    Ok(c) => c,
+                    Err(EditError::Read(e)) => return Err(e),
+                    Err(EditError::Unsupported(u)) => {
+                        rep.finished.clear();
+                        rep.not_finished = Some(u.0);
+                        return Ok(rep);
+                    }
+                };
+                (engine.changed()?, fc)
             }
             Err(EditError::Read(e)) => return Err(e),
             Err(EditError::Unsupported(u)) => {
                 rep.not_finished = Some(u.0);
-                Vec::new()
+                (Vec::new(), Vec::new())
             }
         }
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
+    for (daddr, data) in fork_changes {
+        ov.put(daddr, &data);
+    }
     Ok(rep)
 }

@@ -1,0 +1,937 @@
+//! Bmap-update intents (BUI) finished as the kernel finishes them at mount
+//! (`xfs_bmap_recover_work` -> `xfs_bmap_finish_one`):
+//!
+//! ```text
+//!  map    xfs_bmapi_remap: the mapping goes into a hole of the fork
+//!         (xfs_bmap_add_extent_hole_real: merged with the extent on its
+//!         left and/or right when they are contiguous in the file and on
+//!         disk, of the same state, and the result fits an extent record),
+//!         di_nblocks += length; the reverse mapping is added as deferred
+//!         work (map_shared for a reflinked inode's data fork)
+//!  unmap  __xfs_bunmapi with REMAP: the range leaves the fork, last extent
+//!         first (an extent is trimmed, split or removed), di_nblocks -=
+//!         what left; each piece's reverse mapping is removed as deferred
+//!         work; the blocks are not freed (their owner in the remap does)
+//! ```
+//!
+//! The fork is edited where it lives: the record list in the inode for
+//! the extents format; for a bmbt, the leaf that holds the record (the
+//! keys above it follow a new first record). Refused, with the reason:
+//! a change that would convert the fork (extents to a bmbt or back), split
+//! or join bmbt blocks, unmap from a bmbt, or a mapping that is not into
+//! a hole.
+//!
+//! Changed inodes and bmbt blocks are kept here, not in the overlay, until
+//! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
+//! the recovery, CRCs recomputed).
+
+use super::agedit::{EditError, EditResult, Unsupported};
+use super::defer::{Rmap, Work};
+use super::{put_be16, put_be32, put_be64, put_crc};
+use crate::xfs::format::log::*;
+use crate::xfs::fs::{be16, be32, be64, Fs};
+use crate::xfs::image::Overlay;
+use crate::xfs::log::items::MapExtent;
+use crate::xfs::read::ReadAt;
+use crate::xfs::types::{FsBlock, Ino};
+use std::collections::BTreeMap;
+
+/// The largest extent record length (21 bits).
+const MAXEXTLEN: u64 = (1 << 21) - 1;
+const BMAP_MAGIC: u32 = 0x424d_4150;
+const BMAP_CRC_MAGIC: u32 = 0x424d_4133;
+const DIFLAG2_REFLINK: u64 = 1 << 1;
+const DIFLAG2_NREXT64: u64 = 1 << 4;
+const FMT_EXTENTS: u8 = 2;
+const FMT_BTREE: u8 = 3;
+const MAX_LEVELS: u16 = 9;
+
+fn refuse<T>(m: String) -> EditResult<T> {
+    Err(EditError::Unsupported(Unsupported(m)))
+}
+
+/// One extent record (`xfs_bmbt_irec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rec {
+    off: u64,
+    start: u64,
+    len: u64,
+    unwritten: bool,
+}
+
+impl Rec {
+    fn parse(b: &[u8], at: usize) -> Rec {
+        let l0 = be64(b, at).unwrap_or(0);
+        let l1 = be64(b, at.saturating_add(8)).unwrap_or(0);
+        Rec {
+            off: (l0 >> 9) & ((1 << 54) - 1),
+            start: ((l0 & 0x1ff) << 43) | (l1 >> 21),
+            len: l1 & MAXEXTLEN,
+            unwritten: l0 >> 63 != 0,
+        }
+    }
+    fn put(&self, b: &mut [u8], at: usize) {
+        let l0 = (u64::from(self.unwritten) << 63)
+            | ((self.off & ((1 << 54) - 1)) << 9)
+            | ((self.start >> 43) & 0x1ff);
+        let l1 = ((self.start & ((1 << 43) - 1)) << 21) | (self.len & MAXEXTLEN);
+        put_be64(b, at, l0);
+        put_be64(b, at.saturating_add(8), l1);
+    }
+    fn end(&self) -> u64 {
+        self.off.saturating_add(self.len)
+    }
+}
+
+/// Where an inode's fork lies and what it holds.
+struct ForkAt {
+    /// Byte offset of the inode in the image.
+    ioff: u64,
+    bytes: Vec<u8>,
+    fork_off: usize,
+    fork_len: usize,
+    format: u8,
+    nextents: u64,
+    attr: bool,
+    reflink: bool,
+}
+
+impl ForkAt {
+    fn nextents_set(&mut self, n: u64) -> EditResult<()> {
+        let flags2 = self.flags2();
+        if self.attr {
+            if flags2 & DIFLAG2_NREXT64 != 0 {
+                put_be32(&mut self.bytes, 76, u32::try_from(n).unwrap_or(u32::MAX));
+            } else {
+                let Ok(v) = u16::try_from(n) else {
+                    return refuse(format!("{n} attr fork extents overflow the counter"));
+                };
+                put_be16(&mut self.bytes, 80, v);
+            }
+        } else if flags2 & DIFLAG2_NREXT64 != 0 {
+            put_be64(&mut self.bytes, 24, n);
+        } else {
+            let Ok(v) = u32::try_from(n) else {
+                return refuse(format!("{n} data fork extents overflow the counter"));
+            };
+            put_be32(&mut self.bytes, 76, v);
+        }
+        self.nextents = n;
+        Ok(())
+    }
+    fn flags2(&self) -> u64 {
+        if self.bytes.get(4) == Some(&3) {
+            be64(&self.bytes, 120).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+    /// Extent records that fit in the fork (`XFS_IFORK_MAXEXT`).
+    fn maxext(&self) -> u64 {
+        u64::try_from(self.fork_len / 16).unwrap_or(0)
+    }
+}
+
+/// One level of a path down a bmbt: the block (None: the root in the
+/// inode) and the index taken in it.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    block: Option<u64>,
+    idx: usize,
+}
+
+/// Edits inode forks for the intents being finished.
+pub struct ForkEditor<'a, R: ReadAt> {
+    fs: &'a Fs<R>,
+    base: &'a Overlay,
+    /// Inodes changed: byte offset -> the whole inode.
+    inodes: BTreeMap<u64, Vec<u8>>,
+    /// bmbt blocks changed: byte offset -> the whole block.
+    blocks: BTreeMap<u64, Vec<u8>>,
+    /// Intents' extents finished.
+    pub done: u64,
+}
+
+impl<'a, R: ReadAt> ForkEditor<'a, R> {
+    pub fn new(fs: &'a Fs<R>, base: &'a Overlay) -> Self {
+        ForkEditor {
+            fs,
+            base,
+            inodes: BTreeMap::new(),
+            blocks: BTreeMap::new(),
+            done: 0,
+        }
+    }
+
+    fn read(&self, what: &'static str, off: u64, len: usize) -> EditResult<Vec<u8>> {
+        if let Some(b) = self.inodes.get(&off).or_else(|| self.blocks.get(&off)) {
+            if b.len() == len {
+                return Ok(b.clone());
+            }
+        }
+        let len64 = u64::try_from(len).unwrap_or(u64::MAX);
+        let mut b = self.fs.img.read_disk(what, off, len64)?;
+        self.base.apply_to(off, &mut b);
+        Ok(b)
+    }
+
+    fn fork(&self, ino: u64, attr: bool) -> EditResult<ForkAt> {
+        let g = &self.fs.geo;
+        let ioff = self.fs.inode_offset(Ino(ino))?;
+        let isize = usize::from(g.inodesize);
+        let bytes = self.read("inode", ioff, isize)?;
+        if be16(&bytes, 0) != Some(0x494e) {
+            return refuse(format!("inode {ino} has no inode magic"));
+        }
+        let version = bytes.get(4).copied().unwrap_or(0);
+        let core = if version == 3 { 176 } else { 100 };
+        if g.v5 && (version != 3 || be64(&bytes, 152) != Some(ino)) {
+            return refuse(format!("inode {ino} is not the v3 inode numbered {ino}"));
+        }
+        let forkoff = usize::from(bytes.get(82).copied().unwrap_or(0)).saturating_mul(8);
+        let literal = isize.saturating_sub(core);
+        if forkoff > literal {
+            return refuse(format!(
+                "inode {ino}: fork offset {forkoff} beyond the inode"
+            ));
+        }
+        let flags2 = if version == 3 {
+            be64(&bytes, 120).unwrap_or(0)
+        } else {
+            0
+        };
+        let nrext64 = flags2 & DIFLAG2_NREXT64 != 0;
+        let (fork_off, fork_len, format, nextents) = if attr {
+            if forkoff == 0 {
+                return refuse(format!("inode {ino} has no attr fork"));
+            }
+            let n = if nrext64 {
+                u64::from(be32(&bytes, 76).unwrap_or(0))
+            } else {
+                u64::from(be16(&bytes, 80).unwrap_or(0))
+            };
+            (
+                core.saturating_add(forkoff),
+                literal.saturating_sub(forkoff),
+                bytes.get(83).copied().unwrap_or(0),
+                n,
+            )
+        } else {
+            let n = if nrext64 {
+                be64(&bytes, 24).unwrap_or(0)
+            } else {
+                u64::from(be32(&bytes, 76).unwrap_or(0))
+            };
+            (
+                core,
+                if forkoff == 0 { literal } else { forkoff },
+                bytes.get(5).copied().unwrap_or(0),
+                n,
+            )
+        };
+        Ok(ForkAt {
+            ioff,
+            bytes,
+            fork_off,
+            fork_len,
+            format,
+            nextents,
+            attr,
+            reflink: flags2 & DIFLAG2_REFLINK != 0,
+        })
+    }
+
+    /// Finish one extent of a BUI; returns the reverse-mapping work it
+    /// defers.
+    pub fn finish(&mut self, x: &MapExtent) -> EditResult<Vec<Work>> {
+        let attr = x.flags & XFS_BMAP_EXTENT_ATTR_FORK != 0;
+        let unwritten = x.flags & XFS_BMAP_EXTENT_UNWRITTEN != 0;
+        if x.flags & XFS_BMAP_EXTENT_REALTIME != 0 {
+            return refuse("a realtime bmap update is not done by this tool".into());
+        }
+        let len = u64::from(x.len);
+        if len == 0 || len > MAXEXTLEN {
+            return refuse(format!("bmap update of {len} blocks"));
+        }
+        let g = &self.fs.geo;
+        let (agno, agbno) = g.split_fsb(FsBlock(x.startblock));
+        let end_ok = agbno.0.checked_add(x.len).is_some_and(|e| e <= g.agblocks);
+        if g.fsb_to_daddr(FsBlock(x.startblock)).is_none() || !end_ok {
+            return refuse(format!(
+                "bmap update: fsblock {} + {len} is outside the filesystem",
+                x.startblock
+            ));
+        }
+        let mut f = self.fork(x.owner, attr)?;
+        let rmap = |off: u64, start: u32, n: u32| Rmap {
+            start,
+            len: n,
+            owner: x.owner,
+            offset: off,
+            attr,
+            bmbt: false,
+            unwritten,
+        };
+        let shared = f.reflink && !attr;
+        let out = match x.flags & 0xff {
+            1 => {
+                let new = Rec {
+                    off: x.startoff,
+                    start: x.startblock,
+                    len,
+                    unwritten,
+                };
+                self.map(&mut f, new)?;
+                let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(len);
+                put_be64(&mut f.bytes, 64, nb);
+                vec![Work::RmapMap {
+                    agno: agno.0,
+                    m: rmap(x.startoff, agbno.0, x.len),
+                    shared,
+                }]
+            }
+            2 => {
+                let pieces = self.unmap(&mut f, x.startoff, len)?;
+                let gone: u64 = pieces.iter().fold(0, |a, p| a.saturating_add(p.len));
+                let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(gone);
+                put_be64(&mut f.bytes, 64, nb);
+                let mut w = Vec::new();
+                for p in pieces {
+                    let (pa, pb) = g.split_fsb(FsBlock(p.start));
+                    w.push(Work::RmapUnmap {
+                        agno: pa.0,
+                        m: Rmap {
+                            unwritten: p.unwritten,
+                            ..rmap(p.off, pb.0, u32::try_from(p.len).unwrap_or(u32::MAX))
+                        },
+                        shared,
+                    });
+                }
+                w
+            }
+            t => return refuse(format!("bmap update type {t}")),
+        };
+        // The recovery transaction logs the inode core: one change count.
+        if f.bytes.get(4) == Some(&3) {
+            let cc = be64(&f.bytes, 104).unwrap_or(0).wrapping_add(1);
+            put_be64(&mut f.bytes, 104, cc);
+        }
+        self.inodes.insert(f.ioff, f.bytes);
+        self.done = self.done.saturating_add(1);
+        Ok(out)
+    }
+
+    /// Add `n` to the change count of an inode this editor changed.
+    pub fn bump_change_count(&mut self, ino: u64, n: u64) -> EditResult<()> {
+        let off = self.fs.inode_offset(Ino(ino))?;
+        if let Some(b) = self.inodes.get_mut(&off) {
+            if b.get(4) == Some(&3) {
+                let cc = be64(b, 104).unwrap_or(0).wrapping_add(n);
+                put_be64(b, 104, cc);
+            }
+        }
+        Ok(())
+    }
+
+    /// xfs_bmap_add_extent_hole_real.
+    fn map(&mut self, f: &mut ForkAt, new: Rec) -> EditResult<()> {
+        match f.format {
+            FMT_EXTENTS => {
+                let mut recs = self.list(f)?;
+                let i = recs.partition_point(|r| r.off < new.off);
+                let left = i.checked_sub(1).and_then(|j| recs.get(j)).copied();
+                let right = recs.get(i).copied();
+                hole_check(left, right, new)?;
+                let (lc, rc) = contiguity(left, right, new);
+                match (lc, rc, left, right) {
+                    (true, true, Some(l), Some(r)) => {
+                        if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
+                            x.len = l.len.saturating_add(new.len).saturating_add(r.len);
+                        }
+                        recs.remove(i);
+                    }
+                    (true, false, Some(l), _) => {
+                        if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
+                            x.len = l.len.saturating_add(new.len);
+                        }
+                    }
+                    (false, true, _, Some(r)) => {
+                        if let Some(x) = recs.get_mut(i) {
+                            *x = Rec {
+                                off: new.off,
+                                start: new.start,
+                                len: new.len.saturating_add(r.len),
+                                unwritten: r.unwritten,
+                            };
+                        }
+                    }
+                    _ => recs.insert(i, new),
+                }
+                self.put_list(f, &recs)
+            }
+            FMT_BTREE => self.map_btree(f, new),
+            fmt => refuse(format!("a mapping into a fork of format {fmt}")),
+        }
+    }
+
+    /// The record list of an extents-format fork.
+    fn list(&self, f: &ForkAt) -> EditResult<Vec<Rec>> {
+        if f.nextents > f.maxext() {
+            return refuse(format!(
+                "{} extents do not fit the fork ({} bytes)",
+                f.nextents, f.fork_len
+            ));
+        }
+        let n = usize::try_from(f.nextents).unwrap_or(0);
+        let recs: Vec<Rec> = (0..n)
+            .map(|i| Rec::parse(&f.bytes, f.fork_off.saturating_add(i.saturating_mul(16))))
+            .collect();
+        if recs
+            .windows(2)
+            .any(|w| matches!(w, [a, b] if a.end() > b.off))
+        {
+            return refuse("the fork's extents overlap or are out of order".into());
+        }
+        Ok(recs)
+    }
+
+    fn put_list(&self, f: &mut ForkAt, recs: &[Rec]) -> EditResult<()> {
+        let n = u64::try_from(recs.len()).unwrap_or(u64::MAX);
+        if n > f.maxext() {
+            return refuse(format!(
+                "{n} extents no longer fit the inode: the kernel converts the fork to a bmbt, which this tool does not"
+            ));
+        }
+        for (i, r) in recs.iter().enumerate() {
+            r.put(
+                &mut f.bytes,
+                f.fork_off.saturating_add(i.saturating_mul(16)),
+            );
+        }
+        f.nextents_set(n)
+    }
+
+    fn bmbt_geometry(&self, f: &ForkAt) -> (usize, usize, usize) {
+        let hdr = if self.fs.geo.v5 { 72 } else { 24 };
+        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+        let root_max = f.fork_len.saturating_sub(4) / 16;
+        (hdr, bs.saturating_sub(hdr) / 16, root_max)
+    }
+
+    fn block_off(&self, fsb: u64) -> EditResult<u64> {
+        match self
+            .fs
+            .geo
+            .fsb_to_daddr(FsBlock(fsb))
+            .and_then(|d| d.byte_offset())
+        {
+            Some(o) => Ok(o),
+            None => refuse(format!("bmbt block {fsb} is outside the filesystem")),
+        }
+    }
+
+    /// Walk from the root to the leaf whose range holds `key`; the path
+    /// ends with the leaf's step (idx unset there).
+    fn descend(&self, f: &ForkAt, ino: u64, key: u64) -> EditResult<Vec<Step>> {
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+        let root = f.fork_off;
+        let level = be16(&f.bytes, root).unwrap_or(0);
+        let n = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
+        if level == 0 || level > MAX_LEVELS || n == 0 || n > root_max {
+            return refuse(format!(
+                "inode {ino}: bmbt root with level {level} and {n} records"
+            ));
+        }
+        let pick = |b: &[u8], keys: usize, n: usize| -> usize {
+            let mut i = 0;
+            for j in 0..n {
+                if be64(b, keys.saturating_add(j.saturating_mul(8))).unwrap_or(u64::MAX) <= key {
+                    i = j;
+                }
+            }
+            i
+        };
+        let i = pick(&f.bytes, root.saturating_add(4), n);
+        let mut ptr = be64(
+            &f.bytes,
+            root.saturating_add(4)
+                .saturating_add(root_max.saturating_mul(8))
+                .saturating_add(i.saturating_mul(8)),
+        )
+        .unwrap_or(0);
+        let mut path = vec![Step {
+            block: None,
+            idx: i,
+        }];
+        let mut want = level;
+        while want > 0 {
+            want = want.saturating_sub(1);
+            let off = self.block_off(ptr)?;
+            let b = self.read("bmbt block", off, bs)?;
+            let magic = be32(&b, 0).unwrap_or(0);
+            let ok_magic = if self.fs.geo.v5 {
+                magic == BMAP_CRC_MAGIC
+            } else {
+                magic == BMAP_MAGIC
+            };
+            let lvl = be16(&b, 4).unwrap_or(u16::MAX);
+            let nr = usize::from(be16(&b, 6).unwrap_or(0));
+            if !ok_magic || lvl != want || nr == 0 || nr > maxrecs {
+                return refuse(format!(
+                    "inode {ino}: bmbt block {ptr}: magic {magic:#x} level {lvl} records {nr}"
+                ));
+            }
+            if self.fs.geo.v5 && be64(&b, 56) != Some(ino) {
+                return refuse(format!("inode {ino}: bmbt block {ptr} has another owner"));
+            }
+            if path.len() > usize::from(MAX_LEVELS) {
+                return refuse(format!("inode {ino}: bmbt deeper than {MAX_LEVELS}"));
+            }
+            if want == 0 {
+                path.push(Step {
+                    block: Some(off),
+                    idx: 0,
+                });
+                break;
+            }
+            let i = pick(&b, hdr, nr);
+            path.push(Step {
+                block: Some(off),
+                idx: i,
+            });
+            ptr = be64(
+                &b,
+                hdr.saturating_add(maxrecs.saturating_mul(8))
+                    .saturating_add(i.saturating_mul(8)),
+            )
+            .unwrap_or(0);
+        }
+        Ok(path)
+    }
+
+    /// The leaf at the end of `path`, its records.
+    fn leaf(&self, path: &[Step]) -> EditResult<(u64, Vec<u8>, Vec<Rec>)> {
+        let (hdr, bs): (usize, usize) = (
+            if self.fs.geo.v5 { 72 } else { 24 },
+            usize::try_from(self.fs.geo.blocksize).unwrap_or(0),
+        );
+        let Some(off) = path.last().and_then(|s| s.block) else {
+            return refuse("bmbt path without a leaf".into());
+        };
+        let b = self.read("bmbt block", off, bs)?;
+        let n = usize::from(be16(&b, 6).unwrap_or(0));
+        let recs = (0..n)
+            .map(|i| Rec::parse(&b, hdr.saturating_add(i.saturating_mul(16))))
+            .collect();
+        Ok((off, b, recs))
+    }
+
+    /// The record before or after a leaf, through its sibling pointer.
+    fn sibling_rec(&self, leaf: &[u8], right: bool) -> EditResult<Option<Rec>> {
+        let (hdr, bs): (usize, usize) = (
+            if self.fs.geo.v5 { 72 } else { 24 },
+            usize::try_from(self.fs.geo.blocksize).unwrap_or(0),
+        );
+        let sib = be64(leaf, if right { 16 } else { 8 }).unwrap_or(u64::MAX);
+        if sib == u64::MAX {
+            return Ok(None);
+        }
+        let off = self.block_off(sib)?;
+        let b = self.read("bmbt block", off, bs)?;
+        let n = usize::from(be16(&b, 6).unwrap_or(0));
+        if n == 0 {
+            return refuse(format!("bmbt leaf {sib} is empty"));
+        }
+        let i = if right { 0 } else { n.saturating_sub(1) };
+        Ok(Some(Rec::parse(
+            &b,
+            hdr.saturating_add(i.saturating_mul(16)),
+        )))
+    }
+
+    /// Write a leaf's records back (count and records), and the keys above
+    /// it when its first record's offset changed.
+    fn put_leaf(
+        &mut self,
+        f: &mut ForkAt,
+        path: &[Step],
+        off: u64,
+        mut b: Vec<u8>,
+        recs: &[Rec],
+    ) -> EditResult<()> {
+        let (hdr, maxrecs, _) = self.bmbt_geometry(f);
+        if recs.len() > maxrecs {
+            return refuse(
+                "the bmbt leaf is full: the kernel splits it, which this tool does not".into(),
+            );
+        }
+        if recs.is_empty() {
+            return refuse("the bmbt leaf would be empty".into());
+        }
+        let old_first = Rec::parse(&b, hdr).off;
+        let old_n = usize::from(be16(&b, 6).unwrap_or(0));
+        let siblings = be64(&b, 8) != Some(u64::MAX) || be64(&b, 16) != Some(u64::MAX);
+        if recs.len() < old_n && recs.len() < maxrecs / 2 && siblings {
+            return refuse(
+                "the bmbt leaf falls below half full: the kernel joins or rebalances it, which this tool does not"
+                    .into(),
+            );
+        }
+        put_be16(&mut b, 6, u16::try_from(recs.len()).unwrap_or(u16::MAX));
+        for (i, r) in recs.iter().enumerate() {
+            r.put(&mut b, hdr.saturating_add(i.saturating_mul(16)));
+        }
+        // What lay past the records stays as it was, as in the kernel.
+        self.blocks.insert(off, b);
+        let first = recs.first().map_or(old_first, |r| r.off);
+        if first != old_first {
+            // Update the key for this block in each parent while the
+            // block is its parent's first child.
+            let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+            for lvl in (0..path.len().saturating_sub(1)).rev() {
+                let Some(step) = path.get(lvl).copied() else {
+                    break;
+                };
+                match step.block {
+                    None => {
+                        let at = f
+                            .fork_off
+                            .saturating_add(4)
+                            .saturating_add(step.idx.saturating_mul(8));
+                        put_be64(&mut f.bytes, at, first);
+                    }
+                    Some(boff) => {
+                        let mut nb = self.read("bmbt block", boff, bs)?;
+                        put_be64(
+                            &mut nb,
+                            hdr.saturating_add(step.idx.saturating_mul(8)),
+                            first,
+                        );
+                        self.blocks.insert(boff, nb);
+                    }
+                }
+                if step.idx != 0 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn map_btree(&mut self, f: &mut ForkAt, new: Rec) -> EditResult<()> {
+        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let path = self.descend(f, ino, new.off)?;
+        let (off, b, mut recs) = self.leaf(&path)?;
+        let i = recs.partition_point(|r| r.off < new.off);
+        let left = match i.checked_sub(1) {
+            Some(j) => recs.get(j).copied(),
+            None => self.sibling_rec(&b, false)?,
+        };
+        let right = match recs.get(i) {
+            Some(r) => Some(*r),
+            None => self.sibling_rec(&b, true)?,
+        };
+        hole_check(left, right, new)?;
+        let (lc, rc) = contiguity(left, right, new);
+        let in_leaf_left = i > 0;
+        let in_leaf_right = i < recs.len();
+        let n = f.nextents;
+        match (lc, rc, left, right) {
+            (true, true, Some(l), Some(r)) if in_leaf_left && in_leaf_right => {
+                if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
+                    x.len = l.len.saturating_add(new.len).saturating_add(r.len);
+                }
+                recs.remove(i);
+                f.nextents_set(n.saturating_sub(1))?;
+            }
+            (true, false, Some(l), _) if in_leaf_left => {
+                if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
+                    x.len = l.len.saturating_add(new.len);
+                }
+            }
+            (false, true, _, Some(r)) if in_leaf_right => {
+                if let Some(x) = recs.get_mut(i) {
+                    *x = Rec {
+                        off: new.off,
+                        start: new.start,
+                        len: new.len.saturating_add(r.len),
+                        unwritten: r.unwritten,
+                    };
+                }
+            }
+            (false, false, _, _) => {
+                let mut i = i;
+                let (_, maxrecs, _) = self.bmbt_geometry(f);
+                if recs.len() >= maxrecs {
+                    i = self.make_room(f, ino, &b, &mut recs, i)?;
+                }
+                recs.insert(i, new);
+                f.nextents_set(n.saturating_add(1))?;
+            }
+            _ => {
+                return refuse(
+                    "the mapping merges with a record in a neighbouring bmbt leaf, which this tool does not do"
+                        .into(),
+                )
+            }
+        }
+        if f.nextents <= f.maxext() {
+            return refuse(
+                "the extents fit the inode again: the kernel converts the bmbt back to a list, which this tool does not"
+                    .into(),
+            );
+        }
+        self.put_leaf(f, &path, off, b, &recs)
+    }
+
+    /// A full leaf makes room as xfs_btree_make_block_unfull does: its
+    /// last record moves to the right sibling (unless the new record goes
+    /// at the end), else its first to the left sibling (unless the new
+    /// record goes first); a split is refused. Returns the insertion
+    /// index afterwards.
+    fn make_room(
+        &mut self,
+        f: &mut ForkAt,
+        ino: u64,
+        leaf: &[u8],
+        recs: &mut Vec<Rec>,
+        i: usize,
+    ) -> EditResult<usize> {
+        let (hdr, maxrecs, _) = self.bmbt_geometry(f);
+        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+        let n = recs.len();
+        let sib = |right: bool| be64(leaf, if right { 16 } else { 8 }).unwrap_or(u64::MAX);
+        let read_sib = |me: &Self, fsb: u64| -> EditResult<(u64, Vec<u8>, Vec<Rec>)> {
+            let off = me.block_off(fsb)?;
+            let b = me.read("bmbt block", off, bs)?;
+            let nr = usize::from(be16(&b, 6).unwrap_or(0));
+            if be16(&b, 4) != Some(0) || nr == 0 || nr > maxrecs {
+                return refuse(format!("inode {ino}: bmbt sibling {fsb} is not a leaf"));
+            }
+            if me.fs.geo.v5 && be64(&b, 56) != Some(ino) {
+                return refuse(format!("inode {ino}: bmbt block {fsb} has another owner"));
+            }
+            let r = (0..nr)
+                .map(|k| Rec::parse(&b, hdr.saturating_add(k.saturating_mul(16))))
+                .collect();
+            Ok((off, b, r))
+        };
+        // xfs_btree_rshift: not when the insertion point is at or past
+        // the last record.
+        if i.saturating_add(1) < n && sib(true) != u64::MAX {
+            let (roff, rb, mut rrecs) = read_sib(self, sib(true))?;
+            if rrecs.len() < maxrecs {
+                let Some(last) = recs.pop() else {
+                    return refuse("empty leaf".into());
+                };
+                let old_first = rrecs.first().map_or(0, |r| r.off);
+                let rpath = self.descend(f, ino, old_first)?;
+                if rpath.last().and_then(|s| s.block) != Some(roff) {
+                    return refuse(format!(
+                        "inode {ino}: bmbt keys do not lead to the right sibling"
+                    ));
+                }
+                rrecs.insert(0, last);
+                self.put_leaf(f, &rpath, roff, rb, &rrecs)?;
+                return Ok(i);
+            }
+        }
+        // xfs_btree_lshift: not when the new record goes first.
+        if i >= 1 && sib(false) != u64::MAX {
+            let (loff, lb, mut lrecs) = read_sib(self, sib(false))?;
+            if lrecs.len() < maxrecs {
+                let first = recs.remove(0);
+                let lfirst = lrecs.first().map_or(0, |r| r.off);
+                let lpath = self.descend(f, ino, lfirst)?;
+                if lpath.last().and_then(|s| s.block) != Some(loff) {
+                    return refuse(format!(
+                        "inode {ino}: bmbt keys do not lead to the left sibling"
+                    ));
+                }
+                lrecs.push(first);
+                self.put_leaf(f, &lpath, loff, lb, &lrecs)?;
+                return Ok(i.saturating_sub(1));
+            }
+        }
+        refuse("the bmbt leaf and its siblings are full: the kernel splits it, which this tool does not".into())
+    }
+
+    /// __xfs_bunmapi(REMAP) over `[off, off + len)`: the pieces unmapped,
+    /// last first.
+    fn unmap(&mut self, f: &mut ForkAt, off: u64, len: u64) -> EditResult<Vec<Rec>> {
+        if f.format != FMT_EXTENTS {
+            return refuse(format!(
+                "an unmap from a fork of format {} is not done by this tool",
+                f.format
+            ));
+        }
+        let mut recs = self.list(f)?;
+        let end = off.saturating_add(len);
+        let mut pieces = Vec::new();
+        let mut i = recs.len();
+        while i > 0 {
+            i = i.saturating_sub(1);
+            let Some(r) = recs.get(i).copied() else {
+                break;
+            };
+            if r.off >= end {
+                continue;
+            }
+            if r.end() <= off {
+                break;
+            }
+            let lo = r.off.max(off);
+            let hi = r.end().min(end);
+            let piece = Rec {
+                off: lo,
+                start: r.start.saturating_add(lo.saturating_sub(r.off)),
+                len: hi.saturating_sub(lo),
+                unwritten: r.unwritten,
+            };
+            pieces.push(piece);
+            let front = Rec {
+                len: lo.saturating_sub(r.off),
+                ..r
+            };
+            let back = Rec {
+                off: hi,
+                start: r.start.saturating_add(hi.saturating_sub(r.off)),
+                len: r.end().saturating_sub(hi),
+                unwritten: r.unwritten,
+            };
+            recs.remove(i);
+            if back.len > 0 {
+                recs.insert(i, back);
+            }
+            if front.len > 0 {
+                recs.insert(i, front);
+            }
+        }
+        self.put_list(f, &recs)?;
+        Ok(pieces)
+    }
+
+    /// The changed inodes and bmbt blocks as (daddr, whole sectors), LSN
+    /// stamped and CRCs recomputed on v5.
+    pub fn into_changes(self, lsn: u64) -> EditResult<Vec<(u64, Vec<u8>)>> {
+        let v5 = self.fs.geo.v5;
+        let mut out = Vec::new();
+        for (off, mut b) in self.blocks {
+            if v5 {
+                put_be64(&mut b, 32, lsn);
+                put_crc(&mut b, 64);
+            }
+            out.push((off / 512, b));
+        }
+        for (off, mut b) in self.inodes {
+            if v5 {
+                put_be64(&mut b, 112, lsn);
+                put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
+            }
+            // Whole sectors around the inode.
+            let start = off.saturating_sub(off % 512);
+            let within = usize::try_from(off % 512).unwrap_or(0);
+            let len = u64::try_from(within.saturating_add(b.len()))
+                .unwrap_or(u64::MAX)
+                .div_ceil(512)
+                .saturating_mul(512);
+            let mut sec = self.fs.img.read_disk("inode", start, len)?;
+            self.base.apply_to(start, &mut sec);
+            if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
+                d.copy_from_slice(&b);
+            }
+            out.push((start / 512, sec));
+        }
+        Ok(out)
+    }
+}
+
+/// The mapping must go into a hole.
+fn hole_check(left: Option<Rec>, right: Option<Rec>, new: Rec) -> EditResult<()> {
+    if left.is_some_and(|l| l.end() > new.off) || right.is_some_and(|r| r.off < new.end()) {
+        return refuse(format!(
+            "file blocks {}+{} are already mapped: a bmap update maps only into a hole",
+            new.off, new.len
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `new` joins its left and right neighbours.
+fn contiguity(left: Option<Rec>, right: Option<Rec>, new: Rec) -> (bool, bool) {
+    let lc = left.is_some_and(|l| {
+        l.end() == new.off
+            && l.start.saturating_add(l.len) == new.start
+            && l.unwritten == new.unwritten
+            && l.len.saturating_add(new.len) <= MAXEXTLEN
+    });
+    let rc = right.is_some_and(|r| {
+        new.end() == r.off
+            && new.start.saturating_add(new.len) == r.start
+            && new.unwritten == r.unwritten
+            && new.len.saturating_add(r.len) <= MAXEXTLEN
+            && (!lc
+                || left.is_some_and(|l| {
+                    l.len.saturating_add(new.len).saturating_add(r.len) <= MAXEXTLEN
+                }))
+    });
+    (lc, rc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(off: u64, start: u64, len: u64) -> Rec {
+        Rec {
+            off,
+            start,
+            len,
+            unwritten: false,
+        }
+    }
+
+    #[test]
+    fn records_round_trip_every_field() {
+        let x = Rec {
+            off: (1 << 54) - 2,
+            start: (1 << 52) - 3,
+            len: MAXEXTLEN,
+            unwritten: true,
+        };
+        let mut b = vec![0u8; 16];
+        x.put(&mut b, 0);
+        assert_eq!(Rec::parse(&b, 0), x);
+    }
+
+    #[test]
+    fn a_mapping_joins_neighbours_only_when_contiguous_on_disk_and_in_the_file() {
+        let new = r(10, 110, 5);
+        assert_eq!(
+            contiguity(Some(r(0, 100, 10)), Some(r(15, 115, 3)), new),
+            (true, true)
+        );
+        // A gap on disk on the left, in the file on the right.
+        assert_eq!(
+            contiguity(Some(r(0, 99, 10)), Some(r(16, 116, 3)), new),
+            (false, false)
+        );
+        // Another state does not join.
+        let mut u = r(15, 115, 3);
+        u.unwritten = true;
+        assert_eq!(contiguity(None, Some(u), new), (false, false));
+        // Too long together.
+        assert_eq!(
+            contiguity(
+                Some(r(0, 1000, MAXEXTLEN)),
+                None,
+                r(MAXEXTLEN, 1000 + MAXEXTLEN, 1)
+            ),
+            (false, false)
+        );
+        assert!(hole_check(Some(r(0, 100, 11)), None, new).is_err());
+        assert!(hole_check(None, Some(r(14, 100, 1)), new).is_err());
+        assert!(hole_check(Some(r(0, 100, 10)), Some(r(15, 1, 1)), new).is_ok());
+    }
+}
