@@ -2021,6 +2021,154 @@ mod tests {
         assert!(out.is_empty(), "{out:?}");
     }
 
+    /// Little-endian (x86 writer) bytes of a format region laid out as the
+    /// kernel's `xfs_log_format.h` declares it: (offset, value, width).
+    fn le_region(size: usize, fields: &[(usize, u64, usize)]) -> Vec<u8> {
+        let mut r = vec![0u8; size];
+        for &(off, v, w) in fields {
+            r[off..off + w].copy_from_slice(&v.to_le_bytes()[..w]);
+        }
+        r
+    }
+
+    #[test]
+    fn attribute_intents_and_done_items_in_the_kernels_layout() {
+        // xfs_attri_log_format: type, size, igen, id, ino, op_flags,
+        // name_len, value_len, attr_filter (40 bytes); then the name and
+        // the value regions.
+        let r0 = le_region(
+            40,
+            &[
+                (0, u64::from(XFS_LI_ATTRI), 2),
+                (2, 3, 2),
+                (4, 0x1234_5678, 4),
+                (8, 0xffff_8881_0000_1000, 8),
+                (16, 131, 8),
+                (24, 1, 4),
+                (28, 9, 4),
+                (32, 5, 4),
+                (36, 1 << 1, 4),
+            ],
+        );
+        let name = b"user.test\0\0\0".to_vec();
+        let item = decode_item(&[r0, name, b"value\0\0\0".to_vec()], 3, Order::Little, &ctx());
+        let ItemBody::Attri(a) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!(item.kind.name(), "attri");
+        assert_eq!(
+            (a.id, a.ino, a.igen, a.op, a.name_len, a.value_len, a.attr_filter),
+            (0xffff_8881_0000_1000, 131, 0x1234_5678, "set", 9, 5, 2)
+        );
+        assert_eq!(a.name.as_deref(), Some("user.test"));
+        assert_eq!(a.new_name_len, None);
+        // A parent-pointer replace carries two name lengths, u16 each.
+        let r0 = le_region(
+            40,
+            &[
+                (0, u64::from(XFS_LI_ATTRI), 2),
+                (2, 5, 2),
+                (8, 7, 8),
+                (16, 200, 8),
+                (24, 6, 4),
+                (28, 4, 2),
+                (30, 6, 2),
+                (32, 12, 4),
+            ],
+        );
+        let item = decode_item(
+            &[r0, b"old1".to_vec(), b"new222".to_vec(), vec![0; 12], vec![0; 12]],
+            5,
+            Order::Little,
+            &ctx(),
+        );
+        let ItemBody::Attri(a) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!((a.op, a.name_len, a.new_name_len), ("pptr_replace", 4, Some(6)));
+        // xfs_attrd_log_format: type, size, pad, the intent's id.
+        let d = le_region(16, &[(0, u64::from(XFS_LI_ATTRD), 2), (2, 1, 2), (8, 7, 8)]);
+        let item = decode_item(&[d], 1, Order::Little, &ctx());
+        assert_eq!(item.kind.name(), "attrd");
+        let ItemBody::Done(d) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!(d.id, 7);
+    }
+
+    #[test]
+    fn exchange_intents_dquots_and_quotaoff_in_the_kernels_layout() {
+        // xfs_xmi_log_format (88 bytes).
+        let r0 = le_region(
+            88,
+            &[
+                (0, u64::from(XFS_LI_XMI), 2),
+                (2, 1, 2),
+                (8, 0xabcd, 8),
+                (16, 131, 8),
+                (24, 132, 8),
+                (32, 11, 4),
+                (36, 12, 4),
+                (40, 100, 8),
+                (48, 200, 8),
+                (56, 16, 8),
+                (64, 1 << 2, 8),
+                (72, 65536, 8),
+                (80, u64::MAX, 8),
+            ],
+        );
+        let item = decode_item(&[r0], 1, Order::Little, &ctx());
+        assert_eq!(item.kind.name(), "xmi");
+        let ItemBody::Xmi(x) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!(
+            (x.id, x.inode1, x.inode2, x.igen1, x.igen2),
+            (0xabcd, 131, 132, 11, 12)
+        );
+        assert_eq!(
+            (x.startoff1, x.startoff2, x.blockcount, x.flags, x.isize1, x.isize2),
+            (100, 200, 16, 4, 65536, -1)
+        );
+        let d = le_region(16, &[(0, u64::from(XFS_LI_XMD), 2), (2, 1, 2), (8, 0xabcd, 8)]);
+        let item = decode_item(&[d], 1, Order::Little, &ctx());
+        let ItemBody::Done(d) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!((item.kind.name(), d.id), ("xmd", 0xabcd));
+        // xfs_dq_logformat: type, size, id, blkno, len, boffset (24 bytes);
+        // then the dquot (its type byte at offset 3 of xfs_disk_dquot).
+        let r0 = le_region(
+            24,
+            &[
+                (0, u64::from(XFS_LI_DQUOT), 2),
+                (2, 2, 2),
+                (4, 1000, 4),
+                (8, 4096, 8),
+                (16, 8, 4),
+                (20, 136, 4),
+            ],
+        );
+        let mut dq = vec![0u8; 136];
+        dq[0..2].copy_from_slice(&0x4451u16.to_be_bytes());
+        dq[3] = 1;
+        let item = decode_item(&[r0, dq], 2, Order::Little, &ctx());
+        assert_eq!(item.kind.name(), "dquot");
+        let ItemBody::Dquot(q) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!((q.id, q.blkno, q.len, q.boffset), (1000, 4096, 8, 136));
+        assert_eq!(q.dq_type, Some(1));
+        // xfs_qoff_logformat: type, size, flags, pad (20 bytes).
+        let r0 = le_region(20, &[(0, u64::from(XFS_LI_QUOTAOFF), 2), (2, 1, 2), (4, 0x7, 4)]);
+        let item = decode_item(&[r0], 1, Order::Little, &ctx());
+        assert_eq!(item.kind.name(), "quotaoff");
+        let ItemBody::Quotaoff(q) = &item.body else {
+            panic!("{:?}", item.body)
+        };
+        assert_eq!(q.flags, 7);
+    }
+
     #[test]
     fn hostile_regions_never_panic() {
         for t in [
