@@ -2051,13 +2051,26 @@ mod tests {
             ],
         );
         let name = b"user.test\0\0\0".to_vec();
-        let item = decode_item(&[r0, name, b"value\0\0\0".to_vec()], 3, Order::Little, &ctx());
+        let item = decode_item(
+            &[r0, name, b"value\0\0\0".to_vec()],
+            3,
+            Order::Little,
+            &ctx(),
+        );
         let ItemBody::Attri(a) = &item.body else {
             panic!("{:?}", item.body)
         };
         assert_eq!(item.kind.name(), "attri");
         assert_eq!(
-            (a.id, a.ino, a.igen, a.op, a.name_len, a.value_len, a.attr_filter),
+            (
+                a.id,
+                a.ino,
+                a.igen,
+                a.op,
+                a.name_len,
+                a.value_len,
+                a.attr_filter
+            ),
             (0xffff_8881_0000_1000, 131, 0x1234_5678, "set", 9, 5, 2)
         );
         assert_eq!(a.name.as_deref(), Some("user.test"));
@@ -2077,7 +2090,13 @@ mod tests {
             ],
         );
         let item = decode_item(
-            &[r0, b"old1".to_vec(), b"new222".to_vec(), vec![0; 12], vec![0; 12]],
+            &[
+                r0,
+                b"old1".to_vec(),
+                b"new222".to_vec(),
+                vec![0; 12],
+                vec![0; 12],
+            ],
             5,
             Order::Little,
             &ctx(),
@@ -2085,7 +2104,10 @@ mod tests {
         let ItemBody::Attri(a) = &item.body else {
             panic!("{:?}", item.body)
         };
-        assert_eq!((a.op, a.name_len, a.new_name_len), ("pptr_replace", 4, Some(6)));
+        assert_eq!(
+            (a.op, a.name_len, a.new_name_len),
+            ("pptr_replace", 4, Some(6))
+        );
         // xfs_attrd_log_format: type, size, pad, the intent's id.
         let d = le_region(16, &[(0, u64::from(XFS_LI_ATTRD), 2), (2, 1, 2), (8, 7, 8)]);
         let item = decode_item(&[d], 1, Order::Little, &ctx());
@@ -2127,10 +2149,20 @@ mod tests {
             (0xabcd, 131, 132, 11, 12)
         );
         assert_eq!(
-            (x.startoff1, x.startoff2, x.blockcount, x.flags, x.isize1, x.isize2),
+            (
+                x.startoff1,
+                x.startoff2,
+                x.blockcount,
+                x.flags,
+                x.isize1,
+                x.isize2
+            ),
             (100, 200, 16, 4, 65536, -1)
         );
-        let d = le_region(16, &[(0, u64::from(XFS_LI_XMD), 2), (2, 1, 2), (8, 0xabcd, 8)]);
+        let d = le_region(
+            16,
+            &[(0, u64::from(XFS_LI_XMD), 2), (2, 1, 2), (8, 0xabcd, 8)],
+        );
         let item = decode_item(&[d], 1, Order::Little, &ctx());
         let ItemBody::Done(d) = &item.body else {
             panic!("{:?}", item.body)
@@ -2160,7 +2192,10 @@ mod tests {
         assert_eq!((q.id, q.blkno, q.len, q.boffset), (1000, 4096, 8, 136));
         assert_eq!(q.dq_type, Some(1));
         // xfs_qoff_logformat: type, size, flags, pad (20 bytes).
-        let r0 = le_region(20, &[(0, u64::from(XFS_LI_QUOTAOFF), 2), (2, 1, 2), (4, 0x7, 4)]);
+        let r0 = le_region(
+            20,
+            &[(0, u64::from(XFS_LI_QUOTAOFF), 2), (2, 1, 2), (4, 0x7, 4)],
+        );
         let item = decode_item(&[r0], 1, Order::Little, &ctx());
         assert_eq!(item.kind.name(), "quotaoff");
         let ItemBody::Quotaoff(q) = &item.body else {

@@ -69,6 +69,11 @@ impl std::fmt::Display for EditError {
 
 pub type EditResult<T> = std::result::Result<T, EditError>;
 
+/// A change this tool does not make, with the reason.
+pub(crate) fn refuse<T>(m: String) -> EditResult<T> {
+    Err(EditError::Unsupported(Unsupported(m)))
+}
+
 pub(crate) fn unsupported<T>(msg: String) -> EditResult<T> {
     Err(EditError::Unsupported(Unsupported(msg)))
 }

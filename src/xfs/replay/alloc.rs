@@ -23,6 +23,7 @@
 //! the tree. Busy extents, reservations and discards are not modelled:
 //! only the end state on disk.
 
+use super::agedit::refuse;
 use super::agedit::*;
 use crate::xfs::fs::{be32, be64};
 use crate::xfs::read::ReadAt;
@@ -134,10 +135,6 @@ fn space_to_height(limits: [u64; 2], leaf_blocks: u64) -> u32 {
         height = height.saturating_add(1);
     }
     height
-}
-
-fn refuse<T>(m: String) -> EditResult<T> {
-    Err(EditError::Unsupported(Unsupported(m)))
 }
 
 /// A by-block or by-size cursor of the near allocator, with the

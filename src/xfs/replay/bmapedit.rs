@@ -25,7 +25,8 @@
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
 //! the recovery, CRCs recomputed).
 
-use super::agedit::{EditError, EditResult, Unsupported};
+use super::agedit::refuse;
+use super::agedit::EditResult;
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::format::log::*;
@@ -45,10 +46,6 @@ const DIFLAG2_NREXT64: u64 = 1 << 4;
 const FMT_EXTENTS: u8 = 2;
 const FMT_BTREE: u8 = 3;
 const MAX_LEVELS: u16 = 9;
-
-fn refuse<T>(m: String) -> EditResult<T> {
-    Err(EditError::Unsupported(Unsupported(m)))
-}
 
 /// One extent record (`xfs_bmbt_irec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -829,19 +826,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 put_be64(&mut b, 112, lsn);
                 put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
             }
-            // Whole sectors around the inode.
-            let start = off.saturating_sub(off % 512);
-            let within = usize::try_from(off % 512).unwrap_or(0);
-            let len = u64::try_from(within.saturating_add(b.len()))
-                .unwrap_or(u64::MAX)
-                .div_ceil(512)
-                .saturating_mul(512);
-            let mut sec = self.fs.img.read_disk("inode", start, len)?;
-            self.base.apply_to(start, &mut sec);
-            if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
-                d.copy_from_slice(&b);
-            }
-            out.push((start / 512, sec));
+            out.push(super::unlinked::inode_sectors(self.fs, self.base, off, &b)?);
         }
         Ok(out)
     }

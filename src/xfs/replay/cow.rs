@@ -14,6 +14,7 @@
 //! extent whose records are not what the kernel expects is left undone
 //! and listed, with the rest of its AG.
 
+use super::agedit::refuse;
 use super::agedit::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
@@ -46,10 +47,6 @@ pub struct CowNotFreed {
 pub struct CowReport {
     pub freed: Vec<CowExtent>,
     pub not_freed: Vec<CowNotFreed>,
-}
-
-fn refuse<T>(m: String) -> EditResult<T> {
-    Err(EditError::Unsupported(super::agedit::Unsupported(m)))
 }
 
 /// `xfs_free_ag_extent` without the reverse mapping: put `[agbno, agbno +

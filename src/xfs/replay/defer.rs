@@ -13,19 +13,22 @@
 //!         the neighbours, adjust the records in between; a hole (refcount
 //!         1) that a decrease reaches 0 in is freed (an EFI, rmap skipped)
 //!  free   free list fixed first (shrunk: its head block freed later, as
-//!         the kernel defers it; refilled from the by-size tree, mapped to
-//!         owner AG), rmap removed with the owner given, then
-//!         xfs_free_ag_extent (merged with free neighbours)
+//!         the kernel defers it; refilled from the by-size tree passing
+//!         over busy extents, mapped to owner AG), rmap removed with the
+//!         owner given, then xfs_free_ag_extent (merged with free
+//!         neighbours), the extent busy afterwards; all three by the AG
+//!         store (`alloc.rs`), the code every other caller uses
 //! ```
 //!
 //! Records are changed through [`Recs`], which the AG btree editor
 //! ([`AgStore`]) implements; a change the editor refuses stops the work
 //! (the caller restores its snapshot and reports it as not done).
 
+use super::agedit::refuse;
 use super::agedit::{
-    alloc_rec, key_bno, key_cnt, key_refc, key_rmap, AgStore, EditError, EditResult, Neighbors,
-    Snapshot, Tree, Unsupported,
+    key_refc, key_rmap, AgStore, EditError, EditResult, Neighbors, Snapshot, Tree, Unsupported,
 };
+use super::alloc::RmapOwner;
 use crate::xfs::fs::{be32, be64, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
@@ -45,10 +48,6 @@ const OFF_UNWRITTEN: u64 = 1 << 61;
 const OFF_MASK: u64 = (1 << 54) - 1;
 const COW_FLAG: u32 = 1 << 31;
 const MAXREFCOUNT: u32 = u32::MAX;
-
-fn refuse<T>(m: String) -> EditResult<T> {
-    Err(EditError::Unsupported(Unsupported(m)))
-}
 
 /// Record access the work needs; [`AgStore`] is the real one.
 pub trait Recs {
@@ -936,75 +935,6 @@ pub fn refcount_cow<S: Recs>(
 // ---------------------------------------------------------------------
 // Free space.
 
-/// `xfs_free_ag_extent` after its rmap step: put `[agbno, agbno + len)`
-/// into the free-space btrees, merged with free neighbours; returns the
-/// change of `agf_longest` to apply (the new longest).
-pub fn free_space<S: Recs>(s: &mut S, ag_len: u32, agbno: u32, len: u32) -> EditResult<u32> {
-    let (left, right) = s.neighbors(Tree::Bno, key_bno(agbno))?;
-    let rec = |r: &Option<Vec<u8>>| {
-        r.as_ref()
-            .map(|r| (be32(r, 0).unwrap_or(0), be32(r, 4).unwrap_or(0)))
-    };
-    let mut lt = rec(&left);
-    let mut gt = rec(&right);
-    let end = agbno.saturating_add(len);
-    if end > ag_len || len == 0 {
-        return refuse(format!(
-            "free: blocks {agbno}+{len} run past the end of the AG"
-        ));
-    }
-    if let Some((b, l)) = lt {
-        if b.saturating_add(l) > agbno {
-            return refuse(format!(
-                "free: blocks {agbno}+{len} are already (partly) free"
-            ));
-        }
-        if b.saturating_add(l) < agbno {
-            lt = None;
-        }
-    }
-    if let Some((b, _)) = gt {
-        if end > b {
-            return refuse(format!(
-                "free: blocks {agbno}+{len} are already (partly) free"
-            ));
-        }
-        if end < b {
-            gt = None;
-        }
-    }
-    let (nbno, nlen) = match (lt, gt) {
-        (Some((lb, ll)), Some((gb, gl))) => {
-            s.delete(Tree::Cnt, key_cnt(lb, ll))?;
-            s.delete(Tree::Cnt, key_cnt(gb, gl))?;
-            s.delete(Tree::Bno, key_bno(gb))?;
-            let n = (lb, ll.saturating_add(len).saturating_add(gl));
-            s.update(Tree::Bno, key_bno(lb), &alloc_rec(n.0, n.1))?;
-            n
-        }
-        (Some((lb, ll)), None) => {
-            s.delete(Tree::Cnt, key_cnt(lb, ll))?;
-            let n = (lb, ll.saturating_add(len));
-            s.update(Tree::Bno, key_bno(lb), &alloc_rec(n.0, n.1))?;
-            n
-        }
-        (None, Some((gb, gl))) => {
-            s.delete(Tree::Cnt, key_cnt(gb, gl))?;
-            let n = (agbno, len.saturating_add(gl));
-            s.update(Tree::Bno, key_bno(gb), &alloc_rec(n.0, n.1))?;
-            n
-        }
-        (None, None) => {
-            s.insert(Tree::Bno, &alloc_rec(agbno, len))?;
-            (agbno, len)
-        }
-    };
-    s.insert(Tree::Cnt, &alloc_rec(nbno, nlen))?;
-    Ok(s.last_record(Tree::Cnt)?
-        .and_then(|r| be32(&r, 4))
-        .unwrap_or(0))
-}
-
 /// Who owns blocks being freed, for the reverse mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FreeOwner {
@@ -1178,83 +1108,45 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         }
     }
 
-    /// `xfs_alloc_fix_freelist` while freeing: the free list shrunk to what
-    /// it needs (the blocks taken off are returned, to be freed next), or
-    /// refilled from the by-size tree (the blocks mapped to owner AG).
+    /// `xfs_alloc_fix_freelist` while freeing, done by the AG store (the
+    /// same code as every other caller's: the need from the current tree
+    /// heights, refills from the by-size tree passing over busy extents);
+    /// the blocks it takes off a long list, and any btree blocks the store
+    /// let go of, come back as work to do next, as the kernel defers them.
     fn fix_freelist(&mut self, agno: u32) -> EditResult<Vec<Work>> {
-        let rmapbt = self.rmapbt;
-        // One computation of the need for both editors (reflink changes
-        // the rmapbt's maximum height).
-        let need = self.store(agno)?.min_freelist();
         let s = self.store(agno)?;
-        let mut out = Vec::new();
-        while s.agf_u32(48) > need {
-            let bno = s.take_freelist_head()?;
-            out.push(Work::AgflFree { agno, agbno: bno });
-        }
-        let mut guard = 0u32;
-        while s.agf_u32(48) < need {
-            guard = guard.saturating_add(1);
-            if guard > 16 {
-                return refuse("the free list does not fill".into());
-            }
-            let maxlen = need.saturating_sub(s.agf_u32(48));
-            let (l, ge) = s.neighbors(Tree::Cnt, key_cnt(0, maxlen))?;
-            let ge = match l {
-                Some(l) if be32(&l, 4) == Some(maxlen) && be32(&l, 0) == Some(0) => Some(l),
-                _ => ge,
-            };
-            let found = match ge {
-                Some(r) => Some(r),
-                None => s.last_record(Tree::Cnt)?,
-            };
-            let Some(r) = found else {
-                return refuse("no free space to refill the free list".into());
-            };
-            let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
-            let rlen = maxlen.min(flen);
-            if rlen == 0 {
-                return refuse("a free extent of length 0".into());
-            }
-            s.delete(Tree::Cnt, key_cnt(fbno, flen))?;
-            if flen > rlen {
-                let rest = alloc_rec(fbno.saturating_add(rlen), flen.saturating_sub(rlen));
-                s.insert(Tree::Cnt, &rest)?;
-                s.update(Tree::Bno, key_bno(fbno), &rest)?;
-            } else {
-                s.delete(Tree::Bno, key_bno(fbno))?;
-            }
-            if rmapbt {
-                rmap_map(
-                    s,
-                    &Rmap {
-                        start: fbno,
-                        len: rlen,
-                        owner: OWN_AG,
-                        offset: 0,
-                        attr: false,
-                        bmbt: false,
-                        unwritten: false,
-                    },
-                )?;
-            }
-            let free = s.agf_u32(52).saturating_sub(rlen);
-            s.set_agf_u32(52, free);
-            let longest = s
-                .last_record(Tree::Cnt)?
-                .and_then(|r| be32(&r, 4))
-                .unwrap_or(0);
-            if longest != s.agf_u32(56) {
-                s.set_agf_u32(56, longest);
-            }
-            for b in fbno..fbno.saturating_add(rlen) {
-                s.put_freelist(b)?;
-            }
-        }
-        Ok(out)
+        s.fix_freelist(true)?;
+        Ok(Self::deferred_work(agno, s.take_deferred()))
     }
 
-    /// `xfs_free_ag_extent` with its rmap step.
+    /// The frees an AG store deferred, as work items.
+    fn deferred_work(agno: u32, items: Vec<(u32, u64)>) -> Vec<Work> {
+        items
+            .into_iter()
+            .map(|(agbno, owner)| {
+                if owner == OWN_AG {
+                    Work::AgflFree { agno, agbno }
+                } else {
+                    Work::Free {
+                        agno,
+                        agbno,
+                        len: 1,
+                        owner: FreeOwner::Known(Rmap {
+                            start: agbno,
+                            len: 1,
+                            owner,
+                            offset: 0,
+                            attr: false,
+                            bmbt: false,
+                            unwritten: false,
+                        }),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// `xfs_free_ag_extent` with its rmap step, done by the AG store.
     fn free_ag_extent(
         &mut self,
         agno: u32,
@@ -1262,34 +1154,17 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         len: u32,
         owner: FreeOwner,
     ) -> EditResult<()> {
-        let rmapbt = self.rmapbt;
-        let s = self.store(agno)?;
-        if rmapbt {
-            let o = match owner {
-                FreeOwner::Skip => None,
-                FreeOwner::Unknown => Some(Rmap {
-                    start: agbno,
-                    len,
-                    owner: OWN_UNKNOWN,
-                    offset: 0,
-                    attr: false,
-                    bmbt: false,
-                    unwritten: false,
-                }),
-                FreeOwner::Known(m) => Some(m),
-            };
-            if let Some(o) = o {
-                rmap_unmap(s, agbno, len, &o)?;
-            }
-        }
-        let ag_len = s.agf_u32(12);
-        let longest = free_space(s, ag_len, agbno, len)?;
-        let free = s.agf_u32(52).saturating_add(len);
-        s.set_agf_u32(52, free);
-        if longest != s.agf_u32(56) {
-            s.set_agf_u32(56, longest);
-        }
-        Ok(())
+        let o = match owner {
+            FreeOwner::Skip => None,
+            FreeOwner::Unknown => Some(RmapOwner::special(OWN_UNKNOWN)),
+            FreeOwner::Known(m) => Some(RmapOwner {
+                owner: m.owner,
+                offset: m.offset,
+                attr_fork: m.attr,
+                bmbt_block: m.bmbt,
+            }),
+        };
+        self.store(agno)?.free_ag_extent(agbno, len, o)
     }
 
     /// Finish one item; the work it creates is returned in order.
@@ -1361,6 +1236,8 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             } => {
                 out = self.fix_freelist(*agno)?;
                 self.free_ag_extent(*agno, *agbno, *len, *owner)?;
+                // __xfs_free_extent: busy until the log moves on.
+                self.store(*agno)?.busy_insert(*agbno, *len);
             }
             Work::AgflFree { agno, agbno } => {
                 let owner = FreeOwner::Known(Rmap {
@@ -1427,6 +1304,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
     clippy::cast_possible_truncation
 )]
 mod tests {
+    use super::super::agedit::{key_bno, key_cnt};
     use super::*;
 
     /// Records in key order, one map per tree: a model of the btrees for
@@ -1741,21 +1619,5 @@ mod tests {
         // Front of a shared record: deleted and inserted with the new key.
         assert!(rmap_unmap_shared(&mut m, &rm(100, 3, 150, 0)).is_ok());
         assert_eq!(rmaps(&mut m)[2], (103, 7, 150, 3));
-    }
-
-    #[test]
-    fn freeing_merges_with_free_neighbours() {
-        let mut m = Mem::default();
-        for (b, l) in [(10u32, 5u32), (20, 5)] {
-            m.insert(Tree::Bno, &alloc_rec(b, l)).ok();
-            m.insert(Tree::Cnt, &alloc_rec(b, l)).ok();
-        }
-        assert_eq!(free_space(&mut m, 100, 15, 5).ok(), Some(15));
-        let bno: Vec<Vec<u8>> = m.trees[&0].values().cloned().collect();
-        assert_eq!(bno, vec![alloc_rec(10, 15)]);
-        let cnt: Vec<Vec<u8>> = m.trees[&1].values().cloned().collect();
-        assert_eq!(cnt, vec![alloc_rec(10, 15)]);
-        assert!(free_space(&mut m, 100, 12, 1).is_err(), "already free");
-        assert!(free_space(&mut m, 100, 99, 2).is_err(), "past the AG");
     }
 }

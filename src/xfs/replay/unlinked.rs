@@ -27,7 +27,8 @@
 //! (a btree change the editor refuses, attributes in blocks) stops the
 //! walk and it and the rest are reported.
 
-use super::agedit::{key_ino, EditError, EditResult, Tree, Unsupported};
+use super::agedit::refuse;
+use super::agedit::{key_ino, EditError, EditResult, Tree};
 use super::defer::{Engine, FreeOwner, Rmap, Work, OWN_INODES};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::bmap::Fork;
@@ -62,6 +63,28 @@ impl<R: ReadAt> ReadAt for OvReader<'_, R> {
     }
 }
 
+/// The whole sectors around an inode at byte `off`, as the replayed state
+/// `ov` has them, with the inode's bytes `b` laid in: (daddr, bytes).
+pub(crate) fn inode_sectors<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &Overlay,
+    off: u64,
+    b: &[u8],
+) -> Result<(u64, Vec<u8>)> {
+    let start = off.saturating_sub(off % 512);
+    let within = usize::try_from(off % 512).unwrap_or(0);
+    let len = u64::try_from(within.saturating_add(b.len()))
+        .unwrap_or(u64::MAX)
+        .div_ceil(512)
+        .saturating_mul(512);
+    let mut sec = fs.img.read_disk("inode", start, len)?;
+    ov.apply_to(start, &mut sec);
+    if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
+        d.copy_from_slice(b);
+    }
+    Ok((start / 512, sec))
+}
+
 /// What became of the inodes on the unlinked lists.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct UnlinkedReport {
@@ -80,10 +103,6 @@ pub struct UnlinkedReport {
 const NULLAGINO: u32 = u32::MAX;
 const AGI_COUNT: usize = 16;
 const AGI_FREECOUNT: usize = 28;
-
-fn refuse<T>(m: String) -> EditResult<T> {
-    Err(EditError::Unsupported(Unsupported(m)))
-}
 
 /// One inobt record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -537,19 +556,8 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
             put_be64(&mut b, 112, lsn.raw());
             put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
         }
-        // Whole sectors around the inode.
-        let start = off.saturating_sub(off % 512);
-        let within = usize::try_from(off % 512).unwrap_or(0);
-        let len = u64::try_from(within.saturating_add(b.len()))
-            .unwrap_or(u64::MAX)
-            .div_ceil(512)
-            .saturating_mul(512);
-        let mut sec = fs.img.read_disk("inode", start, len)?;
-        ov.apply_to(start, &mut sec);
-        if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
-            d.copy_from_slice(&b);
-        }
-        ov.put(start / 512, &sec);
+        let (daddr, sec) = inode_sectors(fs, ov, off, &b)?;
+        ov.put(daddr, &sec);
     }
     // What is still listed, and where its blocks are.
     let (_, still) = super::mount::counters(fs, ov)?;
