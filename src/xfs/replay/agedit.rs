@@ -2631,6 +2631,62 @@ mod tests {
     }
 
     #[test]
+    fn rmap_unmap_trims_and_splits_and_map_merges() {
+        use super::super::alloc::RmapOwner;
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let ov = Overlay::default();
+        let mut s = AgStore::new(&fs, &ov, AG).unwrap();
+        let base = s.agblocks - 200;
+        let ino = |offset: u64| RmapOwner {
+            owner: 131,
+            offset,
+            attr_fork: false,
+            bmbt_block: false,
+        };
+        let mine = |s: &mut AgStore<'_, FileReader>| -> Vec<(u32, u32, u64, u64)> {
+            s.records(Tree::Rmap)
+                .unwrap()
+                .iter()
+                .filter(|r| be32(r, 0).unwrap() >= base)
+                .map(|r| {
+                    (
+                        be32(r, 0).unwrap() - base,
+                        be32(r, 4).unwrap(),
+                        be64(r, 8).unwrap(),
+                        be64(r, 16).unwrap(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(mine(&mut s), vec![], "the end of the AG is unmapped");
+        s.rmap_map(base + 100, 10, false, ino(50)).unwrap();
+        // The middle: a split, the right part's offset moved on.
+        s.rmap_unmap(base + 103, 2, false, ino(53)).unwrap();
+        assert_eq!(mine(&mut s), vec![(100, 3, 131, 50), (105, 5, 131, 55)]);
+        // Map it back: left and right are contiguous, one record again.
+        s.rmap_map(base + 103, 2, false, ino(53)).unwrap();
+        assert_eq!(mine(&mut s), vec![(100, 10, 131, 50)]);
+        // Front trim moves start and offset; back trim only the length.
+        s.rmap_unmap(base + 100, 1, false, ino(50)).unwrap();
+        s.rmap_unmap(base + 109, 1, false, ino(59)).unwrap();
+        assert_eq!(mine(&mut s), vec![(101, 8, 131, 51)]);
+        // A mapping of another owner is refused.
+        let other = RmapOwner {
+            owner: 132,
+            ..ino(51)
+        };
+        assert!(s.rmap_unmap(base + 101, 1, false, other).is_err());
+        // Unknown owner (EFI recovery): removes what covers the range,
+        // nothing when nothing overlaps it.
+        s.rmap_unmap(base + 180, 4, false, RmapOwner::special(OWN_UNKNOWN))
+            .unwrap();
+        s.rmap_unmap(base + 101, 8, false, RmapOwner::special(OWN_UNKNOWN))
+            .unwrap();
+        assert_eq!(mine(&mut s), vec![]);
+        check(&mut s, Tree::Rmap);
+    }
+
+    #[test]
     fn hostile_blocks_are_errors_that_name_the_block() {
         // numrecs larger than the block holds (CRC fixed: only the check
         // of the contents can catch it).

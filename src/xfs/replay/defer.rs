@@ -211,123 +211,6 @@ fn rmap_le<S: Recs>(s: &mut S, key: Key) -> EditResult<Option<Rmap>> {
     Ok(s.neighbors(Tree::Rmap, key)?.0.map(|r| Rmap::parse(&r)))
 }
 
-/// `xfs_rmap_unmap`: remove `[bno, bno + len)` of the owner `o` (its
-/// start and length are ignored). Owner `OWN_NULL` does nothing;
-/// `OWN_UNKNOWN` (EFI recovery) removes whatever mapping covers the range,
-/// or nothing if none overlaps it.
-pub fn rmap_unmap<S: Recs>(s: &mut S, bno: u32, len: u32, o: &Rmap) -> EditResult<()> {
-    if o.owner == OWN_NULL {
-        return Ok(());
-    }
-    let ignore_off = o.ignore_off();
-    let key = key_rmap(
-        bno,
-        o.owner,
-        o.key_offset(if ignore_off { 0 } else { o.offset }),
-    );
-    let (lt, gt) = s.neighbors(Tree::Rmap, key)?;
-    let Some(lt) = lt.map(|r| Rmap::parse(&r)) else {
-        return refuse(format!("rmap: no mapping at or before block {bno}"));
-    };
-    let end = bno.saturating_add(len);
-    if o.owner == OWN_UNKNOWN && lt.end() <= bno {
-        let gt = gt.map(|r| Rmap::parse(&r));
-        if gt.is_none_or(|g| g.start >= end) {
-            return Ok(());
-        }
-    }
-    if lt.start > bno || lt.end() < end {
-        return refuse(format!(
-            "rmap: the mapping {}+{} does not cover the blocks {bno}+{len} to unmap",
-            lt.start, lt.len
-        ));
-    }
-    if o.owner != OWN_UNKNOWN && lt.owner != o.owner {
-        return refuse(format!(
-            "rmap: blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
-            lt.owner, o.owner
-        ));
-    }
-    if lt.start == bno && lt.len == len {
-        s.delete(Tree::Rmap, lt.key())
-    } else if lt.start == bno {
-        let mut n = lt;
-        n.start = n.start.saturating_add(len);
-        n.len = n.len.saturating_sub(len);
-        if !ignore_off {
-            n.offset = n.offset.saturating_add(u64::from(len));
-        }
-        s.update(Tree::Rmap, lt.key(), &n.bytes())
-    } else if lt.end() == end {
-        let mut n = lt;
-        n.len = n.len.saturating_sub(len);
-        s.update(Tree::Rmap, lt.key(), &n.bytes())
-    } else {
-        let mut n = lt;
-        n.len = bno.saturating_sub(lt.start);
-        s.update(Tree::Rmap, lt.key(), &n.bytes())?;
-        let right = Rmap {
-            start: end,
-            len: lt.len.saturating_sub(len).saturating_sub(n.len),
-            owner: lt.owner,
-            offset: if ignore_off {
-                0
-            } else {
-                o.offset.saturating_add(u64::from(len))
-            },
-            attr: o.attr,
-            bmbt: o.bmbt,
-            unwritten: o.unwritten,
-        };
-        s.insert(Tree::Rmap, &right.bytes())
-    }
-}
-
-/// `xfs_rmap_map`: add the mapping `m`, merged with a contiguous
-/// neighbour of the same owner and flags.
-pub fn rmap_map<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
-    let ignore_off = m.ignore_off();
-    let (lt, gt) = s.neighbors(Tree::Rmap, m.key())?;
-    let lt = lt.map(|r| Rmap::parse(&r));
-    if let Some(l) = &lt {
-        if l.mergeable(m) && l.end() > m.start {
-            return refuse(format!(
-                "rmap: blocks {}+{} are already mapped to the same owner",
-                m.start, m.len
-            ));
-        }
-    }
-    let lt = lt.filter(|l| l.mergeable(m));
-    let gt = gt.map(|r| Rmap::parse(&r)).filter(|g| g.mergeable(m));
-    let left_ok = lt.is_some_and(|l| {
-        l.end() == m.start && (ignore_off || l.offset.saturating_add(u64::from(l.len)) == m.offset)
-    });
-    let right_ok = |g: &Rmap| {
-        m.end() == g.start && (ignore_off || m.offset.saturating_add(u64::from(m.len)) == g.offset)
-    };
-    match (lt, gt) {
-        (Some(l), g) if left_ok => {
-            let mut n = l;
-            n.len = n.len.saturating_add(m.len);
-            if let Some(g) = g.filter(|g| right_ok(g)) {
-                n.len = n.len.saturating_add(g.len);
-                s.delete(Tree::Rmap, g.key())?;
-            }
-            s.update(Tree::Rmap, l.key(), &n.bytes())
-        }
-        (_, Some(g)) if right_ok(&g) => {
-            let mut n = g;
-            n.start = m.start;
-            n.len = n.len.saturating_add(m.len);
-            if !ignore_off {
-                n.offset = m.offset;
-            }
-            s.update(Tree::Rmap, g.key(), &n.bytes())
-        }
-        _ => s.insert(Tree::Rmap, &m.bytes()),
-    }
-}
-
 /// `xfs_rmap_lookup_le_range`: the mapping of the owner of `m` that holds
 /// block `m.start` at file offset `m.offset`.
 fn rmap_find_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<Option<Rmap>> {
@@ -1119,6 +1002,16 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         Ok(Self::deferred_work(agno, s.take_deferred()))
     }
 
+    /// The owner of a mapping as the AG store takes it.
+    fn owner_of(m: &Rmap) -> RmapOwner {
+        RmapOwner {
+            owner: m.owner,
+            offset: m.offset,
+            attr_fork: m.attr,
+            bmbt_block: m.bmbt,
+        }
+    }
+
     /// The frees an AG store deferred, as work items.
     fn deferred_work(agno: u32, items: Vec<(u32, u64)>) -> Vec<Work> {
         items
@@ -1157,12 +1050,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         let o = match owner {
             FreeOwner::Skip => None,
             FreeOwner::Unknown => Some(RmapOwner::special(OWN_UNKNOWN)),
-            FreeOwner::Known(m) => Some(RmapOwner {
-                owner: m.owner,
-                offset: m.offset,
-                attr_fork: m.attr,
-                bmbt_block: m.bmbt,
-            }),
+            FreeOwner::Known(m) => Some(Self::owner_of(&m)),
         };
         self.store(agno)?.free_ag_extent(agbno, len, o)
     }
@@ -1181,7 +1069,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                 if *shared {
                     rmap_map_shared(s, m)?;
                 } else {
-                    rmap_map(s, m)?;
+                    s.rmap_map(m.start, m.len, m.unwritten, Self::owner_of(m))?;
                 }
             }
             Work::RmapUnmap { agno, m, shared } => {
@@ -1193,7 +1081,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                 if *shared {
                     rmap_unmap_shared(s, m)?;
                 } else {
-                    rmap_unmap(s, m.start, m.len, m)?;
+                    s.rmap_unmap(m.start, m.len, m.unwritten, Self::owner_of(m))?;
                 }
             }
             Work::Refcount {
@@ -1520,44 +1408,6 @@ mod tests {
                 (x.start, x.len, x.owner, x.offset)
             })
             .collect()
-    }
-
-    #[test]
-    fn rmap_unmap_trims_and_splits_and_map_merges() {
-        let mut m = Mem::default();
-        m.insert(Tree::Rmap, &rm(0, 1, u64::MAX - 2, 0).bytes())
-            .ok();
-        m.insert(Tree::Rmap, &rm(100, 10, 131, 50).bytes()).ok();
-        // The middle: a split, the right part's offset moved on.
-        assert!(rmap_unmap(&mut m, 103, 2, &rm(103, 2, 131, 53)).is_ok());
-        assert_eq!(
-            rmaps(&mut m),
-            vec![
-                (0, 1, u64::MAX - 2, 0),
-                (100, 3, 131, 50),
-                (105, 5, 131, 55)
-            ]
-        );
-        // Map it back: left and right are contiguous, one record again.
-        assert!(rmap_map(&mut m, &rm(103, 2, 131, 53)).is_ok());
-        assert_eq!(
-            rmaps(&mut m),
-            vec![(0, 1, u64::MAX - 2, 0), (100, 10, 131, 50)]
-        );
-        // Front trim moves start and offset; back trim only the length.
-        assert!(rmap_unmap(&mut m, 100, 1, &rm(100, 1, 131, 50)).is_ok());
-        assert!(rmap_unmap(&mut m, 109, 1, &rm(109, 1, 131, 59)).is_ok());
-        assert_eq!(
-            rmaps(&mut m),
-            vec![(0, 1, u64::MAX - 2, 0), (101, 8, 131, 51)]
-        );
-        // A mapping of another owner is refused.
-        assert!(rmap_unmap(&mut m, 101, 1, &rm(101, 1, 132, 51)).is_err());
-        // Unknown owner (EFI recovery): removes what covers the range,
-        // nothing when nothing overlaps it.
-        assert!(rmap_unmap(&mut m, 200, 4, &rm(200, 4, OWN_UNKNOWN, 0)).is_ok());
-        assert!(rmap_unmap(&mut m, 101, 8, &rm(101, 8, OWN_UNKNOWN, 0)).is_ok());
-        assert_eq!(rmaps(&mut m), vec![(0, 1, u64::MAX - 2, 0)]);
     }
 
     #[test]
