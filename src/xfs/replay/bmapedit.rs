@@ -174,7 +174,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     fn fork(&self, ino: u64, attr: bool) -> EditResult<ForkAt> {
         let g = &self.fs.geo;
-        let ioff = self.fs.inode_offset(Ino(ino))?;
+        // An owner that is no inode number is the intent's fault: refused,
+        // so that the rest of the replay goes on.
+        let ioff = match self.fs.inode_offset(Ino(ino)) {
+            Ok(o) => o,
+            Err(e) => return refuse(format!("owner {ino}: {e}")),
+        };
         let isize = usize::from(g.inodesize);
         let bytes = self.read("inode", ioff, isize)?;
         if be16(&bytes, 0) != Some(0x494e) {
@@ -862,6 +867,113 @@ fn contiguity(left: Option<Rec>, right: Option<Rec>, new: Rec) -> (bool, bool) {
                 }))
     });
     (lc, rc)
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::as_conversions,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+mod fixture_tests {
+    use super::super::agedit::EditError;
+    use super::*;
+    use crate::xfs::testutil::fixture_fs;
+
+    fn x(owner: u64, startoff: u64, startblock: u64, len: u32, flags: u32) -> MapExtent {
+        MapExtent {
+            owner,
+            startblock,
+            startoff,
+            len,
+            flags,
+            op: "test",
+        }
+    }
+
+    /// Hostile or impossible bmap updates on a real filesystem are refused
+    /// with a reason; nothing panics and nothing is changed.
+    #[test]
+    fn impossible_bmap_updates_are_refused_with_a_reason() {
+        let fs = fixture_fs("v5-formats");
+        let ov = Overlay::default();
+        let multi = fs.lookup_path(b"/files/multi-extent").unwrap();
+        let btree = fs.lookup_path(b"/files/btree").unwrap();
+        let small = fs.lookup_path(b"/files/small").unwrap();
+        let first = multi.data.extents()[0];
+        let why = |r: EditResult<Vec<Work>>| match r {
+            Err(EditError::Unsupported(u)) => u.0,
+            other => panic!("not refused: {other:?}"),
+        };
+        let mut ed = ForkEditor::new(&fs, &ov);
+        // Into blocks already mapped.
+        let m = why(ed.finish(&x(multi.ino.0, first.file_block, 7, 1, 1)));
+        assert!(m.contains("already mapped"), "{m}");
+        // Outside the filesystem, no length, an unknown type, realtime.
+        let m = why(ed.finish(&x(multi.ino.0, 1 << 40, u64::MAX >> 8, 1, 1)));
+        assert!(m.contains("outside the filesystem"), "{m}");
+        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 0, 1))).contains("0 blocks"));
+        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, 9))).contains("type 9"));
+        let rt = XFS_BMAP_EXTENT_REALTIME | 1;
+        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, rt))).contains("realtime"));
+        // An inode that is not one, an attr fork that is not there.
+        assert!(why(ed.finish(&x(1 << 30, 1 << 40, 100, 1, 1))).contains("inode"));
+        let af = XFS_BMAP_EXTENT_ATTR_FORK | 1;
+        if small.core.forkoff == 0 {
+            assert!(why(ed.finish(&x(small.ino.0, 0, 100, 1, af))).contains("no attr fork"));
+        }
+        // Unmapping from a bmbt is not done here.
+        let m = why(ed.finish(&x(btree.ino.0, 0, 100, 1, 2)));
+        assert!(m.contains("unmap from a fork of format 3"), "{m}");
+        assert_eq!(ed.done, 0);
+        assert!(ed.into_changes(1).unwrap().is_empty());
+    }
+
+    /// A mapping into a hole past the end of an extent list, then its
+    /// unmap in two pieces: the list and the counters come back.
+    #[test]
+    fn map_then_unmap_restores_an_extent_list() {
+        let fs = fixture_fs("v5-formats");
+        let ov = Overlay::default();
+        let multi = fs.lookup_path(b"/files/multi-extent").unwrap();
+        let before: Vec<_> = multi.data.extents().to_vec();
+        let last = *before.last().unwrap();
+        let mut ed = ForkEditor::new(&fs, &ov);
+        let off = last.file_end() + 100;
+        let work = ed.finish(&x(multi.ino.0, off, 12345, 4, 1)).unwrap();
+        assert!(matches!(
+            work.as_slice(),
+            [Work::RmapMap { m, .. }] if m.len == 4 && m.offset == off && m.owner == multi.ino.0
+        ));
+        let f = ed.fork(multi.ino.0, false).unwrap();
+        assert_eq!(f.nextents, before.len() as u64 + 1);
+        // The middle two blocks first (a split), then the rest.
+        let w = ed.finish(&x(multi.ino.0, off + 1, 0, 2, 2)).unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            ed.fork(multi.ino.0, false).unwrap().nextents,
+            before.len() as u64 + 2
+        );
+        let w = ed.finish(&x(multi.ino.0, off, 0, 4, 2)).unwrap();
+        assert_eq!(w.len(), 2, "the two pieces left, last first");
+        let f = ed.fork(multi.ino.0, false).unwrap();
+        assert_eq!(f.nextents, before.len() as u64);
+        assert_eq!(be64(&f.bytes, 64), Some(multi.core.nblocks));
+        let recs = ed.list(&f).unwrap();
+        let want: Vec<Rec> = before
+            .iter()
+            .map(|e| Rec {
+                off: e.file_block,
+                start: e.start.0,
+                len: e.len,
+                unwritten: e.unwritten,
+            })
+            .collect();
+        assert_eq!(recs, want);
+    }
 }
 
 #[cfg(test)]
