@@ -281,14 +281,17 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // Unlinked inodes freed in a chunk that stays, reflinked or not: the
     // inodes' freed cores (di_changecount included) and every AG block,
     // stale bytes of btree blocks included, are the kernel's.
-    // Bmap-update intents finished at mount, into an extent list and into
-    // a bmbt leaf (a record shifted to its left sibling to make room): the
-    // inode, the bmbt blocks and every AG block are the kernel's.
+    // Bmap-update intents finished at mount, into an extent list, into a
+    // bmbt leaf (a record shifted to its left sibling to make room) and
+    // into a full extent list (converted to a bmbt whose leaf is allocated
+    // near the inode): the inode, the bmbt blocks and every AG block are
+    // the kernel's.
     for name in [
         "replay-unlinked",
         "replay-unlinked-reflink",
         "replay-bui-ext",
         "replay-bui-btree",
+        "replay-bui-convert",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -703,7 +706,8 @@ fn intents_and_unlinked_inodes_end_as_the_kernels_recovery() {
             "replay-unlinked",
             "replay-bui-ext",
             "replay-bui-btree",
-            "replay-bui-cow"
+            "replay-bui-cow",
+            "replay-bui-convert",
         ]
         .iter()
         .all(|n| names.contains(&n.to_string())),

@@ -512,13 +512,19 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// mapped to `owner` in the rmapbt, and counted out of `agf_freeblks`.
     /// `None` when the AG has no free block.
     pub fn alloc_near_one(&mut self, hint: u32, owner: u64) -> EditResult<Option<u32>> {
+        self.alloc_near_one_for(hint, RmapOwner::special(owner))
+    }
+
+    /// [`Self::alloc_near_one`] for any owner (a bmbt block: the inode,
+    /// with the bmbt flag).
+    pub fn alloc_near_one_for(&mut self, hint: u32, owner: RmapOwner) -> EditResult<Option<u32>> {
         self.fix_freelist(false)?;
         let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
         let Some(bno) = self.near_one(hint)? else {
             return Ok(None);
         };
         if self.feat.rmapbt {
-            self.rmap_map(bno, 1, false, RmapOwner::special(owner))?;
+            self.rmap_map(bno, 1, false, owner)?;
         }
         let free = self.agf_u32(52).saturating_sub(1);
         self.set_agf_u32(52, free);

@@ -15,11 +15,12 @@
 //! ```
 //!
 //! The fork is edited where it lives: the record list in the inode for
-//! the extents format; for a bmbt, the leaf that holds the record (the
-//! keys above it follow a new first record). Refused, with the reason:
-//! a change that would convert the fork (extents to a bmbt or back), split
-//! or join bmbt blocks, unmap from a bmbt, or a mapping that is not into
-//! a hole.
+//! the extents format (a list that outgrows the inode becomes a one-leaf
+//! bmbt, the leaf allocated near the inode as xfs_bmap_extents_to_btree
+//! does); for a bmbt, the leaf that holds the record (the keys above it
+//! follow a new first record; a full leaf passes a record to a sibling).
+//! Refused, with the reason: a bmbt leaf split or join, a bmbt back to a
+//! list, an unmap from a bmbt, or a mapping that is not into a hole.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -27,6 +28,7 @@
 
 use super::agedit::refuse;
 use super::agedit::EditResult;
+use super::alloc::RmapOwner;
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::format::log::*;
@@ -137,6 +139,10 @@ struct Step {
     idx: usize,
 }
 
+/// Allocates one block near `hint` in AG `agno` for `owner` (the AG
+/// store's near allocator, with its free-list fix-up and reverse mapping).
+pub type Alloc<'x> = dyn FnMut(u32, u32, RmapOwner) -> EditResult<Option<u32>> + 'x;
+
 /// Edits inode forks for the intents being finished.
 pub struct ForkEditor<'a, R: ReadAt> {
     fs: &'a Fs<R>,
@@ -245,7 +251,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// Finish one extent of a BUI; returns the reverse-mapping work it
     /// defers.
-    pub fn finish(&mut self, x: &MapExtent) -> EditResult<Vec<Work>> {
+    pub fn finish(&mut self, x: &MapExtent, alloc: &mut Alloc<'_>) -> EditResult<Vec<Work>> {
         let attr = x.flags & XFS_BMAP_EXTENT_ATTR_FORK != 0;
         let unwritten = x.flags & XFS_BMAP_EXTENT_UNWRITTEN != 0;
         if x.flags & XFS_BMAP_EXTENT_REALTIME != 0 {
@@ -283,7 +289,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     len,
                     unwritten,
                 };
-                self.map(&mut f, new)?;
+                self.map(&mut f, new, alloc)?;
                 let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(len);
                 put_be64(&mut f.bytes, 64, nb);
                 vec![Work::RmapMap {
@@ -336,7 +342,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     }
 
     /// xfs_bmap_add_extent_hole_real.
-    fn map(&mut self, f: &mut ForkAt, new: Rec) -> EditResult<()> {
+    fn map(&mut self, f: &mut ForkAt, new: Rec, alloc: &mut Alloc<'_>) -> EditResult<()> {
         match f.format {
             FMT_EXTENTS => {
                 let mut recs = self.list(f)?;
@@ -369,11 +375,94 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     }
                     _ => recs.insert(i, new),
                 }
+                if u64::try_from(recs.len()).unwrap_or(u64::MAX) > f.maxext() {
+                    return self.extents_to_btree(f, &recs, alloc);
+                }
                 self.put_list(f, &recs)
             }
             FMT_BTREE => self.map_btree(f, new),
             fmt => refuse(format!("a mapping into a fork of format {fmt}")),
         }
+    }
+
+    /// xfs_bmap_extents_to_btree: the records no longer fit the inode, so
+    /// they move to a new bmbt leaf allocated near the inode, and the fork
+    /// becomes a one-level root pointing at it (the bytes of the old list
+    /// that the root does not cover stay, as the kernel's flush leaves
+    /// them).
+    fn extents_to_btree(
+        &mut self,
+        f: &mut ForkAt,
+        recs: &[Rec],
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<()> {
+        let g = &self.fs.geo;
+        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        if recs.len() > maxrecs || root_max == 0 {
+            return refuse(format!("{} extents do not fit one bmbt leaf", recs.len()));
+        }
+        if !g.v5 {
+            return refuse("a bmbt for a v4 inode is not made by this tool".into());
+        }
+        // The inode's own block is the target (XFS_INO_TO_FSB).
+        let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
+        let agno = u32::try_from(ino.checked_shr(shift).unwrap_or(0)).unwrap_or(u32::MAX);
+        let agino_mask = 1u64.checked_shl(shift).unwrap_or(0).saturating_sub(1);
+        let hint = u32::try_from((ino & agino_mask) >> g.inopblog).unwrap_or(0);
+        let owner = RmapOwner {
+            owner: ino,
+            offset: 0,
+            attr_fork: f.attr,
+            bmbt_block: true,
+        };
+        let Some(agbno) = alloc(agno, hint, owner)? else {
+            return refuse(format!("AG {agno}: no free block for the new bmbt leaf"));
+        };
+        let fsb = u64::from(agno)
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            | u64::from(agbno);
+        let off = self.block_off(fsb)?;
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let mut b = vec![0u8; bs];
+        put_be32(&mut b, 0, BMAP_CRC_MAGIC);
+        put_be16(&mut b, 4, 0);
+        put_be16(&mut b, 6, u16::try_from(recs.len()).unwrap_or(u16::MAX));
+        put_be64(&mut b, 8, u64::MAX);
+        put_be64(&mut b, 16, u64::MAX);
+        put_be64(&mut b, 24, off / 512);
+        if let Some(d) = b.get_mut(40..56) {
+            d.copy_from_slice(&self.fs.meta_uuid());
+        }
+        put_be64(&mut b, 56, ino);
+        for (k, r) in recs.iter().enumerate() {
+            r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)));
+        }
+        self.blocks.insert(off, b);
+        // The root in the inode: level 1, one key, one pointer.
+        let root = f.fork_off;
+        put_be16(&mut f.bytes, root, 1);
+        put_be16(&mut f.bytes, root.saturating_add(2), 1);
+        put_be64(
+            &mut f.bytes,
+            root.saturating_add(4),
+            recs.first().map_or(0, |r| r.off),
+        );
+        put_be64(
+            &mut f.bytes,
+            root.saturating_add(4)
+                .saturating_add(root_max.saturating_mul(8)),
+            fsb,
+        );
+        let fmt_at = if f.attr { 83 } else { 5 };
+        if let Some(x) = f.bytes.get_mut(fmt_at) {
+            *x = FMT_BTREE;
+        }
+        f.format = FMT_BTREE;
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
+        put_be64(&mut f.bytes, 64, nb);
+        f.nextents_set(u64::try_from(recs.len()).unwrap_or(u64::MAX))
     }
 
     /// The record list of an extents-format fork.
@@ -909,24 +998,31 @@ mod fixture_tests {
             other => panic!("not refused: {other:?}"),
         };
         let mut ed = ForkEditor::new(&fs, &ov);
+        let mut none = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> { Ok(None) };
         // Into blocks already mapped.
-        let m = why(ed.finish(&x(multi.ino.0, first.file_block, 7, 1, 1)));
+        let m = why(ed.finish(&x(multi.ino.0, first.file_block, 7, 1, 1), &mut none));
         assert!(m.contains("already mapped"), "{m}");
         // Outside the filesystem, no length, an unknown type, realtime.
-        let m = why(ed.finish(&x(multi.ino.0, 1 << 40, u64::MAX >> 8, 1, 1)));
+        let m = why(ed.finish(&x(multi.ino.0, 1 << 40, u64::MAX >> 8, 1, 1), &mut none));
         assert!(m.contains("outside the filesystem"), "{m}");
-        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 0, 1))).contains("0 blocks"));
-        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, 9))).contains("type 9"));
+        assert!(
+            why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 0, 1), &mut none)).contains("0 blocks")
+        );
+        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, 9), &mut none)).contains("type 9"));
         let rt = XFS_BMAP_EXTENT_REALTIME | 1;
-        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, rt))).contains("realtime"));
+        assert!(
+            why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, rt), &mut none)).contains("realtime")
+        );
         // An inode that is not one, an attr fork that is not there.
-        assert!(why(ed.finish(&x(1 << 30, 1 << 40, 100, 1, 1))).contains("inode"));
+        assert!(why(ed.finish(&x(1 << 30, 1 << 40, 100, 1, 1), &mut none)).contains("inode"));
         let af = XFS_BMAP_EXTENT_ATTR_FORK | 1;
         if small.core.forkoff == 0 {
-            assert!(why(ed.finish(&x(small.ino.0, 0, 100, 1, af))).contains("no attr fork"));
+            assert!(
+                why(ed.finish(&x(small.ino.0, 0, 100, 1, af), &mut none)).contains("no attr fork")
+            );
         }
         // Unmapping from a bmbt is not done here.
-        let m = why(ed.finish(&x(btree.ino.0, 0, 100, 1, 2)));
+        let m = why(ed.finish(&x(btree.ino.0, 0, 100, 1, 2), &mut none));
         assert!(m.contains("unmap from a fork of format 3"), "{m}");
         assert_eq!(ed.done, 0);
         assert!(ed.into_changes(1).unwrap().is_empty());
@@ -942,8 +1038,11 @@ mod fixture_tests {
         let before: Vec<_> = multi.data.extents().to_vec();
         let last = *before.last().unwrap();
         let mut ed = ForkEditor::new(&fs, &ov);
+        let mut none = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> { Ok(None) };
         let off = last.file_end() + 100;
-        let work = ed.finish(&x(multi.ino.0, off, 12345, 4, 1)).unwrap();
+        let work = ed
+            .finish(&x(multi.ino.0, off, 12345, 4, 1), &mut none)
+            .unwrap();
         assert!(matches!(
             work.as_slice(),
             [Work::RmapMap { m, .. }] if m.len == 4 && m.offset == off && m.owner == multi.ino.0
@@ -951,13 +1050,15 @@ mod fixture_tests {
         let f = ed.fork(multi.ino.0, false).unwrap();
         assert_eq!(f.nextents, before.len() as u64 + 1);
         // The middle two blocks first (a split), then the rest.
-        let w = ed.finish(&x(multi.ino.0, off + 1, 0, 2, 2)).unwrap();
+        let w = ed
+            .finish(&x(multi.ino.0, off + 1, 0, 2, 2), &mut none)
+            .unwrap();
         assert_eq!(w.len(), 1);
         assert_eq!(
             ed.fork(multi.ino.0, false).unwrap().nextents,
             before.len() as u64 + 2
         );
-        let w = ed.finish(&x(multi.ino.0, off, 0, 4, 2)).unwrap();
+        let w = ed.finish(&x(multi.ino.0, off, 0, 4, 2), &mut none).unwrap();
         assert_eq!(w.len(), 2, "the two pieces left, last first");
         let f = ed.fork(multi.ino.0, false).unwrap();
         assert_eq!(f.nextents, before.len() as u64);

@@ -19,6 +19,7 @@
 //! the btree editor refuses), nothing is applied and every intent is
 //! reported as not finished, with the reason.
 
+use super::alloc::RmapOwner;
 use super::bmapedit::ForkEditor;
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
@@ -174,7 +175,10 @@ pub fn finish_all<R: ReadAt>(
             // The kernel logs one extent per BUI; each is finished in
             // turn, its reverse mapping deferred.
             for x in m.extents.iter() {
-                let more = forks.finish(x).map_err(|e| match e {
+                let mut alloc = |agno: u32, hint: u32, o: RmapOwner| {
+                    engine.store(agno)?.alloc_near_one_for(hint, o)
+                };
+                let more = forks.finish(x, &mut alloc).map_err(|e| match e {
                     EditError::Unsupported(why) => EditError::Unsupported(Unsupported(format!(
                         "BUI intent {:#x}: {} inode {} offset {} length {}: {}",
                         u.id, x.op, x.owner, x.startoff, x.len, why.0
