@@ -31,12 +31,13 @@ use super::agedit::EditResult;
 use super::alloc::RmapOwner;
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
+use crate::xfs::error::Result;
 use crate::xfs::format::log::*;
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::log::items::MapExtent;
 use crate::xfs::read::ReadAt;
-use crate::xfs::types::{FsBlock, Ino};
+use crate::xfs::types::{FsBlock, Ino, Lsn};
 use std::collections::BTreeMap;
 
 /// The largest extent record length (21 bits).
@@ -137,6 +138,20 @@ impl ForkAt {
 struct Step {
     block: Option<u64>,
     idx: usize,
+}
+
+/// A bmbt leaf: where it is, its bytes and its records.
+struct Leaf {
+    off: u64,
+    bytes: Vec<u8>,
+    recs: Vec<Rec>,
+}
+
+/// The first `n` records of a bmbt leaf.
+fn recs_of(b: &[u8], hdr: usize, n: usize) -> Vec<Rec> {
+    (0..n)
+        .map(|i| Rec::parse(b, hdr.saturating_add(i.saturating_mul(16))))
+        .collect()
 }
 
 /// Allocates one block near `hint` in AG `agno` for `owner` (the AG
@@ -490,7 +505,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let n = u64::try_from(recs.len()).unwrap_or(u64::MAX);
         if n > f.maxext() {
             return refuse(format!(
-                "{n} extents no longer fit the inode: the kernel converts the fork to a bmbt, which this tool does not"
+                "an unmap would leave {n} extents, more than the inode holds: the kernel converts the fork to a bmbt there, which this tool does not"
             ));
         }
         for (i, r) in recs.iter().enumerate() {
@@ -502,11 +517,51 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         f.nextents_set(n)
     }
 
+    /// bmbt block header bytes and block size.
+    fn hdr_bs(&self) -> (usize, usize) {
+        (
+            if self.fs.geo.v5 { 72 } else { 24 },
+            usize::try_from(self.fs.geo.blocksize).unwrap_or(0),
+        )
+    }
+
+    /// (header bytes, records or key/pointer pairs a block holds, pairs
+    /// the root in the inode holds).
     fn bmbt_geometry(&self, f: &ForkAt) -> (usize, usize, usize) {
-        let hdr = if self.fs.geo.v5 { 72 } else { 24 };
-        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+        let (hdr, bs) = self.hdr_bs();
         let root_max = f.fork_len.saturating_sub(4) / 16;
         (hdr, bs.saturating_sub(hdr) / 16, root_max)
+    }
+
+    /// A bmbt block of inode `ino` read and checked (magic, level, record
+    /// count, owner): its byte offset, bytes and record count.
+    fn bmbt_block(
+        &self,
+        ino: u64,
+        fsb: u64,
+        level: u16,
+        maxrecs: usize,
+    ) -> EditResult<(u64, Vec<u8>, usize)> {
+        let (_, bs) = self.hdr_bs();
+        let off = self.block_off(fsb)?;
+        let b = self.read("bmbt block", off, bs)?;
+        let magic = be32(&b, 0).unwrap_or(0);
+        let want_magic = if self.fs.geo.v5 {
+            BMAP_CRC_MAGIC
+        } else {
+            BMAP_MAGIC
+        };
+        let lvl = be16(&b, 4).unwrap_or(u16::MAX);
+        let nr = usize::from(be16(&b, 6).unwrap_or(0));
+        if magic != want_magic || lvl != level || nr == 0 || nr > maxrecs {
+            return refuse(format!(
+                "inode {ino}: bmbt block {fsb}: magic {magic:#x} level {lvl} records {nr}"
+            ));
+        }
+        if self.fs.geo.v5 && be64(&b, 56) != Some(ino) {
+            return refuse(format!("inode {ino}: bmbt block {fsb} has another owner"));
+        }
+        Ok((off, b, nr))
     }
 
     fn block_off(&self, fsb: u64) -> EditResult<u64> {
@@ -521,11 +576,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
     }
 
-    /// Walk from the root to the leaf whose range holds `key`; the path
-    /// ends with the leaf's step (idx unset there).
-    fn descend(&self, f: &ForkAt, ino: u64, key: u64) -> EditResult<Vec<Step>> {
+    /// Walk from the root to the leaf whose range holds `key`: the path
+    /// (ending with the leaf's step) and the leaf with its records.
+    fn descend(&self, f: &ForkAt, ino: u64, key: u64) -> EditResult<(Vec<Step>, Leaf)> {
         let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
-        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
         let root = f.fork_off;
         let level = be16(&f.bytes, root).unwrap_or(0);
         let n = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
@@ -534,14 +588,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 "inode {ino}: bmbt root with level {level} and {n} records"
             ));
         }
+        // The last key <= `key`, else the first.
         let pick = |b: &[u8], keys: usize, n: usize| -> usize {
-            let mut i = 0;
-            for j in 0..n {
-                if be64(b, keys.saturating_add(j.saturating_mul(8))).unwrap_or(u64::MAX) <= key {
-                    i = j;
-                }
-            }
-            i
+            (0..n)
+                .rev()
+                .find(|&j| {
+                    be64(b, keys.saturating_add(j.saturating_mul(8))).unwrap_or(u64::MAX) <= key
+                })
+                .unwrap_or(0)
         };
         let i = pick(&f.bytes, root.saturating_add(4), n);
         let mut ptr = be64(
@@ -555,36 +609,23 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             block: None,
             idx: i,
         }];
-        let mut want = level;
-        while want > 0 {
-            want = want.saturating_sub(1);
-            let off = self.block_off(ptr)?;
-            let b = self.read("bmbt block", off, bs)?;
-            let magic = be32(&b, 0).unwrap_or(0);
-            let ok_magic = if self.fs.geo.v5 {
-                magic == BMAP_CRC_MAGIC
-            } else {
-                magic == BMAP_MAGIC
-            };
-            let lvl = be16(&b, 4).unwrap_or(u16::MAX);
-            let nr = usize::from(be16(&b, 6).unwrap_or(0));
-            if !ok_magic || lvl != want || nr == 0 || nr > maxrecs {
-                return refuse(format!(
-                    "inode {ino}: bmbt block {ptr}: magic {magic:#x} level {lvl} records {nr}"
-                ));
-            }
-            if self.fs.geo.v5 && be64(&b, 56) != Some(ino) {
-                return refuse(format!("inode {ino}: bmbt block {ptr} has another owner"));
-            }
-            if path.len() > usize::from(MAX_LEVELS) {
-                return refuse(format!("inode {ino}: bmbt deeper than {MAX_LEVELS}"));
-            }
+        // Levels below the root, each checked; at most MAX_LEVELS.
+        for want in (0..level).rev() {
+            let (off, b, nr) = self.bmbt_block(ino, ptr, want, maxrecs)?;
             if want == 0 {
                 path.push(Step {
                     block: Some(off),
                     idx: 0,
                 });
-                break;
+                let recs = recs_of(&b, hdr, nr);
+                return Ok((
+                    path,
+                    Leaf {
+                        off,
+                        bytes: b,
+                        recs,
+                    },
+                ));
             }
             let i = pick(&b, hdr, nr);
             path.push(Step {
@@ -598,47 +639,30 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             )
             .unwrap_or(0);
         }
-        Ok(path)
+        refuse(format!("inode {ino}: bmbt without a leaf"))
     }
 
-    /// The leaf at the end of `path`, its records.
-    fn leaf(&self, path: &[Step]) -> EditResult<(u64, Vec<u8>, Vec<Rec>)> {
-        let (hdr, bs): (usize, usize) = (
-            if self.fs.geo.v5 { 72 } else { 24 },
-            usize::try_from(self.fs.geo.blocksize).unwrap_or(0),
-        );
-        let Some(off) = path.last().and_then(|s| s.block) else {
-            return refuse("bmbt path without a leaf".into());
-        };
-        let b = self.read("bmbt block", off, bs)?;
-        let n = usize::from(be16(&b, 6).unwrap_or(0));
-        let recs = (0..n)
-            .map(|i| Rec::parse(&b, hdr.saturating_add(i.saturating_mul(16))))
-            .collect();
-        Ok((off, b, recs))
-    }
-
-    /// The record before or after a leaf, through its sibling pointer.
-    fn sibling_rec(&self, leaf: &[u8], right: bool) -> EditResult<Option<Rec>> {
-        let (hdr, bs): (usize, usize) = (
-            if self.fs.geo.v5 { 72 } else { 24 },
-            usize::try_from(self.fs.geo.blocksize).unwrap_or(0),
-        );
+    /// A sibling leaf of `leaf` (`right` or left), checked, or `None` at
+    /// the end of its level.
+    fn sibling(
+        &self,
+        ino: u64,
+        leaf: &[u8],
+        right: bool,
+        maxrecs: usize,
+    ) -> EditResult<Option<Leaf>> {
+        let (hdr, _) = self.hdr_bs();
         let sib = be64(leaf, if right { 16 } else { 8 }).unwrap_or(u64::MAX);
         if sib == u64::MAX {
             return Ok(None);
         }
-        let off = self.block_off(sib)?;
-        let b = self.read("bmbt block", off, bs)?;
-        let n = usize::from(be16(&b, 6).unwrap_or(0));
-        if n == 0 {
-            return refuse(format!("bmbt leaf {sib} is empty"));
-        }
-        let i = if right { 0 } else { n.saturating_sub(1) };
-        Ok(Some(Rec::parse(
-            &b,
-            hdr.saturating_add(i.saturating_mul(16)),
-        )))
+        let (off, b, nr) = self.bmbt_block(ino, sib, 0, maxrecs)?;
+        let recs = recs_of(&b, hdr, nr);
+        Ok(Some(Leaf {
+            off,
+            bytes: b,
+            recs,
+        }))
     }
 
     /// Write a leaf's records back (count and records), and the keys above
@@ -679,7 +703,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         if first != old_first {
             // Update the key for this block in each parent while the
             // block is its parent's first child.
-            let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+            let (_, bs) = self.hdr_bs();
             for lvl in (0..path.len().saturating_sub(1)).rev() {
                 let Some(step) = path.get(lvl).copied() else {
                     break;
@@ -712,16 +736,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     fn map_btree(&mut self, f: &mut ForkAt, new: Rec) -> EditResult<()> {
         let ino = be64(&f.bytes, 152).unwrap_or(0);
-        let path = self.descend(f, ino, new.off)?;
-        let (off, b, mut recs) = self.leaf(&path)?;
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
+        let (path, leaf) = self.descend(f, ino, new.off)?;
+        let Leaf {
+            off,
+            bytes: b,
+            mut recs,
+        } = leaf;
         let i = recs.partition_point(|r| r.off < new.off);
         let left = match i.checked_sub(1) {
             Some(j) => recs.get(j).copied(),
-            None => self.sibling_rec(&b, false)?,
+            None => self
+                .sibling(ino, &b, false, maxrecs)?
+                .and_then(|l| l.recs.last().copied()),
         };
         let right = match recs.get(i) {
             Some(r) => Some(*r),
-            None => self.sibling_rec(&b, true)?,
+            None => self
+                .sibling(ino, &b, true, maxrecs)?
+                .and_then(|l| l.recs.first().copied()),
         };
         hole_check(left, right, new)?;
         let (lc, rc) = contiguity(left, right, new);
@@ -753,7 +786,6 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
             (false, false, _, _) => {
                 let mut i = i;
-                let (_, maxrecs, _) = self.bmbt_geometry(f);
                 if recs.len() >= maxrecs {
                     i = self.make_room(f, ino, &b, &mut recs, i)?;
                 }
@@ -789,35 +821,24 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         recs: &mut Vec<Rec>,
         i: usize,
     ) -> EditResult<usize> {
-        let (hdr, maxrecs, _) = self.bmbt_geometry(f);
-        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
         let n = recs.len();
-        let sib = |right: bool| be64(leaf, if right { 16 } else { 8 }).unwrap_or(u64::MAX);
-        let read_sib = |me: &Self, fsb: u64| -> EditResult<(u64, Vec<u8>, Vec<Rec>)> {
-            let off = me.block_off(fsb)?;
-            let b = me.read("bmbt block", off, bs)?;
-            let nr = usize::from(be16(&b, 6).unwrap_or(0));
-            if be16(&b, 4) != Some(0) || nr == 0 || nr > maxrecs {
-                return refuse(format!("inode {ino}: bmbt sibling {fsb} is not a leaf"));
-            }
-            if me.fs.geo.v5 && be64(&b, 56) != Some(ino) {
-                return refuse(format!("inode {ino}: bmbt block {fsb} has another owner"));
-            }
-            let r = (0..nr)
-                .map(|k| Rec::parse(&b, hdr.saturating_add(k.saturating_mul(16))))
-                .collect();
-            Ok((off, b, r))
-        };
         // xfs_btree_rshift: not when the insertion point is at or past
         // the last record.
-        if i.saturating_add(1) < n && sib(true) != u64::MAX {
-            let (roff, rb, mut rrecs) = read_sib(self, sib(true))?;
-            if rrecs.len() < maxrecs {
+        if i.saturating_add(1) < n {
+            if let Some(Leaf {
+                off: roff,
+                bytes: rb,
+                recs: mut rrecs,
+            }) = self
+                .sibling(ino, leaf, true, maxrecs)?
+                .filter(|l| l.recs.len() < maxrecs)
+            {
                 let Some(last) = recs.pop() else {
                     return refuse("empty leaf".into());
                 };
                 let old_first = rrecs.first().map_or(0, |r| r.off);
-                let rpath = self.descend(f, ino, old_first)?;
+                let (rpath, _) = self.descend(f, ino, old_first)?;
                 if rpath.last().and_then(|s| s.block) != Some(roff) {
                     return refuse(format!(
                         "inode {ino}: bmbt keys do not lead to the right sibling"
@@ -829,12 +850,18 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
         }
         // xfs_btree_lshift: not when the new record goes first.
-        if i >= 1 && sib(false) != u64::MAX {
-            let (loff, lb, mut lrecs) = read_sib(self, sib(false))?;
-            if lrecs.len() < maxrecs {
+        if i >= 1 {
+            if let Some(Leaf {
+                off: loff,
+                bytes: lb,
+                recs: mut lrecs,
+            }) = self
+                .sibling(ino, leaf, false, maxrecs)?
+                .filter(|l| l.recs.len() < maxrecs)
+            {
                 let first = recs.remove(0);
                 let lfirst = lrecs.first().map_or(0, |r| r.off);
-                let lpath = self.descend(f, ino, lfirst)?;
+                let (lpath, _) = self.descend(f, ino, lfirst)?;
                 if lpath.last().and_then(|s| s.block) != Some(loff) {
                     return refuse(format!(
                         "inode {ino}: bmbt keys do not lead to the left sibling"
@@ -905,22 +932,20 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// The changed inodes and bmbt blocks as (daddr, whole sectors), LSN
     /// stamped and CRCs recomputed on v5.
-    pub fn into_changes(self, lsn: u64) -> EditResult<Vec<(u64, Vec<u8>)>> {
+    pub fn into_changes(self, lsn: Lsn) -> Result<Vec<(u64, Vec<u8>)>> {
         let v5 = self.fs.geo.v5;
         let mut out = Vec::new();
         for (off, mut b) in self.blocks {
             if v5 {
-                put_be64(&mut b, 32, lsn);
+                put_be64(&mut b, 32, lsn.raw());
                 put_crc(&mut b, 64);
             }
             out.push((off / 512, b));
         }
-        for (off, mut b) in self.inodes {
-            if v5 {
-                put_be64(&mut b, 112, lsn);
-                put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
-            }
-            out.push(super::unlinked::inode_sectors(self.fs, self.base, off, &b)?);
+        for (off, b) in self.inodes {
+            out.push(super::unlinked::inode_sectors(
+                self.fs, self.base, off, b, lsn,
+            )?);
         }
         Ok(out)
     }
@@ -1025,7 +1050,7 @@ mod fixture_tests {
         let m = why(ed.finish(&x(btree.ino.0, 0, 100, 1, 2), &mut none));
         assert!(m.contains("unmap from a fork of format 3"), "{m}");
         assert_eq!(ed.done, 0);
-        assert!(ed.into_changes(1).unwrap().is_empty());
+        assert!(ed.into_changes(Lsn::from_raw(1)).unwrap().is_empty());
     }
 
     /// A mapping into a hole past the end of an extent list, then its

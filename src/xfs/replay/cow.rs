@@ -57,8 +57,8 @@ pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -
 }
 
 /// One CoW staging extent freed as `xfs_refcount_recover_cow_leftovers`
-/// queues it: the refcount record (CUI), then the reverse mapping (RUI),
-/// then the blocks (EFI: the free list fixed first, no owner to unmap).
+/// queues it: the reverse mapping (RUI), the refcount record (CUI), then
+/// the blocks (EFI: no owner to unmap).
 fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
     match s.find(Tree::Refc, key_refc(agbno | COW_FLAG))? {
         Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {}

@@ -57,7 +57,6 @@ pub trait Recs {
     fn insert(&mut self, tree: Tree, rec: &[u8]) -> EditResult<()>;
     fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()>;
     fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()>;
-    fn last_record(&mut self, tree: Tree) -> EditResult<Option<Vec<u8>>>;
     /// rmapbt records whose blocks overlap `[lo, hi]`, in key order.
     fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>>;
 }
@@ -77,9 +76,6 @@ impl<R: ReadAt> Recs for AgStore<'_, R> {
     }
     fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()> {
         AgStore::update(self, tree, key, rec)
-    }
-    fn last_record(&mut self, tree: Tree) -> EditResult<Option<Vec<u8>>> {
-        AgStore::last_record(self, tree)
     }
     fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
         AgStore::rmap_overlapping(self, lo, hi)
@@ -1251,15 +1247,6 @@ mod tests {
             assert!(m.remove(&k).is_some(), "no record {k:?}");
             m.insert(key_of(t, rec), rec.to_vec());
             Ok(())
-        }
-        fn last_record(&mut self, t: Tree) -> EditResult<Option<Vec<u8>>> {
-            Ok(self
-                .trees
-                .entry(tid(t))
-                .or_default()
-                .values()
-                .next_back()
-                .cloned())
         }
         fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
             Ok(self

@@ -11,14 +11,14 @@
 //!
 //! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
 //! map_shared, unmap_shared, convert; CUI increase, decrease, alloc_cow,
-//! free_cow; BUI map and unmap where the fork keeps its shape
-//! (`bmapedit.rs`). Not done: ATTRI, XMI, RUI convert_shared, realtime
-//! intents.
+//! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
+//! refuses). Not done: ATTRI, XMI, RUI convert_shared, realtime intents.
 //!
 //! All or nothing: if any piece cannot be done (one of those, or a change
 //! the btree editor refuses), nothing is applied and every intent is
 //! reported as not finished, with the reason.
 
+use super::agedit::refuse;
 use super::alloc::RmapOwner;
 use super::bmapedit::ForkEditor;
 use super::defer::{Engine, FreeOwner, Rmap, Work};
@@ -45,10 +45,6 @@ pub struct IntentReport {
     pub work_items: u64,
 }
 
-fn unsupported<T>(m: String) -> std::result::Result<T, EditError> {
-    Err(EditError::Unsupported(Unsupported(m)))
-}
-
 /// The work one intent asks for, in the order the kernel does it.
 pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec<Work>, EditError> {
     let g = &fs.geo;
@@ -60,7 +56,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
             .saturating_sub(1);
         let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
         if agno >= g.agcount || agbno >= g.agblocks {
-            return unsupported(format!("fsblock {fsb} is outside the filesystem"));
+            return refuse(format!("fsblock {fsb} is outside the filesystem"));
         }
         Ok((agno, agbno))
     };
@@ -118,7 +114,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                     },
                     5 => Work::RmapConvert { agno, m: r },
                     _ => {
-                        return unsupported(format!(
+                        return refuse(format!(
                             "rmap {} of owner {} is not done by this tool",
                             x.op, x.owner
                         ))
@@ -142,7 +138,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                         len: x.len,
                         alloc: x.flags & 0xff == 3,
                     },
-                    _ => return unsupported(format!("refcount {} is not done by this tool", x.op)),
+                    _ => return refuse(format!("refcount {} is not done by this tool", x.op)),
                 });
             }
         }
@@ -150,7 +146,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
             // Done by the fork editor, in finish_all.
         }
         _ => {
-            return unsupported(format!(
+            return refuse(format!(
                 "{} intents are not finished by this tool",
                 u.kind.name()
             ))
@@ -236,16 +232,7 @@ pub fn recover<R: ReadAt>(
             Ok(()) => {
                 rep.finished = intents.iter().map(|u| u.id).collect();
                 rep.work_items = engine.done.saturating_add(forks.done);
-                let fc = match forks.into_changes(lsn.raw()) {
-                    Ok(c) => c,
-                    Err(EditError::Read(e)) => return Err(e),
-                    Err(EditError::Unsupported(u)) => {
-                        rep.finished.clear();
-                        rep.not_finished = Some(u.0);
-                        return Ok(rep);
-                    }
-                };
-                (engine.changed()?, fc)
+                (engine.changed()?, forks.into_changes(lsn)?)
             }
             Err(EditError::Read(e)) => return Err(e),
             Err(EditError::Unsupported(u)) => {

@@ -64,13 +64,19 @@ impl<R: ReadAt> ReadAt for OvReader<'_, R> {
 }
 
 /// The whole sectors around an inode at byte `off`, as the replayed state
-/// `ov` has them, with the inode's bytes `b` laid in: (daddr, bytes).
+/// `ov` has them, with the inode's bytes `b` laid in, stamped with `lsn`
+/// and its CRC recomputed on v5: (daddr, bytes).
 pub(crate) fn inode_sectors<R: ReadAt>(
     fs: &Fs<R>,
     ov: &Overlay,
     off: u64,
-    b: &[u8],
+    mut b: Vec<u8>,
+    lsn: Lsn,
 ) -> Result<(u64, Vec<u8>)> {
+    if fs.geo.v5 {
+        put_be64(&mut b, 112, lsn.raw());
+        put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
+    }
     let start = off.saturating_sub(off % 512);
     let within = usize::try_from(off % 512).unwrap_or(0);
     let len = u64::try_from(within.saturating_add(b.len()))
@@ -80,7 +86,7 @@ pub(crate) fn inode_sectors<R: ReadAt>(
     let mut sec = fs.img.read_disk("inode", start, len)?;
     ov.apply_to(start, &mut sec);
     if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
-        d.copy_from_slice(b);
+        d.copy_from_slice(&b);
     }
     Ok((start / 512, sec))
 }
@@ -551,12 +557,8 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         (cx.engine.changed()?, cx.inodes)
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
-    for (_, (off, mut b)) in inodes {
-        if g.v5 {
-            put_be64(&mut b, 112, lsn.raw());
-            put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
-        }
-        let (daddr, sec) = inode_sectors(fs, ov, off, &b)?;
+    for (_, (off, b)) in inodes {
+        let (daddr, sec) = inode_sectors(fs, ov, off, b, lsn)?;
         ov.put(daddr, &sec);
     }
     // What is still listed, and where its blocks are.
