@@ -157,15 +157,38 @@ fn export(name: &str) -> (PathBuf, Value) {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.recovered.img"));
     let _ = std::fs::remove_file(&out);
-    let (ok, stdout, err) = run_cli(&[
-        "replay",
-        "--json",
-        img.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    // The kernel stamps the time of its recovery on inodes whose
+    // attributes it sets; where a fixture records it, the export uses it.
+    let when = fixtures_dir()
+        .join(format!("{name}.recovered-ctime.txt"))
+        .exists()
+        .then(|| recovery_ctime(name));
+    let env: Vec<(&str, &str)> = when
+        .as_deref()
+        .map(|t| vec![("SOURCE_DATE_EPOCH", t)])
+        .unwrap_or_default();
+    let (ok, stdout, err) = run_cli_env(
+        &[
+            "replay",
+            "--json",
+            img.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &env,
+    );
     assert!(ok, "{name}: {err}");
     (out, serde_json::from_str(&stdout).unwrap())
+}
+
+/// `NAME.recovered-ctime.txt`: the kernel's recovery time, "SEC.NSEC".
+fn recovery_ctime(name: &str) -> String {
+    oracle(name, "recovered-ctime.txt")
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 /// Blocks of `rec` that differ from `dirty` outside the log, hashed; the
@@ -286,12 +309,16 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // into a full extent list (converted to a bmbt whose leaf is allocated
     // near the inode): the inode, the bmbt blocks and every AG block are
     // the kernel's.
+    // Attribute intents (forged, recovered by the kernel) finished in
+    // shortform lists, the recovery time taken from the kernel's: the
+    // inodes are the kernel's.
     for name in [
         "replay-unlinked",
         "replay-unlinked-reflink",
         "replay-bui-ext",
         "replay-bui-btree",
         "replay-bui-convert",
+        "replay-attri",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -885,6 +912,113 @@ fn the_ag_oracle_parses() {
 /// The inode a finished BUI changed, against xfs_db on the kernel's
 /// recovered copy: every core field xfs_db prints and the data fork's
 /// mappings.
+/// The shortform attr list `xfs_db` prints (`a.sfattr.*`), as bytes.
+fn sfattr_bytes(print: &[(String, String)]) -> Option<Vec<u8>> {
+    let get = |k: &str| print.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    let total: u16 = get("a.sfattr.hdr.totsize")?.parse().unwrap();
+    let count: u8 = get("a.sfattr.hdr.count")?.parse().unwrap();
+    let mut b = total.to_be_bytes().to_vec();
+    b.extend([count, 0]);
+    for i in 0..count {
+        let f = |k: &str| get(&format!("a.sfattr.list[{i}].{k}")).unwrap();
+        let text = |k: &str| f(k).trim_matches('"').as_bytes().to_vec();
+        let (name, value) = (text("name"), text("value"));
+        assert_eq!(name.len().to_string(), f("namelen"));
+        assert_eq!(value.len().to_string(), f("valuelen"));
+        let flags = f("root").parse::<u8>().unwrap() * 2 + f("secure").parse::<u8>().unwrap() * 4;
+        b.extend([name.len() as u8, value.len() as u8, flags]);
+        b.extend(name);
+        b.extend(value);
+    }
+    Some(b)
+}
+
+#[test]
+fn attribute_intents_leave_the_kernels_inodes() {
+    // A forged checkpoint of 15 attribute intents (sets, replaces,
+    // removals; no attr fork, an empty one, a device inode, a directory,
+    // forks that must move), finished by the kernel's recovery.
+    let name = "replay-attri";
+    let (out, v) = export(name);
+    assert!(v["mount"]["intents"]["not_finished"].is_null(), "{v}");
+    assert_eq!(
+        v["mount"]["intents"]["finished"].as_array().unwrap().len(),
+        15,
+        "{v}"
+    );
+    let dirty = image(name);
+    let when = recovery_ctime(name);
+    let text = oracle(name, "recovered-attr.txt");
+    let mut seen = 0;
+    // "### FILE INO", its xfs_db print, then "### getfattr" and its lines.
+    let secs: Vec<&str> = text.split("\n### ").skip(1).collect();
+    for pair in secs.chunks(2) {
+        let (head, print) = pair[0].split_once('\n').unwrap();
+        let attrs = pair[1].strip_prefix("getfattr").unwrap();
+        let (file, ino) = head.split_once(' ').unwrap();
+        let print = parse_xfs_db_print(print);
+        let inode = |img: &PathBuf| -> Value {
+            let (ok, js, err) = run_cli(&["inode", "--json", img.to_str().unwrap(), ino]);
+            assert!(ok, "{file}: {err}");
+            serde_json::from_str(&js).unwrap()
+        };
+        let (ours, before) = (inode(&out), inode(&dirty));
+        let field = |k: &str| {
+            let raw = &print.iter().find(|(f, _)| f == k).unwrap().1;
+            xfs_db_number(raw.split_whitespace().next().unwrap())
+                .unwrap_or_else(|| panic!("{file}: {k} = {raw}"))
+        };
+        for (k, want) in [
+            ("forkoff", "core.forkoff"),
+            ("aformat", "core.aformat"),
+            ("anextents", "core.naextents"),
+            ("changecount", "v3.change_count"),
+            ("lsn", "v3.lsn"),
+        ] {
+            assert_eq!(ours[k].as_u64(), Some(field(want)), "{file} ({ino}): {k}");
+        }
+        // The change time: the recovery's where the kernel set one, else
+        // as it was.
+        let kernel_ns = field("core.ctime.nsec");
+        let before_ns = before["ctime"]["nsec"].as_u64().unwrap();
+        assert_eq!(
+            ours["ctime"]["nsec"].as_u64(),
+            Some(kernel_ns),
+            "{file}: ctime"
+        );
+        if kernel_ns != before_ns {
+            let t = &ours["ctime"];
+            let ns = t["nsec"].as_u64().unwrap();
+            assert_eq!(format!("{}.{ns:09}", t["sec"]), when, "{file}");
+        }
+        // The list itself, byte for byte, where the inode has one.
+        match sfattr_bytes(&print) {
+            Some(want) => {
+                let hex = ours["attr_fork"]["bytes_hex"].as_str().unwrap();
+                let want: String = want.iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(hex, want, "{file}: shortform list");
+            }
+            None => assert!(
+                ours["attr_fork"]["bytes_hex"].is_null() || ours["aformat"] != 1,
+                "{file}: {}",
+                ours["attr_fork"]
+            ),
+        }
+        // And as the mounted filesystem shows it.
+        let (ok, got, err) = run_cli(&["getfattr", out.to_str().unwrap(), &format!("/{file}")]);
+        assert!(ok, "{file}: {err}");
+        let pairs = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| l.contains('=') && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(pairs(&got), pairs(attrs), "{file}: getfattr");
+        seen += 1;
+    }
+    assert_eq!(seen, 14);
+}
+
 #[test]
 fn bmap_intents_leave_the_kernels_inode() {
     let names = fixtures_with("recovered-bmap.txt");

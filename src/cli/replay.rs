@@ -7,11 +7,45 @@ use crate::xfs::read::FileReader;
 use crate::xfs::replay;
 use std::path::Path;
 
+/// The time the recovery runs at: `SOURCE_DATE_EPOCH` (seconds, with up
+/// to nine decimals) when it is set, for images that come out the same on
+/// every run; else now.
+pub fn recovery_time() -> replay::RecoveryTime {
+    if let Some(t) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| parse_epoch(v.trim()))
+    {
+        return t;
+    }
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    replay::RecoveryTime {
+        sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nsec: d.subsec_nanos(),
+    }
+}
+
+/// "SECONDS" or "SECONDS.FRACTION" (at most nine digits).
+fn parse_epoch(v: &str) -> Option<replay::RecoveryTime> {
+    let (s, f) = v.split_once('.').unwrap_or((v, ""));
+    let sec = s.parse::<i64>().ok()?;
+    if f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let nsec = if f.is_empty() {
+        0
+    } else {
+        format!("{f:0<9}").parse::<u32>().ok()?
+    };
+    Some(replay::RecoveryTime { sec, nsec })
+}
+
 /// `--replay`: the image with the replayed state laid over it.
 pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileReader>, String> {
     let at = |e: crate::xfs::Error| format!("{}: {e}", path.display());
     let fs = Fs::open(img).map_err(at)?;
-    let (_, plan) = replay::replay_and_mount(&fs, &mut |_| {})
+    let (_, plan) = replay::replay_and_mount(&fs, recovery_time(), &mut |_| {})
         .map_err(|e| format!("{}: replay: {e}", path.display()))?;
     let left = plan
         .mount
@@ -65,7 +99,8 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
     .map_err(|e| format!("{}: replay: {e}", path.display()))?;
     let replay_secs = start.elapsed().as_secs_f64();
     let report = r.report.clone();
-    let plan = replay::export::plan(&fs, r).map_err(|e| format!("{}: {e}", path.display()))?;
+    let plan = replay::export::plan(&fs, r, recovery_time())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut written = None;
     if let Some(out) = output {
         let t = std::time::Instant::now();
@@ -243,4 +278,22 @@ fn diff_text(d: &replay::diff::ReplayDiff) -> String {
         ));
     }
     t
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_date_epoch_takes_seconds_and_a_fraction() {
+        let t = |v: &str| parse_epoch(v).map(|r| (r.sec, r.nsec));
+        assert_eq!(t("1796169826"), Some((1_796_169_826, 0)));
+        assert_eq!(t("1796169826.000572260"), Some((1_796_169_826, 572_260)));
+        assert_eq!(t("12.5"), Some((12, 500_000_000)));
+        assert_eq!(t("-1.25"), Some((-1, 250_000_000)));
+        for bad in ["", "x", "1.x", "1.1234567890", "1e9", "1.-5"] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+    }
 }

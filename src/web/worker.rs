@@ -177,23 +177,27 @@ fn ensure_replayed(scope: &DedicatedWorkerGlobalScope) -> Result<(), String> {
             .as_mut()
             .ok_or_else(|| "no filesystem is open".to_string())?;
         let mut last = 0.0f64;
-        let (rep, mut plan) = crate::xfs::replay::replay_and_mount(fs, &mut |p| {
-            let now = js_sys::Date::now();
-            if now - last > 200.0 {
-                last = now;
-                post(
-                    scope,
-                    &Response::Progress {
-                        stage: format!(
-                            "replaying the log: pass {}, {} records, {} transactions, {} items",
-                            p.pass, p.records, p.transactions, p.items
-                        ),
-                        done: p.blocks_done,
-                        total: p.blocks_total,
-                    },
-                );
-            }
-        })
+        let (rep, mut plan) = crate::xfs::replay::replay_and_mount(
+            fs,
+            crate::xfs::replay::RecoveryTime::from_millis(js_sys::Date::now()),
+            &mut |p| {
+                let now = js_sys::Date::now();
+                if now - last > 200.0 {
+                    last = now;
+                    post(
+                        scope,
+                        &Response::Progress {
+                            stage: format!(
+                                "replaying the log: pass {}, {} records, {} transactions, {} items",
+                                p.pass, p.records, p.transactions, p.items
+                            ),
+                            done: p.blocks_done,
+                            total: p.blocks_total,
+                        },
+                    );
+                }
+            },
+        )
         .map_err(|e| e.to_string())?;
         let kv = |n: &str, v: u64| Kv {
             name: n.into(),

@@ -138,6 +138,20 @@ impl Timestamp {
         }
     }
 
+    /// The 8 stored bytes (as a big-endian u64) for `sec`.`nsec` in the
+    /// given encoding, clamped to its range as the kernel clamps.
+    pub fn encode(sec: i64, nsec: u32, bigtime: bool) -> u64 {
+        let nsec = nsec.min(999_999_999);
+        if bigtime {
+            let s = u64::try_from(sec.saturating_add(BIGTIME_EPOCH_OFFSET)).unwrap_or(0);
+            s.saturating_mul(NSEC_PER_SEC)
+                .saturating_add(u64::from(nsec))
+        } else {
+            let s = i32::try_from(sec).unwrap_or(if sec < 0 { i32::MIN } else { i32::MAX });
+            (u64::from(u32::from_ne_bytes(s.to_ne_bytes())) << 32) | u64::from(nsec)
+        }
+    }
+
     /// `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` in UTC.
     pub fn text(&self) -> String {
         let days = self.sec.div_euclid(86_400);

@@ -68,8 +68,14 @@ pub fn image(name: &str) -> PathBuf {
 
 /// Run the CLI; returns (status success, stdout, stderr).
 pub fn run_cli(args: &[&str]) -> (bool, String, String) {
+    run_cli_env(args, &[])
+}
+
+/// `run_cli` with environment variables set.
+pub fn run_cli_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xfs-explorer"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     (

@@ -193,7 +193,13 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(b)
     }
 
-    fn fork(&self, ino: u64, attr: bool) -> EditResult<ForkAt> {
+    pub(super) fn fs(&self) -> &'a Fs<R> {
+        self.fs
+    }
+
+    /// An inode as this editor sees it (its own changes first): where it
+    /// is and its bytes, checked to be the inode numbered `ino`.
+    pub(super) fn inode(&self, ino: u64) -> EditResult<(u64, Vec<u8>)> {
         let g = &self.fs.geo;
         // An owner that is no inode number is the intent's fault: refused,
         // so that the rest of the replay goes on.
@@ -207,10 +213,28 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return refuse(format!("inode {ino} has no inode magic"));
         }
         let version = bytes.get(4).copied().unwrap_or(0);
-        let core = if version == 3 { 176 } else { 100 };
         if g.v5 && (version != 3 || be64(&bytes, 152) != Some(ino)) {
             return refuse(format!("inode {ino} is not the v3 inode numbered {ino}"));
         }
+        Ok((ioff, bytes))
+    }
+
+    /// How many inodes this editor has changed.
+    pub fn inodes_changed(&self) -> usize {
+        self.inodes.len()
+    }
+
+    /// Keep a changed inode until [`Self::into_changes`].
+    pub(super) fn put_inode(&mut self, ioff: u64, bytes: Vec<u8>) {
+        self.inodes.insert(ioff, bytes);
+    }
+
+    fn fork(&self, ino: u64, attr: bool) -> EditResult<ForkAt> {
+        let g = &self.fs.geo;
+        let (ioff, bytes) = self.inode(ino)?;
+        let isize = usize::from(g.inodesize);
+        let version = bytes.get(4).copied().unwrap_or(0);
+        let core = if version == 3 { 176 } else { 100 };
         let forkoff = usize::from(bytes.get(82).copied().unwrap_or(0)).saturating_mul(8);
         let literal = isize.saturating_sub(core);
         if forkoff > literal {
@@ -339,6 +363,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             let cc = be64(&f.bytes, 104).unwrap_or(0).wrapping_add(1);
             put_be64(&mut f.bytes, 104, cc);
         }
+        super::attredit::upgrade_logged_core(self.fs, &mut f.bytes);
         self.inodes.insert(f.ioff, f.bytes);
         self.done = self.done.saturating_add(1);
         Ok(out)

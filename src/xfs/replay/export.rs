@@ -256,7 +256,11 @@ pub struct Plan {
 }
 
 /// Plan the recovered image of `fs` from its replay.
-pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
+pub fn plan<R: ReadAt>(
+    fs: &Fs<R>,
+    replay: super::Replay,
+    now: super::RecoveryTime,
+) -> Result<Plan> {
     let mut overlay = replay.overlay;
     let rep = &replay.report;
     if rep.clean {
@@ -280,7 +284,8 @@ pub fn plan<R: ReadAt>(fs: &Fs<R>, replay: super::Replay) -> Result<Plan> {
     };
     // Unfinished intents first (the kernel finishes them before anything
     // else at mount), then CoW staging extents.
-    let intents = super::recover::recover(fs, &mut overlay, &rep.unfinished_intents, rep.head)?;
+    let intents =
+        super::recover::recover(fs, &mut overlay, &rep.unfinished_intents, rep.head, now)?;
     let left: Vec<super::intents::Unfinished> = if intents.not_finished.is_some() {
         rep.unfinished_intents.clone()
     } else {

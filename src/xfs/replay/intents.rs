@@ -4,8 +4,8 @@
 //! says the work reached the log. The kernel keeps each intent in LSN
 //! order and lets a done item release the oldest pending intent of its
 //! type with its id. What is left describes work committed but not
-//! finished: the kernel finishes it at mount. This module lists it; it
-//! does not do it.
+//! finished: the kernel finishes it at mount. This module lists it;
+//! `recover.rs` does it.
 
 use super::walk::RTrans;
 use crate::xfs::log::items::{Item, ItemBody, ItemKind};
@@ -30,6 +30,9 @@ pub struct Unfinished {
     /// The intent as decoded (for finishing it).
     #[serde(skip)]
     pub body: Option<ItemBody>,
+    /// ATTRI: the regions after the format (name, value), as logged.
+    #[serde(skip)]
+    pub payload: Vec<Vec<u8>>,
 }
 
 #[derive(Default, Debug)]
@@ -85,7 +88,7 @@ fn blocks(item: &Item) -> Vec<u64> {
 }
 
 impl Pending {
-    pub fn add(&mut self, item: &Item, t: &RTrans, _lsn: u64) {
+    pub fn add(&mut self, item: &Item, regions: &[Vec<u8>], t: &RTrans) {
         let Some(id) = item.intent_id() else { return };
         self.list.push(Unfinished {
             kind: item.kind,
@@ -99,6 +102,10 @@ impl Pending {
                 _ => Vec::new(),
             },
             body: Some(item.body.clone()),
+            payload: match &item.body {
+                ItemBody::Attri(_) => regions.iter().skip(1).cloned().collect(),
+                _ => Vec::new(),
+            },
         });
     }
 

@@ -33,6 +33,7 @@
 
 pub mod agedit;
 pub mod alloc;
+pub mod attredit;
 pub mod bmapedit;
 pub mod buf;
 pub mod cancel;
@@ -131,6 +132,34 @@ pub struct ReplayReport {
     /// Sectors the overlay holds.
     pub overlay_sectors: u64,
     pub warnings: Vec<String>,
+}
+
+/// When the recovery runs: the kernel stamps this time as the change time
+/// of an inode whose attribute a recovered intent sets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveryTime {
+    /// Seconds since 1970-01-01 UTC.
+    pub sec: i64,
+    pub nsec: u32,
+}
+
+impl RecoveryTime {
+    /// Milliseconds since 1970 (JavaScript's `Date.now()`).
+    pub fn from_millis(ms: f64) -> RecoveryTime {
+        let ms = if ms.is_finite() && ms > 0.0 { ms } else { 0.0 };
+        // Whole microseconds: what a millisecond clock with a fraction
+        // carries; below 2^53 an f64 holds them exactly.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::as_conversions
+        )]
+        let us = (ms * 1000.0).round().min(9.0e15) as u64;
+        RecoveryTime {
+            sec: i64::try_from(us / 1_000_000).unwrap_or(i64::MAX),
+            nsec: u32::try_from((us % 1_000_000).saturating_mul(1000)).unwrap_or(0),
+        }
+    }
 }
 
 /// The result of replay: recovered sectors and the report.
@@ -544,7 +573,7 @@ impl<R: ReadAt> State<'_, R> {
                 _ => {
                     if item.kind.is_intent() {
                         self.cache.counts.intents = self.cache.counts.intents.saturating_add(1);
-                        self.intents.add(&item, t, lsn);
+                        self.intents.add(&item, &it.regions, t);
                     } else if let Some(ik) = item.kind.intent_of_done() {
                         self.cache.counts.done_items =
                             self.cache.counts.done_items.saturating_add(1);
@@ -769,11 +798,12 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
 /// export uses the same plan with a clean log.
 pub fn replay_and_mount<R: ReadAt>(
     fs: &Fs<R>,
+    now: RecoveryTime,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<(ReplayReport, export::Plan)> {
     let r = replay(fs, progress)?;
     let report = r.report.clone();
-    let plan = export::plan(fs, r)?;
+    let plan = export::plan(fs, r, now)?;
     Ok((report, plan))
 }
 
@@ -820,6 +850,14 @@ pub(crate) fn u64_of(o: Order, b: &[u8], off: usize) -> Option<u64> {
     clippy::cast_possible_truncation
 )]
 mod tests {
+    #[test]
+    fn recovery_time_from_a_javascript_clock() {
+        let t = RecoveryTime::from_millis(1_796_169_826_123.456);
+        assert_eq!((t.sec, t.nsec), (1_796_169_826, 123_456_000));
+        assert_eq!(RecoveryTime::from_millis(f64::NAN), RecoveryTime::default());
+        assert_eq!(RecoveryTime::from_millis(-5.0), RecoveryTime::default());
+    }
+
     use super::*;
     use crate::xfs::image::Image;
     use crate::xfs::log::record::{record_crc, RecordReader};
@@ -940,7 +978,7 @@ mod tests {
             let fs = Fs::open(Image::new(img)).unwrap();
             match replay(&fs, &mut |_| {}) {
                 Ok(r) => {
-                    let _ = export::plan(&fs, r);
+                    let _ = export::plan(&fs, r, RecoveryTime::default());
                 }
                 Err(e) => {
                     errors += 1;

@@ -12,7 +12,9 @@
 //! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
 //! map_shared, unmap_shared, convert; CUI increase, decrease, alloc_cow,
 //! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
-//! refuses). Not done: ATTRI, XMI, RUI convert_shared, realtime intents.
+//! refuses); ATTRI set, replace and remove in shortform attr forks
+//! (`attredit.rs`, likewise). Not done: XMI, RUI convert_shared, realtime
+//! intents.
 //!
 //! All or nothing: if any piece cannot be done (one of those, or a change
 //! the btree editor refuses), nothing is applied and every intent is
@@ -23,6 +25,7 @@ use super::alloc::RmapOwner;
 use super::bmapedit::ForkEditor;
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
+use super::RecoveryTime;
 use crate::xfs::error::Result;
 use crate::xfs::format::log::*;
 use crate::xfs::fs::Fs;
@@ -142,7 +145,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                 });
             }
         }
-        (Some(ItemBody::MapIntent(_)), XFS_LI_BUI) => {
+        (Some(ItemBody::MapIntent(_)), XFS_LI_BUI) | (Some(ItemBody::Attri(_)), XFS_LI_ATTRI) => {
             // Done by the fork editor, in finish_all.
         }
         _ => {
@@ -161,6 +164,7 @@ pub fn finish_all<R: ReadAt>(
     engine: &mut Engine<'_, R>,
     forks: &mut ForkEditor<'_, R>,
     intents: &[Unfinished],
+    now: RecoveryTime,
 ) -> std::result::Result<(), EditError> {
     let mut captures: Vec<(Vec<Work>, Vec<u64>)> = Vec::new();
     for u in intents {
@@ -184,6 +188,19 @@ pub fn finish_all<R: ReadAt>(
                 captured.extend(more);
                 held.push(x.owner);
             }
+        }
+        if let (Some(ItemBody::Attri(a)), XFS_LI_ATTRI) = (&u.body, u.kind.0) {
+            forks.attr(a, &u.payload, now).map_err(|e| match e {
+                EditError::Unsupported(why) => EditError::Unsupported(Unsupported(format!(
+                    "ATTRI intent {:#x}: {} inode {} name {:?}: {}",
+                    u.id,
+                    a.op,
+                    a.ino,
+                    a.name.clone().unwrap_or_default(),
+                    why.0
+                ))),
+                other => other,
+            })?;
         }
         for w in &work {
             let more = engine.finish(w).map_err(|e| match e {
@@ -220,6 +237,7 @@ pub fn recover<R: ReadAt>(
     ov: &mut Overlay,
     intents: &[Unfinished],
     lsn: Lsn,
+    now: RecoveryTime,
 ) -> Result<IntentReport> {
     let mut rep = IntentReport::default();
     if intents.is_empty() {
@@ -228,7 +246,7 @@ pub fn recover<R: ReadAt>(
     let (changes, fork_changes) = {
         let mut engine = Engine::new(fs, ov);
         let mut forks = ForkEditor::new(fs, ov);
-        match finish_all(fs, &mut engine, &mut forks, intents) {
+        match finish_all(fs, &mut engine, &mut forks, intents, now) {
             Ok(()) => {
                 rep.finished = intents.iter().map(|u| u.id).collect();
                 rep.work_items = engine.done.saturating_add(forks.done);

@@ -621,6 +621,7 @@ mod tests {
             &mut ov,
             &r.report.unfinished_intents,
             r.report.head,
+            crate::xfs::replay::RecoveryTime::default(),
         )
         .unwrap();
         assert!(rep.not_finished.is_none(), "{rep:?}");

@@ -1,0 +1,298 @@
+//! Appends one checkpoint of intent items to the log of a cleanly
+//! unmounted XFS image, so that the kernel's own recovery of that image
+//! can serve as the oracle for intents this machine's kernel never logs
+//! itself (attribute intents need logged xattrs, a debug-only knob).
+//!
+//! ```text
+//! forge-log IMAGE --item ITEM ... [--log-incompat BITS]
+//!   ITEM, in log order:
+//!     attri:OP:INO:NS:NAME[=VALUE]  OP set | replace | remove; NS user |
+//!                                   trusted | secure; VALUE text, "@N" for
+//!                                   N bytes of 'v'
+//!     bui:map|unmap:INO:OFFSET:FSBLOCK:LEN   a data-fork bmap update
+//!     cui:increase|decrease:FSBLOCK:LEN      a refcount update
+//! ```
+//!
+//! Written after the last record (an unmount record): one record whose
+//! tail is itself, one transaction (start, checkpoint header, the items,
+//! commit), ops and item formats laid
+//! out as an x86-64 kernel writes them (`xfs_log_format.h`: op headers and
+//! record header big-endian, item formats little-endian, names and values
+//! raw), each sector's first word saved in the header and replaced by the
+//! cycle, the CRC over header and data. Everything is read from the image
+//! itself; the image is changed in place (work on a copy).
+//!
+//! Only for making fixtures: the layout is checked by `xfs_logprint` and by
+//! the kernel accepting the record, not by this project's decoder.
+
+use clap::Parser;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
+
+#[derive(Parser)]
+struct Args {
+    image: String,
+    /// KIND:... (see the top of this file)
+    #[arg(long)]
+    item: Vec<String>,
+    /// Bits to set in sb_features_log_incompat (CRC fixed).
+    #[arg(long, default_value_t = 0)]
+    log_incompat: u32,
+}
+
+fn be32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes(b[o..o + 4].try_into().unwrap())
+}
+fn be64(b: &[u8], o: usize) -> u64 {
+    u64::from_be_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+struct Attri {
+    op: u32,
+    ino: u64,
+    filter: u32,
+    name: Vec<u8>,
+    value: Vec<u8>,
+}
+
+fn parse_attri(s: &str) -> Attri {
+    let mut p = s.splitn(5, ':');
+    let op = match p.next().unwrap() {
+        "set" => 1,
+        "remove" => 2,
+        "replace" => 3,
+        o => panic!("unknown op {o}"),
+    };
+    let ino = p.next().unwrap().parse().unwrap();
+    let filter = match p.next().unwrap() {
+        "user" => 0,
+        "trusted" => 2,
+        "secure" => 4,
+        n => panic!("unknown namespace {n}"),
+    };
+    let rest = p.collect::<Vec<_>>().join(":");
+    let (name, value) = match rest.split_once('=') {
+        Some((n, v)) => {
+            let v = match v.strip_prefix('@') {
+                Some(k) => vec![b'v'; k.parse().unwrap()],
+                None => v.as_bytes().to_vec(),
+            };
+            (n, v)
+        }
+        None => (rest.as_str(), Vec::new()),
+    };
+    Attri {
+        op,
+        ino,
+        filter,
+        name: name.as_bytes().to_vec(),
+        value,
+    }
+}
+
+fn pad4(mut v: Vec<u8>) -> Vec<u8> {
+    v.resize(v.len().div_ceil(4) * 4, 0);
+    v
+}
+
+/// The regions of one ATTRI item (format, name, value).
+fn attri_regions(a: &Attri, id: u64) -> Vec<Vec<u8>> {
+    let nregions: u16 = if a.value.is_empty() { 2 } else { 3 };
+    let mut f = Vec::new();
+    f.extend(0x1246u16.to_le_bytes());
+    f.extend(nregions.to_le_bytes());
+    f.extend(0u32.to_le_bytes()); // alfi_igen
+    f.extend(id.to_le_bytes());
+    f.extend(a.ino.to_le_bytes());
+    f.extend(a.op.to_le_bytes());
+    f.extend((a.name.len() as u32).to_le_bytes());
+    f.extend((a.value.len() as u32).to_le_bytes());
+    f.extend(a.filter.to_le_bytes());
+    assert_eq!(f.len(), 40);
+    let mut r = vec![f, pad4(a.name.clone())];
+    if !a.value.is_empty() {
+        r.push(pad4(a.value.clone()));
+    }
+    r
+}
+
+/// A BUI (one extent: owner, startblock, startoff, len, flags) or a CUI
+/// (startblock, len, flags), with its id.
+fn extent_item(s: &str, id: u64) -> Vec<Vec<u8>> {
+    let p: Vec<&str> = s.split(':').collect();
+    let num = |i: usize| -> u64 { p[i].parse().unwrap() };
+    let mut f = Vec::new();
+    match p[0] {
+        "bui" => {
+            let flags: u32 = match p[1] {
+                "map" => 1,
+                "unmap" => 2,
+                o => panic!("unknown bmap op {o}"),
+            };
+            f.extend(0x1244u16.to_le_bytes());
+            f.extend(1u16.to_le_bytes());
+            f.extend(1u32.to_le_bytes());
+            f.extend(id.to_le_bytes());
+            f.extend(num(2).to_le_bytes()); // me_owner
+            f.extend(num(4).to_le_bytes()); // me_startblock
+            f.extend(num(3).to_le_bytes()); // me_startoff
+            f.extend((num(5) as u32).to_le_bytes());
+            f.extend(flags.to_le_bytes());
+        }
+        "cui" => {
+            let flags: u32 = match p[1] {
+                "increase" => 1,
+                "decrease" => 2,
+                o => panic!("unknown refcount op {o}"),
+            };
+            f.extend(0x1242u16.to_le_bytes());
+            f.extend(1u16.to_le_bytes());
+            f.extend(1u32.to_le_bytes());
+            f.extend(id.to_le_bytes());
+            f.extend(num(2).to_le_bytes());
+            f.extend((num(3) as u32).to_le_bytes());
+            f.extend(flags.to_le_bytes());
+        }
+        k => panic!("unknown item kind {k}"),
+    }
+    vec![f]
+}
+
+fn op(tid: u32, data: &[u8], flags: u8) -> Vec<u8> {
+    let mut o = Vec::new();
+    o.extend(tid.to_be_bytes());
+    o.extend((data.len() as u32).to_be_bytes());
+    o.push(0x69);
+    o.push(flags);
+    o.extend(0u16.to_be_bytes());
+    o.extend_from_slice(data);
+    o
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&args.image)
+        .unwrap();
+    let mut sb = vec![0u8; 512];
+    f.read_exact(&mut sb).unwrap();
+    assert_eq!(be32(&sb, 0), 0x5846_5342, "no superblock");
+    let blocksize = u64::from(be32(&sb, 4));
+    let agblocks = u64::from(be32(&sb, 84));
+    let agblklog = sb[124];
+    let logstart = be64(&sb, 48);
+    let logblocks = u64::from(be32(&sb, 96));
+    let uuid: [u8; 16] = sb[32..48].try_into().unwrap();
+    let bbs_per_block = blocksize / 512;
+    let agno = logstart >> agblklog;
+    let agbno = logstart & ((1 << agblklog) - 1);
+    let log_daddr = (agno * agblocks + agbno) * bbs_per_block;
+    let log_bbs = logblocks * bbs_per_block;
+
+    if args.log_incompat != 0 {
+        let v = be32(&sb, 220) | args.log_incompat;
+        sb[220..224].copy_from_slice(&v.to_be_bytes());
+        let sectsize = usize::from(u16::from_be_bytes([sb[102], sb[103]]));
+        let mut whole = vec![0u8; sectsize];
+        f.seek(SeekFrom::Start(0)).unwrap();
+        f.read_exact(&mut whole).unwrap();
+        whole[..512].copy_from_slice(&sb);
+        whole[224..228].fill(0);
+        let crc = crc32c::crc32c(&whole);
+        whole[224..228].copy_from_slice(&crc.to_le_bytes());
+        f.seek(SeekFrom::Start(0)).unwrap();
+        f.write_all(&whole).unwrap();
+    }
+
+    // The last record: the highest (cycle, block) among record headers.
+    let mut log = vec![0u8; (log_bbs * 512) as usize];
+    f.seek(SeekFrom::Start(log_daddr * 512)).unwrap();
+    f.read_exact(&mut log).unwrap();
+    let mut last: Option<(u32, u64)> = None;
+    for blk in 0..log_bbs {
+        let s = &log[(blk * 512) as usize..];
+        if be32(s, 0) == 0xFEED_BABE && be64(s, 16) == (u64::from(be32(s, 4)) << 32 | blk) {
+            let c = be32(s, 4);
+            if last.is_none_or(|(lc, lb)| (c, blk) > (lc, lb)) {
+                last = Some((c, blk));
+            }
+        }
+    }
+    let (cycle, prev) = last.expect("no log record");
+    let ph = &log[(prev * 512) as usize..];
+    let prev_len = u64::from(be32(ph, 12));
+    let hsize = u64::from(be32(ph, 320)).max(32768);
+    let hdr_bbs = hsize.div_ceil(32768);
+    let head = prev + hdr_bbs + prev_len.div_ceil(512);
+
+    // One checkpoint: start, header, items, commit.
+    let tid: u32 = 0x5eed_0001;
+    let mut items: Vec<Vec<Vec<u8>>> = Vec::new();
+    for (i, s) in args.item.iter().enumerate() {
+        let id = 0xa770_0000 + i as u64;
+        items.push(match s.strip_prefix("attri:") {
+            Some(a) => attri_regions(&parse_attri(a), id),
+            None => extent_item(s, id),
+        });
+    }
+    let mut data = Vec::new();
+    let mut nops = 0u32;
+    data.extend(op(tid, &[], 0x01));
+    nops += 1;
+    let mut th = Vec::new();
+    th.extend(0x5452_414eu32.to_le_bytes());
+    th.extend(40u32.to_le_bytes()); // XFS_TRANS_CHECKPOINT
+    th.extend(tid.to_le_bytes());
+    // A checkpoint's header counts regions (log vectors), not items.
+    let nregions: usize = items.iter().map(Vec::len).sum();
+    th.extend((nregions as u32).to_le_bytes());
+    data.extend(op(tid, &th, 0));
+    nops += 1;
+    for it in &items {
+        for r in it {
+            data.extend(op(tid, r, 0));
+            nops += 1;
+        }
+    }
+    data.extend(op(tid, &[], 0x02));
+    nops += 1;
+    data.resize(data.len().div_ceil(512) * 512, 0);
+    let data_bbs = data.len() as u64 / 512;
+    assert!(data_bbs <= 64, "one header sector holds 64 cycle words");
+    assert!(
+        head + 1 + data_bbs <= log_bbs,
+        "the record would wrap the log"
+    );
+
+    let lsn = u64::from(cycle) << 32 | head;
+    let mut h = vec![0u8; 512];
+    h[0..4].copy_from_slice(&0xFEED_BABEu32.to_be_bytes());
+    h[4..8].copy_from_slice(&cycle.to_be_bytes());
+    h[8..12].copy_from_slice(&2u32.to_be_bytes());
+    h[12..16].copy_from_slice(&(data.len() as u32).to_be_bytes());
+    h[16..24].copy_from_slice(&lsn.to_be_bytes());
+    h[24..32].copy_from_slice(&lsn.to_be_bytes());
+    h[36..40].copy_from_slice(&(prev as u32).to_be_bytes());
+    h[40..44].copy_from_slice(&nops.to_be_bytes());
+    for i in 0..data_bbs as usize {
+        let at = i * 512;
+        h[44 + i * 4..48 + i * 4].copy_from_slice(&data[at..at + 4]);
+        data[at..at + 4].copy_from_slice(&cycle.to_be_bytes());
+    }
+    h[300..304].copy_from_slice(&1u32.to_be_bytes());
+    h[304..320].copy_from_slice(&uuid);
+    h[320..324].copy_from_slice(&32768u32.to_be_bytes());
+    let mut c = crc32c::crc32c(&h[..328]);
+    c = crc32c::crc32c_append(c, &data);
+    h[32..36].copy_from_slice(&c.to_le_bytes());
+
+    f.seek(SeekFrom::Start((log_daddr + head) * 512)).unwrap();
+    f.write_all(&h).unwrap();
+    f.write_all(&data).unwrap();
+    println!(
+        "record at log block {head} (cycle {cycle}), {nops} ops, {} items, after the record at {prev}",
+        items.len()
+    );
+}
