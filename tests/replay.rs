@@ -309,6 +309,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // into a full extent list (converted to a bmbt whose leaf is allocated
     // near the inode): the inode, the bmbt blocks and every AG block are
     // the kernel's.
+    // Bmap-update intents (forged, recovered by the kernel) into full
+    // bmbt leaves whose siblings are full: each leaf split, a new leaf
+    // allocated near it, the root in the inode given a key and pointer.
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
@@ -318,6 +321,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-bui-ext",
         "replay-bui-btree",
         "replay-bui-convert",
+        "replay-bui-split",
         "replay-attri",
     ] {
         assert!(

@@ -18,9 +18,12 @@
 //! the extents format (a list that outgrows the inode becomes a one-leaf
 //! bmbt, the leaf allocated near the inode as xfs_bmap_extents_to_btree
 //! does); for a bmbt, the leaf that holds the record (the keys above it
-//! follow a new first record; a full leaf passes a record to a sibling).
-//! Refused, with the reason: a bmbt leaf split or join, a bmbt back to a
-//! list, an unmap from a bmbt, or a mapping that is not into a hole.
+//! follow a new first record; a full leaf passes a record to a sibling,
+//! and when both siblings are full it splits, the new leaf allocated near
+//! it and added to the root in the inode).
+//! Refused, with the reason: a split under a node block or into a full
+//! root, a leaf join, a bmbt back to a list, an unmap from a bmbt, or a
+//! mapping that is not into a hole.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -420,7 +423,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
                 self.put_list(f, &recs)
             }
-            FMT_BTREE => self.map_btree(f, new),
+            FMT_BTREE => self.map_btree(f, new, alloc),
             fmt => refuse(format!("a mapping into a fork of format {fmt}")),
         }
     }
@@ -464,18 +467,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .unwrap_or(0)
             | u64::from(agbno);
         let off = self.block_off(fsb)?;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
-        let mut b = vec![0u8; bs];
-        put_be32(&mut b, 0, BMAP_CRC_MAGIC);
-        put_be16(&mut b, 4, 0);
-        put_be16(&mut b, 6, u16::try_from(recs.len()).unwrap_or(u16::MAX));
-        put_be64(&mut b, 8, u64::MAX);
-        put_be64(&mut b, 16, u64::MAX);
-        put_be64(&mut b, 24, off / 512);
-        if let Some(d) = b.get_mut(40..56) {
-            d.copy_from_slice(&self.fs.meta_uuid());
-        }
-        put_be64(&mut b, 56, ino);
+        let mut b = self.new_leaf(off, ino, recs.len(), u64::MAX, u64::MAX);
         for (k, r) in recs.iter().enumerate() {
             r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)));
         }
@@ -503,6 +495,140 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
         put_be64(&mut f.bytes, 64, nb);
         f.nextents_set(u64::try_from(recs.len()).unwrap_or(u64::MAX))
+    }
+
+    /// A new v5 bmbt leaf at byte offset `off` (a zeroed buffer, as the
+    /// kernel gets one): header with `n` records and the siblings given.
+    fn new_leaf(&self, off: u64, ino: u64, n: usize, left: u64, right: u64) -> Vec<u8> {
+        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+        let mut b = vec![0u8; bs];
+        put_be32(&mut b, 0, BMAP_CRC_MAGIC);
+        put_be16(&mut b, 4, 0);
+        put_be16(&mut b, 6, u16::try_from(n).unwrap_or(u16::MAX));
+        put_be64(&mut b, 8, left);
+        put_be64(&mut b, 16, right);
+        put_be64(&mut b, 24, off / 512);
+        if let Some(d) = b.get_mut(40..56) {
+            d.copy_from_slice(&self.fs.meta_uuid());
+        }
+        put_be64(&mut b, 56, ino);
+        b
+    }
+
+    /// xfs_btree_split of a full leaf whose siblings are full too, under a
+    /// root in the inode (a one-level tree): a new leaf is allocated near
+    /// it (xfs_bmbt_alloc_block: the split block is the target; di_nblocks
+    /// + 1, its reverse mapping added), the upper half of the records
+    /// moves there (one more when the count is odd and the new record goes
+    /// into the lower half), the sibling pointers are linked, `new` goes
+    /// into whichever half holds its place, and the new leaf's key and
+    /// pointer go into the root after the old one's. Deeper trees and a
+    /// full root are refused.
+    #[allow(clippy::too_many_arguments)]
+    fn split_leaf(
+        &mut self,
+        f: &mut ForkAt,
+        ino: u64,
+        path: &[Step],
+        off: u64,
+        mut b: Vec<u8>,
+        mut recs: Vec<Rec>,
+        i: usize,
+        new: Rec,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<()> {
+        let g = self.fs.geo;
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let [root_step, _] = path else {
+            return refuse(
+                "the full bmbt leaf sits under a node block: the kernel splits it, which this tool does not"
+                    .into(),
+            );
+        };
+        let root = f.fork_off;
+        let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
+        if nroot >= root_max {
+            return refuse(
+                "the bmbt root in the inode is full: the kernel adds a level, which this tool does not"
+                    .into(),
+            );
+        }
+        if !g.v5 {
+            return refuse("a bmbt split on a v4 filesystem is not done by this tool".into());
+        }
+        // The split block's own address is the allocation target.
+        let left_fsb = be64(
+            &f.bytes,
+            root.saturating_add(4)
+                .saturating_add(root_max.saturating_mul(8))
+                .saturating_add(root_step.idx.saturating_mul(8)),
+        )
+        .unwrap_or(0);
+        let (agno, hint) = g.split_fsb(FsBlock(left_fsb));
+        let owner = RmapOwner {
+            owner: ino,
+            offset: 0,
+            attr_fork: f.attr,
+            bmbt_block: true,
+        };
+        let Some(agbno) = alloc(agno.0, hint.0, owner)? else {
+            return refuse(format!("AG {}: no free block for the new bmbt leaf", agno.0));
+        };
+        let new_fsb = u64::from(agno.0)
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            | u64::from(agbno);
+        let new_off = self.block_off(new_fsb)?;
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
+        put_be64(&mut f.bytes, 64, nb);
+        // Which records move: the upper half, one more when the count is
+        // odd and the new record's place (1-based) is in the lower half.
+        let lrecs = recs.len();
+        let mut rrecs = lrecs / 2;
+        if lrecs % 2 == 1 && i.saturating_add(1) <= rrecs.saturating_add(1) {
+            rrecs = rrecs.saturating_add(1);
+        }
+        let keep = lrecs.saturating_sub(rrecs);
+        let mut moved = recs.split_off(keep);
+        let old_right = be64(&b, 16).unwrap_or(u64::MAX);
+        put_be64(&mut b, 16, new_fsb);
+        if old_right != u64::MAX {
+            let (roff, mut rb, _) = self.bmbt_block(ino, old_right, 0, maxrecs)?;
+            put_be64(&mut rb, 8, new_fsb);
+            self.blocks.insert(roff, rb);
+        }
+        // The new record goes where its place is.
+        if i > keep {
+            moved.insert(i.saturating_sub(keep), new);
+        } else {
+            recs.insert(i, new);
+        }
+        let mut nbuf = self.new_leaf(new_off, ino, moved.len(), left_fsb, old_right);
+        for (k, r) in moved.iter().enumerate() {
+            r.put(&mut nbuf, hdr.saturating_add(k.saturating_mul(16)));
+        }
+        self.blocks.insert(new_off, nbuf);
+        // The new leaf's key and pointer after the split one's in the root.
+        let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
+        let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
+        let at = root_step.idx.saturating_add(1);
+        for k in (at..nroot).rev() {
+            let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
+            let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
+            put_be64(&mut f.bytes, key_at(k.saturating_add(1)), key);
+            put_be64(&mut f.bytes, ptr_at(k.saturating_add(1)), ptr);
+        }
+        put_be64(&mut f.bytes, key_at(at), moved.first().map_or(0, |r| r.off));
+        put_be64(&mut f.bytes, ptr_at(at), new_fsb);
+        put_be16(
+            &mut f.bytes,
+            root.saturating_add(2),
+            u16::try_from(nroot.saturating_add(1)).unwrap_or(u16::MAX),
+        );
+        f.nextents_set(f.nextents.saturating_add(1))?;
+        // The split leaf keeps the lower half (its key follows a new first
+        // record).
+        self.put_leaf(f, path, off, b, &recs)
     }
 
     /// The record list of an extents-format fork.
@@ -759,7 +885,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(())
     }
 
-    fn map_btree(&mut self, f: &mut ForkAt, new: Rec) -> EditResult<()> {
+    fn map_btree(&mut self, f: &mut ForkAt, new: Rec, alloc: &mut Alloc<'_>) -> EditResult<()> {
         let ino = be64(&f.bytes, 152).unwrap_or(0);
         let (_, maxrecs, _) = self.bmbt_geometry(f);
         let (path, leaf) = self.descend(f, ino, new.off)?;
@@ -812,7 +938,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             (false, false, _, _) => {
                 let mut i = i;
                 if recs.len() >= maxrecs {
-                    i = self.make_room(f, ino, &b, &mut recs, i)?;
+                    match self.make_room(f, ino, &b, &mut recs, i)? {
+                        Some(at) => i = at,
+                        None => return self.split_leaf(f, ino, &path, off, b, recs, i, new, alloc),
+                    }
                 }
                 recs.insert(i, new);
                 f.nextents_set(n.saturating_add(1))?;
@@ -836,8 +965,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// A full leaf makes room as xfs_btree_make_block_unfull does: its
     /// last record moves to the right sibling (unless the new record goes
     /// at the end), else its first to the left sibling (unless the new
-    /// record goes first); a split is refused. Returns the insertion
-    /// index afterwards.
+    /// record goes first). Returns the insertion index afterwards, or
+    /// `None` when neither sibling has room (the leaf must split).
     fn make_room(
         &mut self,
         f: &mut ForkAt,
@@ -845,7 +974,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         leaf: &[u8],
         recs: &mut Vec<Rec>,
         i: usize,
-    ) -> EditResult<usize> {
+    ) -> EditResult<Option<usize>> {
         let (_, maxrecs, _) = self.bmbt_geometry(f);
         let n = recs.len();
         // xfs_btree_rshift: not when the insertion point is at or past
@@ -871,7 +1000,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
                 rrecs.insert(0, last);
                 self.put_leaf(f, &rpath, roff, rb, &rrecs)?;
-                return Ok(i);
+                return Ok(Some(i));
             }
         }
         // xfs_btree_lshift: not when the new record goes first.
@@ -894,10 +1023,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
                 lrecs.push(first);
                 self.put_leaf(f, &lpath, loff, lb, &lrecs)?;
-                return Ok(i.saturating_sub(1));
+                return Ok(Some(i.saturating_sub(1)));
             }
         }
-        refuse("the bmbt leaf and its siblings are full: the kernel splits it, which this tool does not".into())
+        Ok(None)
     }
 
     /// __xfs_bunmapi(REMAP) over `[off, off + len)`: the pieces unmapped,
