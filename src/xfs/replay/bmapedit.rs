@@ -517,12 +517,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// xfs_btree_split of a full leaf whose siblings are full too, under a
     /// root in the inode (a one-level tree): a new leaf is allocated near
-    /// it (xfs_bmbt_alloc_block: the split block is the target; di_nblocks
-    /// + 1, its reverse mapping added), the upper half of the records
-    /// moves there (one more when the count is odd and the new record goes
-    /// into the lower half), the sibling pointers are linked, `new` goes
-    /// into whichever half holds its place, and the new leaf's key and
-    /// pointer go into the root after the old one's. Deeper trees and a
+    /// it (xfs_bmbt_alloc_block: the split block is the target; one more
+    /// block in di_nblocks, its reverse mapping added), the upper half of
+    /// the records moves there (one more when the count is odd and the new
+    /// record goes into the lower half), the sibling pointers are linked,
+    /// `new` goes into whichever half holds its place, and the new leaf's
+    /// key and pointer go into the root after the old one's. Deeper trees and a
     /// full root are refused.
     #[allow(clippy::too_many_arguments)]
     fn split_leaf(
