@@ -572,7 +572,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bmbt_block: true,
         };
         let Some(agbno) = alloc(agno.0, hint.0, owner)? else {
-            return refuse(format!("AG {}: no free block for the new bmbt leaf", agno.0));
+            return refuse(format!(
+                "AG {}: no free block for the new bmbt leaf",
+                agno.0
+            ));
         };
         let new_fsb = u64::from(agno.0)
             .checked_shl(u32::from(g.agblklog))
