@@ -311,7 +311,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // the kernel's.
     // Bmap-update intents (forged, recovered by the kernel) into full
     // bmbt leaves whose siblings are full: each leaf split, a new leaf
-    // allocated near it, the root in the inode given a key and pointer.
+    // allocated near it, the root in the inode given a key and pointer;
+    // and unmaps from bmbts (a record trimmed at either end, deleted, cut
+    // in two with the leaf splitting).
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
@@ -322,6 +324,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-bui-btree",
         "replay-bui-convert",
         "replay-bui-split",
+        "replay-bui-unmap",
         "replay-attri",
     ] {
         assert!(

@@ -422,6 +422,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         upgrade_logged_core(fs, &mut b);
         self.put_inode(ioff, b);
+        self.note_bumped(ino);
         self.done = self.done.saturating_add(1);
         Ok(())
     }

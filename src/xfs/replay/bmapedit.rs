@@ -171,6 +171,14 @@ pub struct ForkEditor<'a, R: ReadAt> {
     blocks: BTreeMap<u64, Vec<u8>>,
     /// Intents' extents finished.
     pub done: u64,
+    /// Inodes whose change count has risen since they were loaded: their
+    /// i_version is no longer marked queried, so only a log of the core
+    /// raises it again (see [`ForkEditor::finish`]).
+    bumped: std::collections::BTreeSet<u64>,
+    /// How the inode is first logged in the transaction being finished:
+    /// `Some(true)` its core, `Some(false)` only its bmbt root (a key
+    /// update under the root in the inode).
+    first_log: Option<bool>,
 }
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
@@ -181,6 +189,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             inodes: BTreeMap::new(),
             blocks: BTreeMap::new(),
             done: 0,
+            bumped: std::collections::BTreeSet::new(),
+            first_log: None,
         }
     }
 
@@ -225,6 +235,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// How many inodes this editor has changed.
     pub fn inodes_changed(&self) -> usize {
         self.inodes.len()
+    }
+
+    /// An inode's change count has risen (see `bumped`).
+    pub(super) fn note_bumped(&mut self, ino: u64) {
+        self.bumped.insert(ino);
     }
 
     /// Keep a changed inode until [`Self::into_changes`].
@@ -313,6 +328,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             ));
         }
         let mut f = self.fork(x.owner, attr)?;
+        // xfs_bmapi_remap logs the core before anything else; __xfs_bunmapi
+        // logs it at the end, after the btree's own logging.
+        self.first_log = (x.flags & 0xff == 1).then_some(true);
         let rmap = |off: u64, start: u32, n: u32| Rmap {
             start,
             len: n,
@@ -341,7 +359,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }]
             }
             2 => {
-                let pieces = self.unmap(&mut f, x.startoff, len)?;
+                let pieces = self.unmap(&mut f, x.startoff, len, alloc)?;
                 let gone: u64 = pieces.iter().fold(0, |a, p| a.saturating_add(p.len));
                 let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(gone);
                 put_be64(&mut f.bytes, 64, nb);
@@ -361,11 +379,17 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
             t => return refuse(format!("bmap update type {t}")),
         };
-        // The recovery transaction logs the inode core: one change count.
-        if f.bytes.get(4) == Some(&3) {
+        // The recovery transaction's first log of the inode raises its
+        // change count when it logs the core (xfs_trans_log_inode forces
+        // the i_version bump), or, when it logs only the bmbt root, if
+        // the count has not risen since the inode was loaded (the load
+        // marks it queried).
+        let first_root_only = self.first_log == Some(false);
+        if f.bytes.get(4) == Some(&3) && (!first_root_only || !self.bumped.contains(&x.owner)) {
             let cc = be64(&f.bytes, 104).unwrap_or(0).wrapping_add(1);
             put_be64(&mut f.bytes, 104, cc);
         }
+        self.bumped.insert(x.owner);
         super::attredit::upgrade_logged_core(self.fs, &mut f.bytes);
         self.inodes.insert(f.ioff, f.bytes);
         self.done = self.done.saturating_add(1);
@@ -374,6 +398,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// Add `n` to the change count of an inode this editor changed.
     pub fn bump_change_count(&mut self, ino: u64, n: u64) -> EditResult<()> {
+        if n > 0 {
+            self.bumped.insert(ino);
+        }
         let off = self.fs.inode_offset(Ino(ino))?;
         if let Some(b) = self.inodes.get_mut(&off) {
             if b.get(4) == Some(&3) {
@@ -577,6 +604,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 agno.0
             ));
         };
+        // xfs_bmbt_alloc_block logs the inode core.
+        self.first_log.get_or_insert(true);
         let new_fsb = u64::from(agno.0)
             .checked_shl(u32::from(g.agblklog))
             .unwrap_or(0)
@@ -869,6 +898,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                             .saturating_add(4)
                             .saturating_add(step.idx.saturating_mul(8));
                         put_be64(&mut f.bytes, at, first);
+                        self.first_log.get_or_insert(false);
                     }
                     Some(boff) => {
                         let mut nb = self.read("bmbt block", boff, bs)?;
@@ -1034,7 +1064,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// __xfs_bunmapi(REMAP) over `[off, off + len)`: the pieces unmapped,
     /// last first.
-    fn unmap(&mut self, f: &mut ForkAt, off: u64, len: u64) -> EditResult<Vec<Rec>> {
+    fn unmap(
+        &mut self,
+        f: &mut ForkAt,
+        off: u64,
+        len: u64,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<Vec<Rec>> {
+        if f.format == FMT_BTREE {
+            return self.unmap_btree(f, off, len, alloc);
+        }
         if f.format != FMT_EXTENTS {
             return refuse(format!(
                 "an unmap from a fork of format {} is not done by this tool",
@@ -1085,6 +1124,99 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         self.put_list(f, &recs)?;
         Ok(pieces)
+    }
+
+    /// __xfs_bunmapi (REMAP) on a bmbt, for a range inside one record
+    /// (xfs_bmap_del_extent_real): the record is deleted, trimmed at one
+    /// end (a new first record's key goes up), or, for a range in its
+    /// middle, cut to the front part with the back part inserted after it
+    /// (a full leaf making room, or splitting, as for a mapping). A range
+    /// over several records, a leaf that falls below half full beside a
+    /// sibling, and a fork that would fit the inode again are refused.
+    fn unmap_btree(
+        &mut self,
+        f: &mut ForkAt,
+        off: u64,
+        len: u64,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<Vec<Rec>> {
+        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
+        let end = off.saturating_add(len);
+        let last = end.saturating_sub(1);
+        let (path, leaf) = self.descend(f, ino, last)?;
+        let Leaf {
+            off: loff,
+            bytes: b,
+            mut recs,
+        } = leaf;
+        let found = recs.iter().rposition(|r| r.off <= last);
+        let Some((i, r)) = found.and_then(|i| recs.get(i).map(|r| (i, *r))) else {
+            return refuse(format!("file blocks {off}+{len} are not mapped"));
+        };
+        if r.off > off || r.end() < end {
+            return refuse(format!(
+                "file blocks {off}+{len} are not inside one bmbt record: an unmap over several records is not done by this tool"
+            ));
+        }
+        let piece = Rec {
+            off,
+            start: r.start.saturating_add(off.saturating_sub(r.off)),
+            len,
+            unwritten: r.unwritten,
+        };
+        let front = Rec {
+            len: off.saturating_sub(r.off),
+            ..r
+        };
+        let back = Rec {
+            off: end,
+            start: r.start.saturating_add(end.saturating_sub(r.off)),
+            len: r.end().saturating_sub(end),
+            unwritten: r.unwritten,
+        };
+        let n = f.nextents;
+        match (front.len > 0, back.len > 0) {
+            (false, false) => {
+                recs.remove(i);
+                f.nextents_set(n.saturating_sub(1))?;
+            }
+            (true, false) => {
+                if let Some(x) = recs.get_mut(i) {
+                    *x = front;
+                }
+            }
+            (false, true) => {
+                if let Some(x) = recs.get_mut(i) {
+                    *x = back;
+                }
+            }
+            (true, true) => {
+                if let Some(x) = recs.get_mut(i) {
+                    *x = front;
+                }
+                let mut at = i.saturating_add(1);
+                if recs.len() >= maxrecs {
+                    match self.make_room(f, ino, &b, &mut recs, at)? {
+                        Some(j) => at = j,
+                        None => {
+                            self.split_leaf(f, ino, &path, loff, b, recs, at, back, alloc)?;
+                            return Ok(vec![piece]);
+                        }
+                    }
+                }
+                recs.insert(at, back);
+                f.nextents_set(n.saturating_add(1))?;
+            }
+        }
+        if f.nextents <= f.maxext() {
+            return refuse(
+                "the extents fit the inode again: the kernel converts the bmbt back to a list, which this tool does not"
+                    .into(),
+            );
+        }
+        self.put_leaf(f, &path, loff, b, &recs)?;
+        Ok(vec![piece])
     }
 
     /// The changed inodes and bmbt blocks as (daddr, whole sectors), LSN
@@ -1203,9 +1335,11 @@ mod fixture_tests {
                 why(ed.finish(&x(small.ino.0, 0, 100, 1, af), &mut none)).contains("no attr fork")
             );
         }
-        // Unmapping from a bmbt is not done here.
-        let m = why(ed.finish(&x(btree.ino.0, 0, 100, 1, 2), &mut none));
-        assert!(m.contains("unmap from a fork of format 3"), "{m}");
+        // Unmapping from a bmbt: over several records, or a hole.
+        let m = why(ed.finish(&x(btree.ino.0, 0, 100, 2, 2), &mut none));
+        assert!(m.contains("not inside one bmbt record"), "{m}");
+        let m = why(ed.finish(&x(btree.ino.0, 1, 100, 1, 2), &mut none));
+        assert!(m.contains("not inside one bmbt record"), "{m}");
         assert_eq!(ed.done, 0);
         assert!(ed.into_changes(Lsn::from_raw(1)).unwrap().is_empty());
     }
