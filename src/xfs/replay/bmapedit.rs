@@ -9,7 +9,8 @@
 //!         di_nblocks += length; the reverse mapping is added as deferred
 //!         work (map_shared for a reflinked inode's data fork)
 //!  unmap  __xfs_bunmapi with REMAP: the range leaves the fork, last extent
-//!         first (an extent is trimmed, split or removed), di_nblocks -=
+//!         first, one per step, each later step a transaction of its own
+//!         (an extent is trimmed, split or removed), di_nblocks -=
 //!         what left; each piece's reverse mapping is removed as deferred
 //!         work; the blocks are not freed (their owner in the remap does)
 //! ```
@@ -20,10 +21,12 @@
 //! does); for a bmbt, the leaf that holds the record (the keys above it
 //! follow a new first record; a full leaf passes a record to a sibling,
 //! and when both siblings are full it splits, the new leaf allocated near
-//! it and added to the root in the inode).
+//! it and added to the root in the inode). An unmap that leaves a one-leaf
+//! bmbt's records fitting the inode turns the fork back into a list (the
+//! leaf freed afterwards); a cut that overflows a full list makes a bmbt.
 //! Refused, with the reason: a split under a node block or into a full
-//! root, a leaf join, a bmbt back to a list, an unmap from a bmbt, or a
-//! mapping that is not into a hole.
+//! root, a leaf that falls below half full beside a sibling (the kernel
+//! rebalances or joins), or a mapping that is not into a hole.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -32,7 +35,7 @@
 use super::agedit::refuse;
 use super::agedit::EditResult;
 use super::alloc::RmapOwner;
-use super::defer::{Rmap, Work};
+use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::error::Result;
 use crate::xfs::format::log::*;
@@ -179,6 +182,9 @@ pub struct ForkEditor<'a, R: ReadAt> {
     /// `Some(true)` its core, `Some(false)` only its bmbt root (a key
     /// update under the root in the inode).
     first_log: Option<bool>,
+    /// bmbt blocks let go of by the extent being finished (a fork back
+    /// to a list): freed as deferred work after its reverse mappings.
+    let_go: Vec<(u32, u32, Rmap)>,
 }
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
@@ -191,6 +197,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             done: 0,
             bumped: std::collections::BTreeSet::new(),
             first_log: None,
+            let_go: Vec::new(),
         }
     }
 
@@ -388,6 +395,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                             ..rmap(p.off, pb.0, u32::try_from(p.len).unwrap_or(u32::MAX))
                         },
                         shared,
+                    });
+                }
+                // xfs_bmap_btree_to_extents frees the leaf later
+                // (xfs_free_extent_later, after the reverse mappings).
+                for (agno, agbno, m) in std::mem::take(&mut self.let_go) {
+                    w.push(Work::Free {
+                        agno,
+                        agbno,
+                        len: 1,
+                        owner: FreeOwner::Known(m),
                     });
                 }
                 w
@@ -1141,6 +1158,18 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 recs.insert(i, front);
             }
         }
+        if u64::try_from(recs.len()).unwrap_or(u64::MAX) > f.maxext() {
+            // A cut in the middle of an extent of a full list: __xfs_bunmapi
+            // converts the fork to a bmbt (xfs_bmap_extents_to_btree).
+            if pieces.len() != 1 {
+                return refuse(
+                    "an unmap of several extents that overflows the list is not done by this tool"
+                        .into(),
+                );
+            }
+            self.extents_to_btree(f, &recs, alloc)?;
+            return Ok(pieces);
+        }
         self.put_list(f, &recs)?;
         Ok(pieces)
     }
@@ -1171,8 +1200,77 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
                 None => break,
             }
+            if f.nextents <= f.maxext() {
+                // xfs_bmap_wants_extents at the end of the step.
+                self.btree_to_extents(f)?;
+                let rest = self.list(f)?;
+                if rest.iter().any(|r| r.off < end && r.end() > off) {
+                    return refuse(
+                        "the fork went back to a list in the middle of an unmap, which this tool does not follow"
+                            .into(),
+                    );
+                }
+                break;
+            }
         }
         Ok(pieces)
+    }
+
+    /// xfs_bmap_btree_to_extents: a one-leaf bmbt whose records fit the
+    /// inode again becomes an extent list (written where the root was;
+    /// what the root's bytes leave uncovered stays), the leaf is dropped
+    /// unwritten (its buffer invalidated) and freed later, di_nblocks - 1.
+    fn btree_to_extents(&mut self, f: &mut ForkAt) -> EditResult<()> {
+        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let root = f.fork_off;
+        let level = be16(&f.bytes, root).unwrap_or(0);
+        let n = be16(&f.bytes, root.saturating_add(2)).unwrap_or(0);
+        if level != 1 || n != 1 {
+            return refuse(format!(
+                "inode {ino}: {} extents fit the inode again but the bmbt root has level {level} and {n} records",
+                f.nextents
+            ));
+        }
+        let fsb = be64(
+            &f.bytes,
+            root.saturating_add(4)
+                .saturating_add(root_max.saturating_mul(8)),
+        )
+        .unwrap_or(0);
+        let (loff, b, nr) = self.bmbt_block(ino, fsb, 0, maxrecs)?;
+        let recs = recs_of(&b, hdr, nr);
+        if u64::try_from(recs.len()).unwrap_or(u64::MAX) != f.nextents {
+            return refuse(format!(
+                "inode {ino}: the bmbt leaf holds {} records, the inode counts {}",
+                recs.len(),
+                f.nextents
+            ));
+        }
+        let fmt_at = if f.attr { 83 } else { 5 };
+        if let Some(x) = f.bytes.get_mut(fmt_at) {
+            *x = FMT_EXTENTS;
+        }
+        f.format = FMT_EXTENTS;
+        self.put_list(f, &recs)?;
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
+        put_be64(&mut f.bytes, 64, nb);
+        self.blocks.remove(&loff);
+        let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
+        self.let_go.push((
+            agno.0,
+            agbno.0,
+            Rmap {
+                start: agbno.0,
+                len: 1,
+                owner: ino,
+                offset: 0,
+                attr: f.attr,
+                bmbt: true,
+                unwritten: false,
+            },
+        ));
+        Ok(())
     }
 
     /// One step of [`Self::unmap_btree`]: the last record that overlaps
@@ -1254,12 +1352,6 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 recs.insert(at, back);
                 f.nextents_set(n.saturating_add(1))?;
             }
-        }
-        if f.nextents <= f.maxext() {
-            return refuse(
-                "the extents fit the inode again: the kernel converts the bmbt back to a list, which this tool does not"
-                    .into(),
-            );
         }
         self.put_leaf(f, &path, loff, b, &recs)?;
         Ok(Some(piece))
