@@ -24,9 +24,10 @@
 //! it and added to the root in the inode). An unmap that leaves a one-leaf
 //! bmbt's records fitting the inode turns the fork back into a list (the
 //! leaf freed afterwards); a cut that overflows a full list makes a bmbt.
-//! Refused, with the reason: a split under a node block or into a full
-//! root, a leaf that falls below half full beside a sibling (the kernel
-//! rebalances or joins), or a mapping that is not into a hole.
+//! A leaf that a delete leaves below half full borrows a record from a
+//! sibling that can spare one, else joins one (xfs_btree_delrec).
+//! Refused, with the reason: a split, borrow or join under a node block,
+//! a split into a full root, or a mapping that is not into a hole.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -184,7 +185,13 @@ pub struct ForkEditor<'a, R: ReadAt> {
     first_log: Option<bool>,
     /// bmbt blocks let go of by the extent being finished (a fork back
     /// to a list): freed as deferred work after its reverse mappings.
-    let_go: Vec<(u32, u32, Rmap)>,
+    /// `true`: freed before the reverse mappings of the pieces (a block a
+    /// join lets go of mid-delete), else after (a leaf a fork back to a
+    /// list lets go of at the end of the step).
+    let_go: Vec<(u32, u32, Rmap, bool)>,
+    /// Steps after the first of the unmap being finished that log the
+    /// inode's core before its bmbt root.
+    later_core_steps: u64,
 }
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
@@ -198,6 +205,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bumped: std::collections::BTreeSet::new(),
             first_log: None,
             let_go: Vec::new(),
+            later_core_steps: 0,
         }
     }
 
@@ -367,16 +375,19 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }]
             }
             2 => {
+                self.later_core_steps = 0;
                 let pieces = self.unmap(&mut f, x.startoff, len, alloc)?;
                 // __xfs_bunmapi unmaps one extent per call; what is left
-                // of the range goes on in a new transaction (the inode
-                // logged at the roll), until the range below the last
-                // piece is empty: one more step when a hole is left there.
+                // of the range goes on in a later transaction of the
+                // deferred work. Such a step raises the change count when
+                // it logs the core first (a step that first logs only the
+                // bmbt root does not: the count is no longer marked
+                // queried); a last step that finds only a hole below the
+                // last piece logs nothing, and the roll after it logs the
+                // core.
                 let lowest = pieces.last().map(|p| p.off);
-                let steps = pieces
-                    .len()
-                    .saturating_add(usize::from(lowest.is_some_and(|l| l > x.startoff)));
-                extra_steps = u64::try_from(steps.saturating_sub(1)).unwrap_or(0);
+                let hole_step = u64::from(lowest.is_some_and(|l| l > x.startoff));
+                extra_steps = self.later_core_steps.saturating_add(hole_step);
                 if pieces.is_empty() {
                     // Nothing mapped there: the inode is not logged.
                     self.done = self.done.saturating_add(1);
@@ -397,17 +408,26 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                         shared,
                     });
                 }
-                // xfs_bmap_btree_to_extents frees the leaf later
-                // (xfs_free_extent_later, after the reverse mappings).
-                for (agno, agbno, m) in std::mem::take(&mut self.let_go) {
-                    w.push(Work::Free {
+                // bmbt blocks let go of are freed later (xfs_free_extent_later):
+                // a joined leaf before the reverse mappings (the btree delete
+                // comes first in xfs_bmap_del_extent_real), a leaf given up
+                // for a list after them.
+                let mut before = Vec::new();
+                for (agno, agbno, m, first) in std::mem::take(&mut self.let_go) {
+                    let free = Work::Free {
                         agno,
                         agbno,
                         len: 1,
                         owner: FreeOwner::Known(m),
-                    });
+                    };
+                    if first {
+                        before.push(free);
+                    } else {
+                        w.push(free);
+                    }
                 }
-                w
+                before.extend(w);
+                before
             }
             t => return refuse(format!("bmap update type {t}")),
         };
@@ -891,10 +911,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         f: &mut ForkAt,
         path: &[Step],
         off: u64,
-        mut b: Vec<u8>,
+        b: Vec<u8>,
         recs: &[Rec],
     ) -> EditResult<()> {
-        let (hdr, maxrecs, _) = self.bmbt_geometry(f);
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
         if recs.len() > maxrecs {
             return refuse(
                 "the bmbt leaf is full: the kernel splits it, which this tool does not".into(),
@@ -903,7 +923,6 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         if recs.is_empty() {
             return refuse("the bmbt leaf would be empty".into());
         }
-        let old_first = Rec::parse(&b, hdr).off;
         let old_n = usize::from(be16(&b, 6).unwrap_or(0));
         let siblings = be64(&b, 8) != Some(u64::MAX) || be64(&b, 16) != Some(u64::MAX);
         if recs.len() < old_n && recs.len() < maxrecs / 2 && siblings {
@@ -912,6 +931,20 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     .into(),
             );
         }
+        self.write_leaf(f, path, off, b, recs)
+    }
+
+    /// [`Self::put_leaf`] without the checks.
+    fn write_leaf(
+        &mut self,
+        f: &mut ForkAt,
+        path: &[Step],
+        off: u64,
+        mut b: Vec<u8>,
+        recs: &[Rec],
+    ) -> EditResult<()> {
+        let (hdr, _, _) = self.bmbt_geometry(f);
+        let old_first = Rec::parse(&b, hdr).off;
         put_be16(&mut b, 6, u16::try_from(recs.len()).unwrap_or(u16::MAX));
         for (i, r) in recs.iter().enumerate() {
             r.put(&mut b, hdr.saturating_add(i.saturating_mul(16)));
@@ -1158,6 +1191,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 recs.insert(i, front);
             }
         }
+        // Every step on a list logs the core (no root to log first).
+        self.later_core_steps = u64::try_from(pieces.len().saturating_sub(1)).unwrap_or(0);
         if u64::try_from(recs.len()).unwrap_or(u64::MAX) > f.maxext() {
             // A cut in the middle of an extent of a full list: __xfs_bunmapi
             // converts the fork to a bmbt (xfs_bmap_extents_to_btree).
@@ -1178,9 +1213,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// first (xfs_bmap_del_extent_real): each is deleted, trimmed at one
     /// end (a new first record's key goes up), or, for a range in its
     /// middle, cut to the front part with the back part inserted after it
-    /// (a full leaf making room, or splitting, as for a mapping). A leaf
-    /// that falls below half full beside a sibling, and a fork that would
-    /// fit the inode again, are refused.
+    /// (a full leaf making room, or splitting, as for a mapping); a leaf
+    /// left below half full is rebalanced ([`Self::rebalance`]); a one-leaf
+    /// tree that fits the inode again becomes a list.
     fn unmap_btree(
         &mut self,
         f: &mut ForkAt,
@@ -1192,13 +1227,23 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let mut end = off.saturating_add(len);
         // Each step removes one piece; at most one per record the fork has.
         let limit = f.nextents.saturating_add(1);
+        let mut first_step_log = None;
         while end > off && u64::try_from(pieces.len()).unwrap_or(u64::MAX) < limit {
+            let step = pieces.len();
+            if step > 0 {
+                self.first_log = None;
+            }
             match self.unmap_btree_one(f, off, end, alloc)? {
                 Some(p) => {
                     end = p.off;
                     pieces.push(p);
                 }
                 None => break,
+            }
+            if step == 0 {
+                first_step_log = self.first_log;
+            } else if self.first_log != Some(false) {
+                self.later_core_steps = self.later_core_steps.saturating_add(1);
             }
             if f.nextents <= f.maxext() {
                 // xfs_bmap_wants_extents at the end of the step.
@@ -1213,7 +1258,154 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 break;
             }
         }
+        self.first_log = first_step_log;
         Ok(pieces)
+    }
+
+    /// The end of xfs_btree_delrec for a leaf under the root in the inode
+    /// that fell below half full: a record borrowed from the right sibling
+    /// (its first, when it can spare one), else from the left (its last),
+    /// else the leaf joined with its left sibling, else with its right
+    /// (the emptied block freed later, its key and pointer taken out of
+    /// the root, the siblings relinked). With no sibling nothing moves.
+    fn rebalance(&mut self, f: &mut ForkAt, ino: u64, path: &[Step], off: u64) -> EditResult<()> {
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let minrecs = maxrecs / 2;
+        let (_, bs) = self.hdr_bs();
+        let b = self.read("bmbt block", off, bs)?;
+        let mut ours = recs_of(&b, hdr, usize::from(be16(&b, 6).unwrap_or(0)));
+        let n = ours.len();
+        if n >= minrecs {
+            return Ok(());
+        }
+        let left = self.sibling(ino, &b, false, maxrecs)?;
+        let right = self.sibling(ino, &b, true, maxrecs)?;
+        if left.is_none() && right.is_none() {
+            return Ok(());
+        }
+        let [root_step, _] = path else {
+            return refuse(
+                "a bmbt leaf under a node block falls below half full: the kernel rebalances it, which this tool does not"
+                    .into(),
+            );
+        };
+        // Borrow the right sibling's first record.
+        if let Some(r) = right
+            .as_ref()
+            .filter(|r| r.recs.len().saturating_sub(1) >= minrecs)
+        {
+            let (rpath, _) = self.descend(f, ino, r.recs.first().map_or(0, |x| x.off))?;
+            if rpath.last().and_then(|s| s.block) != Some(r.off) {
+                return refuse(format!(
+                    "inode {ino}: bmbt keys do not lead to the right sibling"
+                ));
+            }
+            let mut rr = r.recs.clone();
+            let moved = rr.remove(0);
+            ours.push(moved);
+            self.write_leaf(f, path, off, b, &ours)?;
+            return self.write_leaf(f, &rpath, r.off, r.bytes.clone(), &rr);
+        }
+        // Borrow the left sibling's last record.
+        if let Some(l) = left
+            .as_ref()
+            .filter(|l| l.recs.len().saturating_sub(1) >= minrecs)
+        {
+            let (lpath, _) = self.descend(f, ino, l.recs.first().map_or(0, |x| x.off))?;
+            if lpath.last().and_then(|s| s.block) != Some(l.off) {
+                return refuse(format!(
+                    "inode {ino}: bmbt keys do not lead to the left sibling"
+                ));
+            }
+            let mut lr = l.recs.clone();
+            let Some(moved) = lr.pop() else {
+                return refuse("empty leaf".into());
+            };
+            self.write_leaf(f, &lpath, l.off, l.bytes.clone(), &lr)?;
+            ours.insert(0, moved);
+            return self.write_leaf(f, path, off, b, &ours);
+        }
+        // Join: what survives takes the other's records and right sibling;
+        // the other is freed and leaves the root.
+        let our_fsb = be64(
+            &f.bytes,
+            f.fork_off
+                .saturating_add(4)
+                .saturating_add(root_max.saturating_mul(8))
+                .saturating_add(root_step.idx.saturating_mul(8)),
+        )
+        .unwrap_or(0);
+        let (keep_off, mut keep, keep_fsb, gone_off, next, gone_fsb, gone_idx, merged) =
+            match (left, right) {
+                (Some(l), _) if l.recs.len().saturating_add(n) <= maxrecs => {
+                    let fsb = be64(&b, 8).unwrap_or(0);
+                    let next = be64(&b, 16).unwrap_or(u64::MAX);
+                    let mut m = l.recs.clone();
+                    m.extend_from_slice(&ours);
+                    (l.off, l.bytes, fsb, off, next, our_fsb, root_step.idx, m)
+                }
+                (_, Some(r)) if r.recs.len().saturating_add(n) <= maxrecs => {
+                    let fsb = be64(&b, 16).unwrap_or(0);
+                    let next = be64(&r.bytes, 16).unwrap_or(u64::MAX);
+                    let mut m = ours.clone();
+                    m.extend_from_slice(&r.recs);
+                    let idx = root_step.idx.saturating_add(1);
+                    (off, b, our_fsb, r.off, next, fsb, idx, m)
+                }
+                _ => return Ok(()),
+            };
+        put_be16(
+            &mut keep,
+            6,
+            u16::try_from(merged.len()).unwrap_or(u16::MAX),
+        );
+        for (k, r) in merged.iter().enumerate() {
+            r.put(&mut keep, hdr.saturating_add(k.saturating_mul(16)));
+        }
+        put_be64(&mut keep, 16, next);
+        self.blocks.insert(keep_off, keep);
+        if next != u64::MAX {
+            let (noff, mut nb, _) = self.bmbt_block(ino, next, 0, maxrecs)?;
+            put_be64(&mut nb, 8, keep_fsb);
+            self.blocks.insert(noff, nb);
+        }
+        // xfs_bmbt_free_block: freed later, di_nblocks - 1, the core logged.
+        self.first_log.get_or_insert(true);
+        self.blocks.remove(&gone_off);
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
+        put_be64(&mut f.bytes, 64, nb);
+        let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(gone_fsb));
+        self.let_go.push((
+            agno.0,
+            agbno.0,
+            Rmap {
+                start: agbno.0,
+                len: 1,
+                owner: ino,
+                offset: 0,
+                attr: f.attr,
+                bmbt: true,
+                unwritten: false,
+            },
+            true,
+        ));
+        // The root loses the entry (what lay past the last one stays).
+        let root = f.fork_off;
+        let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
+        let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
+        let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
+        for k in gone_idx.saturating_add(1)..nroot {
+            let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
+            let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
+            put_be64(&mut f.bytes, key_at(k.saturating_sub(1)), key);
+            put_be64(&mut f.bytes, ptr_at(k.saturating_sub(1)), ptr);
+        }
+        put_be16(
+            &mut f.bytes,
+            root.saturating_add(2),
+            u16::try_from(nroot.saturating_sub(1)).unwrap_or(0),
+        );
+        Ok(())
     }
 
     /// xfs_bmap_btree_to_extents: a one-leaf bmbt whose records fit the
@@ -1269,6 +1461,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 bmbt: true,
                 unwritten: false,
             },
+            false,
         ));
         Ok(())
     }
@@ -1324,6 +1517,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             (false, false) => {
                 recs.remove(i);
                 f.nextents_set(n.saturating_sub(1))?;
+                if recs.is_empty() {
+                    return refuse("the bmbt leaf would be empty".into());
+                }
+                self.write_leaf(f, &path, loff, b, &recs)?;
+                self.rebalance(f, ino, &path, loff)?;
+                return Ok(Some(piece));
             }
             (true, false) => {
                 if let Some(x) = recs.get_mut(i) {
@@ -1476,13 +1675,13 @@ mod fixture_tests {
 
         assert_eq!(ed.done, 0);
         assert!(ed.into_changes(Lsn::from_raw(1)).unwrap().is_empty());
-        // Unmapping from a bmbt so much that a leaf beside a sibling falls
-        // below half full (the kernel would rebalance or join it); the
-        // steps before the refusal are dropped with it by the caller (all
-        // or nothing).
+        // Unmapping from a bmbt with node blocks so much that a leaf falls
+        // below half full (the kernel would rebalance it under its node
+        // block, which this tool does not); the steps before the refusal
+        // are dropped with it by the caller (all or nothing).
         let mut ed = ForkEditor::new(&fs, &ov);
         let m = why(ed.finish(&x(btree.ino.0, 0, 100, 32 * 200, 2), &mut none));
-        assert!(m.contains("below half full"), "{m}");
+        assert!(m.contains("under a node block"), "{m}");
     }
 
     /// A mapping into a hole past the end of an extent list, then its
