@@ -21,7 +21,8 @@
 //! does); for a bmbt, the leaf that holds the record (the keys above it
 //! follow a new first record; a full leaf passes a record to a sibling,
 //! and when both siblings are full it splits, the new leaf allocated near
-//! it and added to the root in the inode). An unmap that leaves a one-leaf
+//! it and added to the root in the inode; a mapping contiguous with the
+//! first record of the next leaf merges into it there). An unmap that leaves a one-leaf
 //! bmbt's records fitting the inode turns the fork back into a list (the
 //! leaf freed afterwards); a cut that overflows a full list makes a bmbt.
 //! A leaf that a delete leaves below half full borrows a record from a
@@ -252,6 +253,32 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.inodes.len()
     }
 
+    /// The deferred work of one extent with the bmbt blocks it let go of
+    /// (freed later, xfs_free_extent_later): a joined leaf before the
+    /// reverse mappings (the btree delete comes before them in
+    /// xfs_bmap_del_extent_real and xfs_bmapi_remap), a leaf given up for
+    /// a list after them.
+    fn with_let_go(&mut self, w: Vec<Work>) -> Vec<Work> {
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for (agno, agbno, m, first) in std::mem::take(&mut self.let_go) {
+            let free = Work::Free {
+                agno,
+                agbno,
+                len: 1,
+                owner: FreeOwner::Known(m),
+            };
+            if first {
+                before.push(free);
+            } else {
+                after.push(free);
+            }
+        }
+        before.extend(w);
+        before.extend(after);
+        before
+    }
+
     /// An inode's change count has risen (see `bumped`).
     pub(super) fn note_bumped(&mut self, ino: u64) {
         self.bumped.insert(ino);
@@ -368,11 +395,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 self.map(&mut f, new, alloc)?;
                 let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(len);
                 put_be64(&mut f.bytes, 64, nb);
-                vec![Work::RmapMap {
+                let w = vec![Work::RmapMap {
                     agno: agno.0,
                     m: rmap(x.startoff, agbno.0, x.len),
                     shared,
-                }]
+                }];
+                self.with_let_go(w)
             }
             2 => {
                 self.later_core_steps = 0;
@@ -408,26 +436,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                         shared,
                     });
                 }
-                // bmbt blocks let go of are freed later (xfs_free_extent_later):
-                // a joined leaf before the reverse mappings (the btree delete
-                // comes first in xfs_bmap_del_extent_real), a leaf given up
-                // for a list after them.
-                let mut before = Vec::new();
-                for (agno, agbno, m, first) in std::mem::take(&mut self.let_go) {
-                    let free = Work::Free {
-                        agno,
-                        agbno,
-                        len: 1,
-                        owner: FreeOwner::Known(m),
-                    };
-                    if first {
-                        before.push(free);
-                    } else {
-                        w.push(free);
-                    }
-                }
-                before.extend(w);
-                before
+                self.with_let_go(w)
             }
             t => return refuse(format!("bmap update type {t}")),
         };
@@ -1015,12 +1024,47 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let in_leaf_right = i < recs.len();
         let n = f.nextents;
         match (lc, rc, left, right) {
-            (true, true, Some(l), Some(r)) if in_leaf_left && in_leaf_right => {
-                if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
-                    x.len = l.len.saturating_add(new.len).saturating_add(r.len);
+            (true, true, Some(l), Some(r)) if in_leaf_left => {
+                // xfs_bmap_add_extent_hole_real, both contiguous: the right
+                // record is deleted (here or first in the right sibling; a
+                // leaf left short rebalances), then the left one grows.
+                if in_leaf_right {
+                    recs.remove(i);
+                    self.write_leaf(f, &path, off, b, &recs)?;
+                    self.rebalance(f, ino, &path, off)?;
+                } else {
+                    let (rpath, rleaf) = self.descend(f, ino, r.off)?;
+                    if rleaf.recs.first() != Some(&r) {
+                        return refuse(format!(
+                            "inode {ino}: bmbt keys do not lead to the record at {}",
+                            r.off
+                        ));
+                    }
+                    let rest = rleaf.recs.get(1..).unwrap_or(&[]).to_vec();
+                    if rest.is_empty() {
+                        return refuse("the bmbt leaf would be empty".into());
+                    }
+                    self.write_leaf(f, &rpath, rleaf.off, rleaf.bytes, &rest)?;
+                    self.rebalance(f, ino, &rpath, rleaf.off)?;
                 }
-                recs.remove(i);
                 f.nextents_set(n.saturating_sub(1))?;
+                let (lpath, lleaf) = self.descend(f, ino, l.off)?;
+                let mut lrecs = lleaf.recs;
+                match lrecs.iter_mut().find(|x| x.off == l.off) {
+                    Some(x) => x.len = l.len.saturating_add(new.len).saturating_add(r.len),
+                    None => {
+                        return refuse(format!(
+                            "inode {ino}: bmbt keys do not lead to the record at {}",
+                            l.off
+                        ))
+                    }
+                }
+                self.write_leaf(f, &lpath, lleaf.off, lleaf.bytes, &lrecs)?;
+                if f.nextents <= f.maxext() {
+                    // xfs_bmapi_remap ends with xfs_bmap_btree_to_extents.
+                    self.btree_to_extents(f)?;
+                }
+                return Ok(());
             }
             (true, false, Some(l), _) if in_leaf_left => {
                 if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
@@ -1036,6 +1080,27 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                         unwritten: r.unwritten,
                     };
                 }
+            }
+            (false, true, _, Some(r)) => {
+                // The right neighbour is the right sibling's first record:
+                // it grows down to the new start (its key follows).
+                let (rpath, rleaf) = self.descend(f, ino, r.off)?;
+                if rleaf.recs.first() != Some(&r) {
+                    return refuse(format!(
+                        "inode {ino}: bmbt keys do not lead to the record at {}",
+                        r.off
+                    ));
+                }
+                let mut rrecs = rleaf.recs;
+                if let Some(x) = rrecs.first_mut() {
+                    *x = Rec {
+                        off: new.off,
+                        start: new.start,
+                        len: new.len.saturating_add(r.len),
+                        unwritten: r.unwritten,
+                    };
+                }
+                return self.write_leaf(f, &rpath, rleaf.off, rleaf.bytes, &rrecs);
             }
             (false, false, _, _) => {
                 let mut i = i;
