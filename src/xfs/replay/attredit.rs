@@ -526,47 +526,71 @@ mod fixture_tests {
             other => panic!("not refused: {other:?}"),
         };
         let nv = |n: &[u8], v: &[u8]| vec![pad(n), pad(v)];
-        // The kernel's own checks: flag bits, namespaces, lengths, NULs.
-        let m = why(item(small, 0x101, 0, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("invalid"), "{m}");
-        let m = why(item(small, 1, 0x06, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("more than one namespace"), "{m}");
-        let m = why(item(small, 1, 0x100, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("invalid"), "{m}");
-        let m = why(item(small, 9, 0, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("operation 9"), "{m}");
-        let m = why(item(small, 1, 0, b"", 1), nv(b"", b"1"));
-        assert!(m.contains("name of 0 bytes"), "{m}");
-        let m = why(item(small, 1, 0, b"a", 70000), nv(b"a", b"1"));
-        assert!(m.contains("value of 70000"), "{m}");
-        let m = why(item(small, 1, 0, b"a\0b", 1), nv(b"a\0b", b"1"));
-        assert!(m.contains("NUL"), "{m}");
-        let m = why(item(small, 1, 0, b"a", 0), vec![pad(b"a")]);
-        assert!(m.contains("value of 0 bytes"), "{m}");
-        let m = why(item(small, 2, 0, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("removal with a value"), "{m}");
-        // Regions that do not match the lengths the intent declares.
-        let m = why(item(small, 1, 0, b"abcde", 1), nv(b"abc", b"1"));
-        assert!(m.contains("name region of 4 bytes"), "{m}");
-        let m = why(item(small, 1, 0, b"a", 9), nv(b"a", b"1"));
-        assert!(m.contains("value region of 4 bytes"), "{m}");
-        let m = why(item(small, 1, 0, b"a", 9), vec![pad(b"a")]);
-        assert!(m.contains("value region of 0 bytes"), "{m}");
-        // What this tool does not do: parent pointers, leaf forks, a list
-        // that no longer fits the inode.
-        let m = why(item(small, 4, 0x08, b"a", 12), nv(b"a", &[0; 12]));
-        assert!(m.contains("parent-pointer"), "{m}");
-        let m = why(item(small, 1, 0x80, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("incomplete"), "{m}");
-        let m = why(item(leaf, 1, 0, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("leaf or node"), "{m}");
-        let m = why(item(small, 1, 0, b"a", 300), nv(b"a", &[b'v'; 300]));
-        assert!(m.contains("leaf block"), "{m}");
-        // No such inode, or a free one.
-        let m = why(item(1 << 40, 1, 0, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("owner"), "{m}");
-        let m = why(item(free, 1, 0, b"a", 1), nv(b"a", b"1"));
-        assert!(m.contains("free"), "{m}");
+        let cases: Vec<(AttriItem, Vec<Vec<u8>>, &str)> = vec![
+            // The kernel's own checks: flag bits, namespaces, lengths, NULs.
+            (item(small, 0x101, 0, b"a", 1), nv(b"a", b"1"), "invalid"),
+            (
+                item(small, 1, 0x06, b"a", 1),
+                nv(b"a", b"1"),
+                "more than one namespace",
+            ),
+            (item(small, 1, 0x100, b"a", 1), nv(b"a", b"1"), "invalid"),
+            (item(small, 9, 0, b"a", 1), nv(b"a", b"1"), "operation 9"),
+            (item(small, 1, 0, b"", 1), nv(b"", b"1"), "name of 0 bytes"),
+            (
+                item(small, 1, 0, b"a", 70000),
+                nv(b"a", b"1"),
+                "value of 70000",
+            ),
+            (item(small, 1, 0, b"a\0b", 1), nv(b"a\0b", b"1"), "NUL"),
+            (
+                item(small, 1, 0, b"a", 0),
+                vec![pad(b"a")],
+                "value of 0 bytes",
+            ),
+            (
+                item(small, 2, 0, b"a", 1),
+                nv(b"a", b"1"),
+                "removal with a value",
+            ),
+            // Regions that do not match the lengths the intent declares.
+            (
+                item(small, 1, 0, b"abcde", 1),
+                nv(b"abc", b"1"),
+                "name region of 4 bytes",
+            ),
+            (
+                item(small, 1, 0, b"a", 9),
+                nv(b"a", b"1"),
+                "value region of 4 bytes",
+            ),
+            (
+                item(small, 1, 0, b"a", 9),
+                vec![pad(b"a")],
+                "value region of 0 bytes",
+            ),
+            // What this tool does not do: parent pointers, leaf forks, a list
+            // that no longer fits the inode.
+            (
+                item(small, 4, 0x08, b"a", 12),
+                nv(b"a", &[0; 12]),
+                "parent-pointer",
+            ),
+            (item(small, 1, 0x80, b"a", 1), nv(b"a", b"1"), "incomplete"),
+            (item(leaf, 1, 0, b"a", 1), nv(b"a", b"1"), "leaf or node"),
+            (
+                item(small, 1, 0, b"a", 300),
+                nv(b"a", &[b'v'; 300]),
+                "leaf block",
+            ),
+            // No such inode, or a free one.
+            (item(1 << 40, 1, 0, b"a", 1), nv(b"a", b"1"), "owner"),
+            (item(free, 1, 0, b"a", 1), nv(b"a", b"1"), "free"),
+        ];
+        for (a, regions, want) in cases {
+            let m = why(a, regions);
+            assert!(m.contains(want), "{want}: {m}");
+        }
         assert!(
             ed.inodes_changed() == 0,
             "a refused intent changed an inode"

@@ -22,9 +22,10 @@
 //! follow a new first record; a full leaf passes a record to a sibling,
 //! and when both siblings are full it splits, the new leaf allocated near
 //! it and added to the root in the inode; a mapping contiguous with the
-//! first record of the next leaf merges into it there). An unmap that leaves a one-leaf
-//! bmbt's records fitting the inode turns the fork back into a list (the
-//! leaf freed afterwards); a cut that overflows a full list makes a bmbt.
+//! first record of the next leaf merges into it there). An unmap that
+//! leaves a one-leaf bmbt's records fitting the inode turns the fork back
+//! into a list (the leaf freed afterwards); a cut that overflows a full
+//! list makes a bmbt.
 //! A leaf that a delete leaves below half full borrows a record from a
 //! sibling that can spare one, else joins one (xfs_btree_delrec).
 //! Refused, with the reason: a split, borrow or join under a node block,
@@ -913,6 +914,30 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }))
     }
 
+    /// The path down to a leaf reached by sibling pointers (first record
+    /// at `first`, at byte offset `off`), checked to end there.
+    fn path_to(&self, f: &ForkAt, ino: u64, first: u64, off: u64) -> EditResult<Vec<Step>> {
+        let (path, _) = self.descend(f, ino, first)?;
+        if path.last().and_then(|s| s.block) != Some(off) {
+            return refuse(format!(
+                "inode {ino}: bmbt keys do not lead to the sibling leaf whose first record is at {first}"
+            ));
+        }
+        Ok(path)
+    }
+
+    /// The path to, and the leaf of, the leaf whose first record is `r`.
+    fn leaf_led_by(&self, f: &ForkAt, ino: u64, r: Rec) -> EditResult<(Vec<Step>, Leaf)> {
+        let (path, leaf) = self.descend(f, ino, r.off)?;
+        if leaf.recs.first() != Some(&r) {
+            return refuse(format!(
+                "inode {ino}: bmbt keys do not lead to the record at {}",
+                r.off
+            ));
+        }
+        Ok((path, leaf))
+    }
+
     /// Write a leaf's records back (count and records), and the keys above
     /// it when its first record's offset changed.
     fn put_leaf(
@@ -1033,13 +1058,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     self.write_leaf(f, &path, off, b, &recs)?;
                     self.rebalance(f, ino, &path, off)?;
                 } else {
-                    let (rpath, rleaf) = self.descend(f, ino, r.off)?;
-                    if rleaf.recs.first() != Some(&r) {
-                        return refuse(format!(
-                            "inode {ino}: bmbt keys do not lead to the record at {}",
-                            r.off
-                        ));
-                    }
+                    let (rpath, rleaf) = self.leaf_led_by(f, ino, r)?;
                     let rest = rleaf.recs.get(1..).unwrap_or(&[]).to_vec();
                     if rest.is_empty() {
                         return refuse("the bmbt leaf would be empty".into());
@@ -1084,13 +1103,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             (false, true, _, Some(r)) => {
                 // The right neighbour is the right sibling's first record:
                 // it grows down to the new start (its key follows).
-                let (rpath, rleaf) = self.descend(f, ino, r.off)?;
-                if rleaf.recs.first() != Some(&r) {
-                    return refuse(format!(
-                        "inode {ino}: bmbt keys do not lead to the record at {}",
-                        r.off
-                    ));
-                }
+                let (rpath, rleaf) = self.leaf_led_by(f, ino, r)?;
                 let mut rrecs = rleaf.recs;
                 if let Some(x) = rrecs.first_mut() {
                     *x = Rec {
@@ -1158,13 +1171,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 let Some(last) = recs.pop() else {
                     return refuse("empty leaf".into());
                 };
-                let old_first = rrecs.first().map_or(0, |r| r.off);
-                let (rpath, _) = self.descend(f, ino, old_first)?;
-                if rpath.last().and_then(|s| s.block) != Some(roff) {
-                    return refuse(format!(
-                        "inode {ino}: bmbt keys do not lead to the right sibling"
-                    ));
-                }
+                let rpath = self.path_to(f, ino, rrecs.first().map_or(0, |r| r.off), roff)?;
                 rrecs.insert(0, last);
                 self.put_leaf(f, &rpath, roff, rb, &rrecs)?;
                 return Ok(Some(i));
@@ -1181,13 +1188,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .filter(|l| l.recs.len() < maxrecs)
             {
                 let first = recs.remove(0);
-                let lfirst = lrecs.first().map_or(0, |r| r.off);
-                let (lpath, _) = self.descend(f, ino, lfirst)?;
-                if lpath.last().and_then(|s| s.block) != Some(loff) {
-                    return refuse(format!(
-                        "inode {ino}: bmbt keys do not lead to the left sibling"
-                    ));
-                }
+                let lpath = self.path_to(f, ino, lrecs.first().map_or(0, |r| r.off), loff)?;
                 lrecs.push(first);
                 self.put_leaf(f, &lpath, loff, lb, &lrecs)?;
                 return Ok(Some(i.saturating_sub(1)));
@@ -1359,12 +1360,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .as_ref()
             .filter(|r| r.recs.len().saturating_sub(1) >= minrecs)
         {
-            let (rpath, _) = self.descend(f, ino, r.recs.first().map_or(0, |x| x.off))?;
-            if rpath.last().and_then(|s| s.block) != Some(r.off) {
-                return refuse(format!(
-                    "inode {ino}: bmbt keys do not lead to the right sibling"
-                ));
-            }
+            let rpath = self.path_to(f, ino, r.recs.first().map_or(0, |x| x.off), r.off)?;
             let mut rr = r.recs.clone();
             let moved = rr.remove(0);
             ours.push(moved);
@@ -1376,12 +1372,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .as_ref()
             .filter(|l| l.recs.len().saturating_sub(1) >= minrecs)
         {
-            let (lpath, _) = self.descend(f, ino, l.recs.first().map_or(0, |x| x.off))?;
-            if lpath.last().and_then(|s| s.block) != Some(l.off) {
-                return refuse(format!(
-                    "inode {ino}: bmbt keys do not lead to the left sibling"
-                ));
-            }
+            let lpath = self.path_to(f, ino, l.recs.first().map_or(0, |x| x.off), l.off)?;
             let mut lr = l.recs.clone();
             let Some(moved) = lr.pop() else {
                 return refuse("empty leaf".into());
