@@ -28,8 +28,10 @@
 //! list makes a bmbt.
 //! A leaf that a delete leaves below half full borrows a record from a
 //! sibling that can spare one, else joins one (xfs_btree_delrec).
+//! A split whose root in the inode is full moves the root into a new node
+//! block (the tree grows a level, xfs_btree_new_iroot).
 //! Refused, with the reason: a split, borrow or join under a node block,
-//! a split into a full root, or a mapping that is not into a hole.
+//! or a mapping that is not into a hole.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -593,10 +595,23 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// A new v5 bmbt leaf at byte offset `off` (a zeroed buffer, as the
     /// kernel gets one): header with `n` records and the siblings given.
     fn new_leaf(&self, off: u64, ino: u64, n: usize, left: u64, right: u64) -> Vec<u8> {
+        self.new_block(off, ino, 0, n, left, right)
+    }
+
+    /// A new v5 bmbt block of `level` (see [`Self::new_leaf`]).
+    fn new_block(
+        &self,
+        off: u64,
+        ino: u64,
+        level: u16,
+        n: usize,
+        left: u64,
+        right: u64,
+    ) -> Vec<u8> {
         let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
         let mut b = vec![0u8; bs];
         put_be32(&mut b, 0, BMAP_CRC_MAGIC);
-        put_be16(&mut b, 4, 0);
+        put_be16(&mut b, 4, level);
         put_be16(&mut b, 6, u16::try_from(n).unwrap_or(u16::MAX));
         put_be64(&mut b, 8, left);
         put_be64(&mut b, 16, right);
@@ -615,8 +630,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// the records moves there (one more when the count is odd and the new
     /// record goes into the lower half), the sibling pointers are linked,
     /// `new` goes into whichever half holds its place, and the new leaf's
-    /// key and pointer go into the root after the old one's. Deeper trees and a
-    /// full root are refused.
+    /// key and pointer go into the root after the old one's (a full root
+    /// first moving into a new node block near its first child). A leaf
+    /// under a node block is refused.
     #[allow(clippy::too_many_arguments)]
     fn split_leaf(
         &mut self,
@@ -640,11 +656,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let root = f.fork_off;
         let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
-        if nroot >= root_max {
-            return refuse(
-                "the bmbt root in the inode is full: the kernel adds a level, which this tool does not"
-                    .into(),
-            );
+        if nroot > root_max {
+            return refuse(format!(
+                "inode {ino}: bmbt root with {nroot} records in room for {root_max}"
+            ));
         }
         if !g.v5 {
             return refuse("a bmbt split on a v4 filesystem is not done by this tool".into());
@@ -710,23 +725,82 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
         let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
         let at = root_step.idx.saturating_add(1);
-        for k in (at..nroot).rev() {
-            let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
-            let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
-            put_be64(&mut f.bytes, key_at(k.saturating_add(1)), key);
-            put_be64(&mut f.bytes, ptr_at(k.saturating_add(1)), ptr);
+        let new_key = moved.first().map_or(0, |r| r.off);
+        let mut path = path.to_vec();
+        if nroot < root_max {
+            for k in (at..nroot).rev() {
+                let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
+                let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
+                put_be64(&mut f.bytes, key_at(k.saturating_add(1)), key);
+                put_be64(&mut f.bytes, ptr_at(k.saturating_add(1)), ptr);
+            }
+            put_be64(&mut f.bytes, key_at(at), new_key);
+            put_be64(&mut f.bytes, ptr_at(at), new_fsb);
+            put_be16(
+                &mut f.bytes,
+                root.saturating_add(2),
+                u16::try_from(nroot.saturating_add(1)).unwrap_or(u16::MAX),
+            );
+        } else {
+            // xfs_btree_new_iroot: the full root moves into a new node
+            // block (allocated near its first child), which takes the new
+            // key and pointer; the root keeps one entry, a level higher.
+            let mut keys: Vec<u64> = (0..nroot)
+                .map(|k| be64(&f.bytes, key_at(k)).unwrap_or(0))
+                .collect();
+            let mut ptrs: Vec<u64> = (0..nroot)
+                .map(|k| be64(&f.bytes, ptr_at(k)).unwrap_or(0))
+                .collect();
+            let first_child = ptrs.first().copied().unwrap_or(0);
+            let (nagno, nhint) = g.split_fsb(FsBlock(first_child));
+            let Some(nagbno) = alloc(nagno.0, nhint.0, owner)? else {
+                return refuse(format!(
+                    "AG {}: no free block for the new bmbt node",
+                    nagno.0
+                ));
+            };
+            let node_fsb = u64::from(nagno.0)
+                .checked_shl(u32::from(g.agblklog))
+                .unwrap_or(0)
+                | u64::from(nagbno);
+            let node_off = self.block_off(node_fsb)?;
+            let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
+            put_be64(&mut f.bytes, 64, nb);
+            keys.insert(at.min(keys.len()), new_key);
+            ptrs.insert(at.min(ptrs.len()), new_fsb);
+            let mut node = self.new_block(node_off, ino, 1, keys.len(), u64::MAX, u64::MAX);
+            for (k, (key, ptr)) in keys.iter().zip(&ptrs).enumerate() {
+                put_be64(&mut node, hdr.saturating_add(k.saturating_mul(8)), *key);
+                put_be64(
+                    &mut node,
+                    hdr.saturating_add(maxrecs.saturating_add(k).saturating_mul(8)),
+                    *ptr,
+                );
+            }
+            self.blocks.insert(node_off, node);
+            let level = be16(&f.bytes, root).unwrap_or(1);
+            put_be16(&mut f.bytes, root, level.saturating_add(1));
+            put_be16(&mut f.bytes, root.saturating_add(2), 1);
+            put_be64(&mut f.bytes, ptr_at(0), node_fsb);
+            path = vec![
+                Step {
+                    block: None,
+                    idx: 0,
+                },
+                Step {
+                    block: Some(node_off),
+                    idx: root_step.idx,
+                },
+                Step {
+                    block: Some(off),
+                    idx: 0,
+                },
+            ];
         }
-        put_be64(&mut f.bytes, key_at(at), moved.first().map_or(0, |r| r.off));
-        put_be64(&mut f.bytes, ptr_at(at), new_fsb);
-        put_be16(
-            &mut f.bytes,
-            root.saturating_add(2),
-            u16::try_from(nroot.saturating_add(1)).unwrap_or(u16::MAX),
-        );
         f.nextents_set(f.nextents.saturating_add(1))?;
         // The split leaf keeps the lower half (its key follows a new first
         // record).
-        self.put_leaf(f, path, off, b, &recs)
+        self.put_leaf(f, &path, off, b, &recs)
     }
 
     /// The record list of an extents-format fork.
