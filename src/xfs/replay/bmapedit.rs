@@ -256,6 +256,28 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.inodes.len()
     }
 
+    /// A bmbt block of `f`'s inode (at byte `off`, block `fsb`) leaves the
+    /// tree: its buffer is invalidated (nothing of it written), di_nblocks
+    /// drops by one, and it is freed later, before the extent's reverse
+    /// mappings or after them (see [`Self::with_let_go`]).
+    fn let_go_of(&mut self, f: &mut ForkAt, off: u64, fsb: u64, before_rmaps: bool) {
+        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        self.blocks.remove(&off);
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
+        put_be64(&mut f.bytes, 64, nb);
+        let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
+        let m = Rmap {
+            start: agbno.0,
+            len: 1,
+            owner: ino,
+            offset: 0,
+            attr: f.attr,
+            bmbt: true,
+            unwritten: false,
+        };
+        self.let_go.push((agno.0, agbno.0, m, before_rmaps));
+    }
+
     /// The deferred work of one extent with the bmbt blocks it let go of
     /// (freed later, xfs_free_extent_later): a joined leaf before the
     /// reverse mappings (the btree delete comes before them in
@@ -1501,24 +1523,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         // xfs_bmbt_free_block: freed later, di_nblocks - 1, the core logged.
         self.first_log.get_or_insert(true);
-        self.blocks.remove(&gone_off);
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
-        put_be64(&mut f.bytes, 64, nb);
-        let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(gone_fsb));
-        self.let_go.push((
-            agno.0,
-            agbno.0,
-            Rmap {
-                start: agbno.0,
-                len: 1,
-                owner: ino,
-                offset: 0,
-                attr: f.attr,
-                bmbt: true,
-                unwritten: false,
-            },
-            true,
-        ));
+        self.let_go_of(f, gone_off, gone_fsb, true);
         // The root loses the entry (what lay past the last one stays).
         let root = f.fork_off;
         let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
@@ -1575,24 +1580,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         f.format = FMT_EXTENTS;
         self.put_list(f, &recs)?;
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
-        put_be64(&mut f.bytes, 64, nb);
-        self.blocks.remove(&loff);
-        let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
-        self.let_go.push((
-            agno.0,
-            agbno.0,
-            Rmap {
-                start: agbno.0,
-                len: 1,
-                owner: ino,
-                offset: 0,
-                attr: f.attr,
-                bmbt: true,
-                unwritten: false,
-            },
-            false,
-        ));
+        self.let_go_of(f, loff, fsb, false);
         Ok(())
     }
 
