@@ -30,8 +30,10 @@
 //! sibling that can spare one, else joins one (xfs_btree_delrec).
 //! A split whose root in the inode is full moves the root into a new node
 //! block (the tree grows a level, xfs_btree_new_iroot).
-//! Refused, with the reason: a split, borrow or join under a node block,
-//! or a mapping that is not into a hole.
+//! A leaf under a node block splits too, the node taking the new key and
+//! pointer. Refused, with the reason: a split whose node is full, or two
+//! or more levels under the root; a borrow or join under a node block; a
+//! mapping that is not into a hole.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -652,9 +654,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// the records moves there (one more when the count is odd and the new
     /// record goes into the lower half), the sibling pointers are linked,
     /// `new` goes into whichever half holds its place, and the new leaf's
-    /// key and pointer go into the root after the old one's (a full root
-    /// first moving into a new node block near its first child). A leaf
-    /// under a node block is refused.
+    /// key and pointer go into the parent after the old one's: the root in
+    /// the inode (when full, it first moves into a new node block near its
+    /// first child) or the node block above (refused when full, or when
+    /// the leaf is deeper).
     #[allow(clippy::too_many_arguments)]
     fn split_leaf(
         &mut self,
@@ -670,11 +673,32 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> EditResult<()> {
         let g = self.fs.geo;
         let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
-        let [root_step, _] = path else {
-            return refuse(
-                "the full bmbt leaf sits under a node block: the kernel splits it, which this tool does not"
-                    .into(),
-            );
+        let (root_step, node_step) = match path {
+            [r, _] => (*r, None),
+            [r, n, _] if n.block.is_some() => (*r, Some(*n)),
+            _ => {
+                return refuse(
+                    "the full bmbt leaf sits two or more levels under the root: the kernel splits it, which this tool does not"
+                        .into(),
+                )
+            }
+        };
+        let (_, bs) = self.hdr_bs();
+        // Under a node block: the node, which must have room for the new
+        // leaf's key and pointer (a full node splits in the kernel).
+        let node = match node_step.and_then(|n| n.block) {
+            Some(noff) => {
+                let nb = self.read("bmbt block", noff, bs)?;
+                let n = usize::from(be16(&nb, 6).unwrap_or(0));
+                if n >= maxrecs {
+                    return refuse(
+                        "the bmbt node above the full leaf is full too: the kernel splits it, which this tool does not"
+                            .into(),
+                    );
+                }
+                Some((noff, nb, n))
+            }
+            None => None,
         };
         let root = f.fork_off;
         let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
@@ -687,13 +711,20 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return refuse("a bmbt split on a v4 filesystem is not done by this tool".into());
         }
         // The split block's own address is the allocation target.
-        let left_fsb = be64(
-            &f.bytes,
-            root.saturating_add(4)
-                .saturating_add(root_max.saturating_mul(8))
-                .saturating_add(root_step.idx.saturating_mul(8)),
-        )
-        .unwrap_or(0);
+        let left_fsb = match (&node, node_step) {
+            (Some((_, nb, _)), Some(ns)) => be64(
+                nb,
+                hdr.saturating_add(maxrecs.saturating_add(ns.idx).saturating_mul(8)),
+            )
+            .unwrap_or(0),
+            _ => be64(
+                &f.bytes,
+                root.saturating_add(4)
+                    .saturating_add(root_max.saturating_mul(8))
+                    .saturating_add(root_step.idx.saturating_mul(8)),
+            )
+            .unwrap_or(0),
+        };
         let (agno, hint) = g.split_fsb(FsBlock(left_fsb));
         let owner = RmapOwner {
             owner: ino,
@@ -749,7 +780,26 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let at = root_step.idx.saturating_add(1);
         let new_key = moved.first().map_or(0, |r| r.off);
         let mut path = path.to_vec();
-        if nroot < root_max {
+        if let (Some((noff, mut nb, n)), Some(ns)) = (node, node_step) {
+            // Into the node, after the split leaf's entry.
+            let nat = ns.idx.saturating_add(1);
+            let nkey = |k: usize| hdr.saturating_add(k.saturating_mul(8));
+            let nptr = |k: usize| nkey(maxrecs.saturating_add(k));
+            for k in (nat..n).rev() {
+                let key = be64(&nb, nkey(k)).unwrap_or(0);
+                let ptr = be64(&nb, nptr(k)).unwrap_or(0);
+                put_be64(&mut nb, nkey(k.saturating_add(1)), key);
+                put_be64(&mut nb, nptr(k.saturating_add(1)), ptr);
+            }
+            put_be64(&mut nb, nkey(nat), new_key);
+            put_be64(&mut nb, nptr(nat), new_fsb);
+            put_be16(
+                &mut nb,
+                6,
+                u16::try_from(n.saturating_add(1)).unwrap_or(u16::MAX),
+            );
+            self.blocks.insert(noff, nb);
+        } else if nroot < root_max {
             for k in (at..nroot).rev() {
                 let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
                 let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
