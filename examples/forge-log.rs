@@ -121,40 +121,29 @@ fn attri_regions(a: &Attri, id: u64) -> Vec<Vec<u8>> {
 fn extent_item(s: &str, id: u64) -> Vec<Vec<u8>> {
     let p: Vec<&str> = s.split(':').collect();
     let num = |i: usize| -> u64 { p[i].parse().unwrap() };
+    let (kind, flags): (u16, u32) = match (p[0], p[1]) {
+        ("bui", "map") => (0x1244, 1),
+        ("bui", "unmap") => (0x1244, 2),
+        ("cui", "increase") => (0x1242, 1),
+        ("cui", "decrease") => (0x1242, 2),
+        (k, o) => panic!("unknown item {k}:{o}"),
+    };
+    // The intent header: type, one region, one extent, id.
     let mut f = Vec::new();
-    match p[0] {
-        "bui" => {
-            let flags: u32 = match p[1] {
-                "map" => 1,
-                "unmap" => 2,
-                o => panic!("unknown bmap op {o}"),
-            };
-            f.extend(0x1244u16.to_le_bytes());
-            f.extend(1u16.to_le_bytes());
-            f.extend(1u32.to_le_bytes());
-            f.extend(id.to_le_bytes());
-            f.extend(num(2).to_le_bytes()); // me_owner
-            f.extend(num(4).to_le_bytes()); // me_startblock
-            f.extend(num(3).to_le_bytes()); // me_startoff
-            f.extend((num(5) as u32).to_le_bytes());
-            f.extend(flags.to_le_bytes());
-        }
-        "cui" => {
-            let flags: u32 = match p[1] {
-                "increase" => 1,
-                "decrease" => 2,
-                o => panic!("unknown refcount op {o}"),
-            };
-            f.extend(0x1242u16.to_le_bytes());
-            f.extend(1u16.to_le_bytes());
-            f.extend(1u32.to_le_bytes());
-            f.extend(id.to_le_bytes());
-            f.extend(num(2).to_le_bytes());
-            f.extend((num(3) as u32).to_le_bytes());
-            f.extend(flags.to_le_bytes());
-        }
-        k => panic!("unknown item kind {k}"),
+    f.extend(kind.to_le_bytes());
+    f.extend(1u16.to_le_bytes());
+    f.extend(1u32.to_le_bytes());
+    f.extend(id.to_le_bytes());
+    if kind == 0x1244 {
+        f.extend(num(2).to_le_bytes()); // me_owner
+        f.extend(num(4).to_le_bytes()); // me_startblock
+        f.extend(num(3).to_le_bytes()); // me_startoff
+        f.extend((num(5) as u32).to_le_bytes());
+    } else {
+        f.extend(num(2).to_le_bytes()); // pe_startblock
+        f.extend((num(3) as u32).to_le_bytes());
     }
+    f.extend(flags.to_le_bytes());
     vec![f]
 }
 

@@ -69,13 +69,22 @@ impl std::fmt::Display for EditError {
 
 pub type EditResult<T> = std::result::Result<T, EditError>;
 
+impl EditError {
+    /// A refusal's reason with what was being done put in front; other
+    /// errors as they are.
+    pub(crate) fn within(self, what: impl FnOnce() -> String) -> EditError {
+        match self {
+            EditError::Unsupported(u) => {
+                EditError::Unsupported(Unsupported(format!("{}: {}", what(), u.0)))
+            }
+            other => other,
+        }
+    }
+}
+
 /// A change this tool does not make, with the reason.
 pub(crate) fn refuse<T>(m: String) -> EditResult<T> {
     Err(EditError::Unsupported(Unsupported(m)))
-}
-
-pub(crate) fn unsupported<T>(msg: String) -> EditResult<T> {
-    Err(EditError::Unsupported(Unsupported(msg)))
 }
 
 /// `NULLAGBLOCK`.
@@ -687,7 +696,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             size.saturating_sub(f).saturating_add(l).saturating_add(1)
         };
         if f >= size || l >= size || c > size || active != c {
-            return unsupported(format!(
+            return refuse(format!(
                 "AG {}: the free list's first {f}, last {l} and count {c} disagree (the kernel would reset it)",
                 self.agno
             ));
@@ -715,7 +724,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             .and_then(|a| be32(a, off))
             .unwrap_or(NULLAGBLOCK);
         if bno == 0 || bno >= self.agblocks {
-            return unsupported(format!(
+            return refuse(format!(
                 "AG {}: free list slot {first} holds block {bno}, outside the AG",
                 self.agno
             ));
@@ -745,7 +754,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.load_agfl()?;
         let slots = self.agfl_slots();
         if self.agf_u32(48) >= slots {
-            return unsupported(format!("AG {}: the free list is full", self.agno));
+            return refuse(format!("AG {}: the free list is full", self.agno));
         }
         let mut last = self.agf_u32(44).saturating_add(1);
         if last >= slots {
@@ -1442,10 +1451,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let tree = cur.tree;
         let l = cur.at(0);
         if l.ptr == 0 || l.ptr > self.numrecs(l.bno) {
-            return unsupported(format!("{}: the cursor points at no record", tree.name()));
+            return refuse(format!("{}: the cursor points at no record", tree.name()));
         }
         if rec.len() != tree.rec_len() {
-            return unsupported(format!("{}: a record of {} bytes", tree.name(), rec.len()));
+            return refuse(format!("{}: a record of {} bytes", tree.name(), rec.len()));
         }
         self.put_rec(tree, l.bno, l.ptr, rec);
         if Self::needs_key_update(tree, l.ptr) {
@@ -1698,7 +1707,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn insert_at(&mut self, cur: Cursor, rec: &[u8]) -> EditResult<()> {
         let tree = cur.tree;
         if rec.len() != tree.rec_len() {
-            return unsupported(format!("{}: a record of {} bytes", tree.name(), rec.len()));
+            return refuse(format!("{}: a record of {} bytes", tree.name(), rec.len()));
         }
         let mut key = rec_low_key(tree, rec);
         let mut nptr = NULLAGBLOCK;
@@ -1707,7 +1716,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         loop {
             let mut ncur = None;
             if !self.insrec(&mut pcur, level, &mut nptr, rec, &mut key, &mut ncur)? {
-                return unsupported(format!(
+                return refuse(format!(
                     "{} AG {}: no room for the record at level {level} (no block to split into)",
                     tree.name(),
                     self.agno
@@ -2073,14 +2082,14 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()> {
         let (mut cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if !ok {
-            return unsupported(format!(
+            return refuse(format!(
                 "{} AG {}: no record with key {key:?} to delete",
                 tree.name(),
                 self.agno
             ));
         }
         if !self.delete_at(&mut cur)? {
-            return unsupported(format!("{}: nothing deleted", tree.name()));
+            return refuse(format!("{}: nothing deleted", tree.name()));
         }
         self.finish_deferred()
     }
@@ -2091,7 +2100,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let key = rec_key(tree, rec);
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if ok {
-            return unsupported(format!(
+            return refuse(format!(
                 "{} AG {}: key {key:?} already present",
                 tree.name(),
                 self.agno
@@ -2105,7 +2114,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()> {
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if !ok {
-            return unsupported(format!(
+            return refuse(format!(
                 "{} AG {}: no record with key {key:?} to update",
                 tree.name(),
                 self.agno
@@ -2157,7 +2166,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     pub fn take_freelist_head(&mut self) -> EditResult<u32> {
         match self.get_freelist(false)? {
             Some(b) => Ok(b),
-            None => unsupported(format!("AG {}: the free list is empty", self.agno)),
+            None => refuse(format!("AG {}: the free list is empty", self.agno)),
         }
     }
 
@@ -2168,7 +2177,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         let tree = Tree::Rmap;
         let (root, levels) = self.root(tree)?;
         if levels == 0 || levels > 9 {
-            return unsupported(format!("{} tree of {levels} levels", tree.name()));
+            return refuse(format!("{} tree of {levels} levels", tree.name()));
         }
         let top = usize::try_from(levels.saturating_sub(1)).unwrap_or(0);
         let mut out = Vec::new();
@@ -2177,7 +2186,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         while let Some((bno, level)) = stack.pop() {
             visited = visited.saturating_add(1);
             if visited > self.agblocks {
-                return unsupported(format!("{}: the walk does not end", tree.name()));
+                return refuse(format!("{}: the walk does not end", tree.name()));
             }
             self.load(tree, bno, Some(level))?;
             let b = self.blk(bno).to_vec();

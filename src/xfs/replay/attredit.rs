@@ -33,13 +33,13 @@
 //! reject (it then fails the mount).
 
 use super::agedit::{refuse, EditResult};
-use super::bmapedit::ForkEditor;
+use super::bmapedit::{extent_count, ForkEditor};
 use super::{put_be16, put_be64, RecoveryTime};
 use crate::xfs::format::dinode::{
-    XFS_DIFLAG2_BIGTIME, XFS_DIFLAG2_NREXT64, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV,
-    XFS_DINODE_FMT_EXTENTS, XFS_DINODE_FMT_LOCAL,
+    XFS_DIFLAG2_BIGTIME, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS,
+    XFS_DINODE_FMT_LOCAL,
 };
-use crate::xfs::fs::{be16, be32, be64};
+use crate::xfs::fs::{be16, be64};
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::AttriItem;
 use crate::xfs::read::ReadAt;
@@ -262,11 +262,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let aformat = b.get(83).copied().unwrap_or(0);
         let dformat = b.get(5).copied().unwrap_or(0);
         let flags2 = if v3 { be64(&b, 120).unwrap_or(0) } else { 0 };
-        let anextents = if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-            u64::from(be32(&b, 76).unwrap_or(0))
-        } else {
-            u64::from(be16(&b, 80).unwrap_or(0))
-        };
+        let anextents = extent_count(&b, true);
         if forkoff.saturating_mul(8) >= literal {
             return refuse(format!(
                 "inode {ino}: fork offset {forkoff} beyond the inode"
@@ -289,11 +285,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let fs = self.fs();
         let sb = &fs.sb;
         let shape = |forkoff: usize| -> EditResult<Shape> {
-            let nextents = if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-                be64(&b, 24).unwrap_or(0)
-            } else {
-                u64::from(be32(&b, 76).unwrap_or(0))
-            };
+            let nextents = extent_count(&b, false);
             let dbytes = match dformat {
                 XFS_DINODE_FMT_DEV => 0,
                 XFS_DINODE_FMT_LOCAL => {

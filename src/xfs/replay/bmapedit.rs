@@ -91,6 +91,32 @@ impl Rec {
         put_be64(b, at, l0);
         put_be64(b, at.saturating_add(8), l1);
     }
+    /// The record cut by the range `[off, end)` it overlaps: what lies
+    /// before the range, the overlap, and what lies after (either end may
+    /// be empty).
+    fn cut(self, off: u64, end: u64) -> (Rec, Rec, Rec) {
+        let lo = self.off.max(off);
+        let hi = self.end().min(end);
+        let at = |o: u64| self.start.saturating_add(o.saturating_sub(self.off));
+        let front = Rec {
+            len: lo.saturating_sub(self.off),
+            ..self
+        };
+        let piece = Rec {
+            off: lo,
+            start: at(lo),
+            len: hi.saturating_sub(lo),
+            unwritten: self.unwritten,
+        };
+        let back = Rec {
+            off: hi,
+            start: at(hi),
+            len: self.end().saturating_sub(hi),
+            unwritten: self.unwritten,
+        };
+        (front, piece, back)
+    }
+
     fn end(&self) -> u64 {
         self.off.saturating_add(self.len)
     }
@@ -158,6 +184,19 @@ struct Leaf {
     off: u64,
     bytes: Vec<u8>,
     recs: Vec<Rec>,
+}
+
+/// An inode's extent count for its attr fork or its data fork, from the
+/// 32/16-bit fields or, with nrext64, the 64/32-bit ones.
+pub(super) fn extent_count(b: &[u8], attr: bool) -> u64 {
+    let v3 = b.get(4) == Some(&3);
+    let nrext64 = v3 && be64(b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
+    match (attr, nrext64) {
+        (true, true) => u64::from(be32(b, 76).unwrap_or(0)),
+        (true, false) => u64::from(be16(b, 80).unwrap_or(0)),
+        (false, true) => be64(b, 24).unwrap_or(0),
+        (false, false) => u64::from(be32(b, 76).unwrap_or(0)),
+    }
 }
 
 /// The first `n` records of a bmbt leaf.
@@ -334,16 +373,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         } else {
             0
         };
-        let nrext64 = flags2 & DIFLAG2_NREXT64 != 0;
         let (fork_off, fork_len, format, nextents) = if attr {
             if forkoff == 0 {
                 return refuse(format!("inode {ino} has no attr fork"));
             }
-            let n = if nrext64 {
-                u64::from(be32(&bytes, 76).unwrap_or(0))
-            } else {
-                u64::from(be16(&bytes, 80).unwrap_or(0))
-            };
+            let n = extent_count(&bytes, true);
             (
                 core.saturating_add(forkoff),
                 literal.saturating_sub(forkoff),
@@ -351,11 +385,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 n,
             )
         } else {
-            let n = if nrext64 {
-                be64(&bytes, 24).unwrap_or(0)
-            } else {
-                u64::from(be32(&bytes, 76).unwrap_or(0))
-            };
+            let n = extent_count(&bytes, false);
             (
                 core,
                 if forkoff == 0 { literal } else { forkoff },
@@ -1376,25 +1406,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             if r.end() <= off {
                 break;
             }
-            let lo = r.off.max(off);
-            let hi = r.end().min(end);
-            let piece = Rec {
-                off: lo,
-                start: r.start.saturating_add(lo.saturating_sub(r.off)),
-                len: hi.saturating_sub(lo),
-                unwritten: r.unwritten,
-            };
+            let (front, piece, back) = r.cut(off, end);
             pieces.push(piece);
-            let front = Rec {
-                len: lo.saturating_sub(r.off),
-                ..r
-            };
-            let back = Rec {
-                off: hi,
-                start: r.start.saturating_add(hi.saturating_sub(r.off)),
-                len: r.end().saturating_sub(hi),
-                unwritten: r.unwritten,
-            };
             recs.remove(i);
             if back.len > 0 {
                 recs.insert(i, back);
@@ -1662,24 +1675,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         if r.end() <= off {
             return Ok(None);
         }
-        let lo = r.off.max(off);
-        let hi = r.end().min(end);
-        let piece = Rec {
-            off: lo,
-            start: r.start.saturating_add(lo.saturating_sub(r.off)),
-            len: hi.saturating_sub(lo),
-            unwritten: r.unwritten,
-        };
-        let front = Rec {
-            len: lo.saturating_sub(r.off),
-            ..r
-        };
-        let back = Rec {
-            off: hi,
-            start: r.start.saturating_add(hi.saturating_sub(r.off)),
-            len: r.end().saturating_sub(hi),
-            unwritten: r.unwritten,
-        };
+        let (front, piece, back) = r.cut(off, end);
         let n = f.nextents;
         match (front.len > 0, back.len > 0) {
             (false, false) => {

@@ -25,9 +25,7 @@
 //! (the caller restores its snapshot and reports it as not done).
 
 use super::agedit::refuse;
-use super::agedit::{
-    key_refc, key_rmap, AgStore, EditError, EditResult, Neighbors, Snapshot, Tree, Unsupported,
-};
+use super::agedit::{key_refc, key_rmap, AgStore, EditResult, Neighbors, Snapshot, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::fs::{be32, be64, Fs};
 use crate::xfs::image::Overlay;
@@ -1155,12 +1153,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             if guard > 1 << 24 {
                 return refuse("deferred work does not end".into());
             }
-            let new = self.finish(&w).map_err(|e| match e {
-                EditError::Unsupported(u) => {
-                    EditError::Unsupported(Unsupported(format!("{}: {}", w.describe(), u.0)))
-                }
-                other => other,
-            })?;
+            let new = self.finish(&w).map_err(|e| e.within(|| w.describe()))?;
             for n in new.into_iter().rev() {
                 queue.push_front(n);
             }

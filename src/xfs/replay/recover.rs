@@ -35,7 +35,7 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
 use serde::Serialize;
 
-use super::agedit::{EditError, Unsupported};
+use super::agedit::EditError;
 
 /// What became of the unfinished intents.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -178,40 +178,34 @@ pub fn finish_all<R: ReadAt>(
                 let mut alloc = |agno: u32, hint: u32, o: RmapOwner| {
                     engine.store(agno)?.alloc_near_one_for(hint, o)
                 };
-                let more = forks.finish(x, &mut alloc).map_err(|e| match e {
-                    EditError::Unsupported(why) => EditError::Unsupported(Unsupported(format!(
-                        "BUI intent {:#x}: {} inode {} offset {} length {}: {}",
-                        u.id, x.op, x.owner, x.startoff, x.len, why.0
-                    ))),
-                    other => other,
+                let more = forks.finish(x, &mut alloc).map_err(|e| {
+                    e.within(|| {
+                        format!(
+                            "BUI intent {:#x}: {} inode {} offset {} length {}",
+                            u.id, x.op, x.owner, x.startoff, x.len
+                        )
+                    })
                 })?;
                 captured.extend(more);
                 held.push(x.owner);
             }
         }
         if let (Some(ItemBody::Attri(a)), XFS_LI_ATTRI) = (&u.body, u.kind.0) {
-            forks.attr(a, &u.payload, now).map_err(|e| match e {
-                EditError::Unsupported(why) => EditError::Unsupported(Unsupported(format!(
-                    "ATTRI intent {:#x}: {} inode {} name {:?}: {}",
-                    u.id,
-                    a.op,
-                    a.ino,
-                    a.name.clone().unwrap_or_default(),
-                    why.0
-                ))),
-                other => other,
+            forks.attr(a, &u.payload, now).map_err(|e| {
+                e.within(|| {
+                    format!(
+                        "ATTRI intent {:#x}: {} inode {} name {:?}",
+                        u.id,
+                        a.op,
+                        a.ino,
+                        a.name.clone().unwrap_or_default()
+                    )
+                })
             })?;
         }
         for w in &work {
-            let more = engine.finish(w).map_err(|e| match e {
-                EditError::Unsupported(x) => EditError::Unsupported(Unsupported(format!(
-                    "{} intent {:#x}: {}: {}",
-                    u.kind.name(),
-                    u.id,
-                    w.describe(),
-                    x.0
-                ))),
-                other => other,
+            let more = engine.finish(w).map_err(|e| {
+                e.within(|| format!("{} intent {:#x}: {}", u.kind.name(), u.id, w.describe()))
             })?;
             captured.extend(more);
         }
