@@ -602,20 +602,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let agno = u32::try_from(ino.checked_shr(shift).unwrap_or(0)).unwrap_or(u32::MAX);
         let agino_mask = 1u64.checked_shl(shift).unwrap_or(0).saturating_sub(1);
         let hint = u32::try_from((ino & agino_mask) >> g.inopblog).unwrap_or(0);
-        let owner = RmapOwner {
-            owner: ino,
-            offset: 0,
-            attr_fork: f.attr,
-            bmbt_block: true,
-        };
-        let Some(agbno) = alloc(agno, hint, owner)? else {
-            return refuse(format!("AG {agno}: no free block for the new bmbt leaf"));
-        };
-        let fsb = u64::from(agno)
-            .checked_shl(u32::from(g.agblklog))
-            .unwrap_or(0)
-            | u64::from(agbno);
-        let off = self.block_off(fsb)?;
+        let (fsb, off) = self.alloc_bmbt_block(f, ino, agno, hint, "leaf", alloc)?;
         let mut b = self.new_leaf(off, ino, recs.len(), u64::MAX, u64::MAX);
         for (k, r) in recs.iter().enumerate() {
             r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)));
@@ -641,9 +628,38 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             *x = FMT_BTREE;
         }
         f.format = FMT_BTREE;
+        f.nextents_set(u64::try_from(recs.len()).unwrap_or(u64::MAX))
+    }
+
+    /// xfs_bmbt_alloc_block: one block for `f`'s bmbt in AG `agno` near
+    /// `hint` (the allocator adds its reverse mapping); di_nblocks grows by
+    /// one and the inode core is logged. The block and its byte offset.
+    fn alloc_bmbt_block(
+        &mut self,
+        f: &mut ForkAt,
+        ino: u64,
+        agno: u32,
+        hint: u32,
+        what: &str,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<(u64, u64)> {
+        let owner = RmapOwner {
+            owner: ino,
+            offset: 0,
+            attr_fork: f.attr,
+            bmbt_block: true,
+        };
+        let Some(agbno) = alloc(agno, hint, owner)? else {
+            return refuse(format!("AG {agno}: no free block for the new bmbt {what}"));
+        };
+        self.first_log.get_or_insert(true);
         let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
         put_be64(&mut f.bytes, 64, nb);
-        f.nextents_set(u64::try_from(recs.len()).unwrap_or(u64::MAX))
+        let fsb = u64::from(agno)
+            .checked_shl(u32::from(self.fs.geo.agblklog))
+            .unwrap_or(0)
+            | u64::from(agbno);
+        Ok((fsb, self.block_off(fsb)?))
     }
 
     /// A new v5 bmbt leaf at byte offset `off` (a zeroed buffer, as the
@@ -756,27 +772,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .unwrap_or(0),
         };
         let (agno, hint) = g.split_fsb(FsBlock(left_fsb));
-        let owner = RmapOwner {
-            owner: ino,
-            offset: 0,
-            attr_fork: f.attr,
-            bmbt_block: true,
-        };
-        let Some(agbno) = alloc(agno.0, hint.0, owner)? else {
-            return refuse(format!(
-                "AG {}: no free block for the new bmbt leaf",
-                agno.0
-            ));
-        };
-        // xfs_bmbt_alloc_block logs the inode core.
-        self.first_log.get_or_insert(true);
-        let new_fsb = u64::from(agno.0)
-            .checked_shl(u32::from(g.agblklog))
-            .unwrap_or(0)
-            | u64::from(agbno);
-        let new_off = self.block_off(new_fsb)?;
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
-        put_be64(&mut f.bytes, 64, nb);
+        let (new_fsb, new_off) = self.alloc_bmbt_block(f, ino, agno.0, hint.0, "leaf", alloc)?;
         // Which records move: the upper half, one more when the count is
         // odd and the new record's place (1-based) is in the lower half.
         let lrecs = recs.len();
@@ -855,19 +851,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .collect();
             let first_child = ptrs.first().copied().unwrap_or(0);
             let (nagno, nhint) = g.split_fsb(FsBlock(first_child));
-            let Some(nagbno) = alloc(nagno.0, nhint.0, owner)? else {
-                return refuse(format!(
-                    "AG {}: no free block for the new bmbt node",
-                    nagno.0
-                ));
-            };
-            let node_fsb = u64::from(nagno.0)
-                .checked_shl(u32::from(g.agblklog))
-                .unwrap_or(0)
-                | u64::from(nagbno);
-            let node_off = self.block_off(node_fsb)?;
-            let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
-            put_be64(&mut f.bytes, 64, nb);
+            let (node_fsb, node_off) =
+                self.alloc_bmbt_block(f, ino, nagno.0, nhint.0, "node", alloc)?;
             keys.insert(at.min(keys.len()), new_key);
             ptrs.insert(at.min(ptrs.len()), new_fsb);
             let mut node = self.new_block(node_off, ino, 1, keys.len(), u64::MAX, u64::MAX);
