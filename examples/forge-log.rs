@@ -11,6 +11,12 @@
 //!                                   N bytes of 'v'
 //!     bui:map|unmap:INO:OFFSET:FSBLOCK:LEN   a data-fork bmap update
 //!     cui:increase|decrease:FSBLOCK:LEN      a refcount update
+//!     xmi:INO1:INO2:OFF1:OFF2:COUNT:FLAGS    a file-mapping exchange; the
+//!                                   generations and sizes are read from
+//!                                   the inodes (sizes exchanged when FLAGS
+//!                                   has SET_SIZES, 2; else -1)
+//! forge-log IMAGE --incompat BITS | --clear-incompat BITS
+//!   only sets or clears bits of sb_features_incompat (no checkpoint)
 //! ```
 //!
 //! Written after the last record (an unmount record): one record whose
@@ -38,6 +44,81 @@ struct Args {
     /// Bits to set in sb_features_log_incompat (CRC fixed).
     #[arg(long, default_value_t = 0)]
     log_incompat: u32,
+    /// Bits to set in sb_features_incompat (CRC fixed).
+    #[arg(long, default_value_t = 0)]
+    incompat: u32,
+    /// Bits to clear in sb_features_incompat (CRC fixed).
+    #[arg(long, default_value_t = 0)]
+    clear_incompat: u32,
+}
+
+/// Sets `set` and clears `clear` in the superblock word at `at`, the
+/// sector's CRC recomputed.
+fn patch_sb(f: &mut std::fs::File, at: usize, set: u32, clear: u32) {
+    let mut head = vec![0u8; 512];
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_exact(&mut head).unwrap();
+    let sectsize = usize::from(u16::from_be_bytes([head[102], head[103]]));
+    let mut whole = vec![0u8; sectsize];
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_exact(&mut whole).unwrap();
+    let v = (be32(&whole, at) | set) & !clear;
+    whole[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    whole[224..228].fill(0);
+    let crc = crc32c::crc32c(&whole);
+    whole[224..228].copy_from_slice(&crc.to_le_bytes());
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.write_all(&whole).unwrap();
+}
+
+/// The bytes of inode `ino` (its generation and size are read from them).
+fn read_inode(f: &mut std::fs::File, sb: &[u8], ino: u64) -> Vec<u8> {
+    let blocksize = u64::from(be32(sb, 4));
+    let agblocks = u64::from(be32(sb, 84));
+    let isize = u64::from(u16::from_be_bytes([sb[104], sb[105]]));
+    let inopblog = u32::from(sb[123]);
+    let agblklog = u32::from(sb[124]);
+    let agno = ino >> (agblklog + inopblog);
+    let agbno = (ino >> inopblog) & ((1 << agblklog) - 1);
+    let idx = ino & ((1 << inopblog) - 1);
+    let at = (agno * agblocks + agbno) * blocksize + idx * isize;
+    let mut b = vec![0u8; isize as usize];
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.read_exact(&mut b).unwrap();
+    assert_eq!(&b[..2], b"IN", "inode {ino} has no inode magic");
+    b
+}
+
+/// An XMI: the two inodes (with their generations), the ranges, the
+/// flags and the sizes the exchange would set.
+fn xmi_item(f: &mut std::fs::File, sb: &[u8], s: &str, id: u64) -> Vec<Vec<u8>> {
+    let p: Vec<u64> = s.split(':').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(p.len(), 6, "xmi:INO1:INO2:OFF1:OFF2:COUNT:FLAGS");
+    let (i1, i2) = (read_inode(f, sb, p[0]), read_inode(f, sb, p[1]));
+    let (size1, size2) = (be64(&i1, 56), be64(&i2, 56));
+    let flags = p[5];
+    let (isize1, isize2) = if flags & 2 != 0 {
+        (size2, size1)
+    } else {
+        (u64::MAX, u64::MAX)
+    };
+    let mut x = Vec::new();
+    x.extend(0x1248u16.to_le_bytes());
+    x.extend(1u16.to_le_bytes());
+    x.extend(0u32.to_le_bytes());
+    x.extend(id.to_le_bytes());
+    x.extend(p[0].to_le_bytes());
+    x.extend(p[1].to_le_bytes());
+    x.extend(be32(&i1, 92).to_le_bytes());
+    x.extend(be32(&i2, 92).to_le_bytes());
+    x.extend(p[2].to_le_bytes());
+    x.extend(p[3].to_le_bytes());
+    x.extend(p[4].to_le_bytes());
+    x.extend(flags.to_le_bytes());
+    x.extend(isize1.to_le_bytes());
+    x.extend(isize2.to_le_bytes());
+    assert_eq!(x.len(), 88);
+    vec![x]
 }
 
 fn be32(b: &[u8], o: usize) -> u32 {
@@ -181,18 +262,13 @@ fn main() {
     let log_bbs = logblocks * bbs_per_block;
 
     if args.log_incompat != 0 {
-        let v = be32(&sb, 220) | args.log_incompat;
-        sb[220..224].copy_from_slice(&v.to_be_bytes());
-        let sectsize = usize::from(u16::from_be_bytes([sb[102], sb[103]]));
-        let mut whole = vec![0u8; sectsize];
-        f.seek(SeekFrom::Start(0)).unwrap();
-        f.read_exact(&mut whole).unwrap();
-        whole[..512].copy_from_slice(&sb);
-        whole[224..228].fill(0);
-        let crc = crc32c::crc32c(&whole);
-        whole[224..228].copy_from_slice(&crc.to_le_bytes());
-        f.seek(SeekFrom::Start(0)).unwrap();
-        f.write_all(&whole).unwrap();
+        patch_sb(&mut f, 220, args.log_incompat, 0);
+    }
+    if args.incompat != 0 || args.clear_incompat != 0 {
+        patch_sb(&mut f, 216, args.incompat, args.clear_incompat);
+    }
+    if args.item.is_empty() {
+        return;
     }
 
     // The last record: the highest (cycle, block) among record headers.
@@ -221,9 +297,12 @@ fn main() {
     let mut items: Vec<Vec<Vec<u8>>> = Vec::new();
     for (i, s) in args.item.iter().enumerate() {
         let id = 0xa770_0000 + i as u64;
-        items.push(match s.strip_prefix("attri:") {
-            Some(a) => attri_regions(&parse_attri(a), id),
-            None => extent_item(s, id),
+        items.push(if let Some(a) = s.strip_prefix("attri:") {
+            attri_regions(&parse_attri(a), id)
+        } else if let Some(x) = s.strip_prefix("xmi:") {
+            xmi_item(&mut f, &sb, x, id)
+        } else {
+            extent_item(s, id)
         });
     }
     let mut data = Vec::new();

@@ -59,7 +59,15 @@ const KINDS: &[(&str, &str)] = &[
     ("BUD", "bud"),
     ("DQ ", "dquot"),
     ("QOFF", "quotaoff"),
+    // An item this xfs_logprint reads but cannot name ("illegal type").
+    ("", UNNAMED),
 ];
+
+/// The kind of an item xfs_logprint could not name.
+const UNNAMED: &str = "?";
+/// Item types newer than the xfs_logprint the oracles were made with: the
+/// only ones it may leave unnamed.
+const NEWER_KINDS: &[&str] = &["xmi", "xmd"];
 
 /// Split "a:1  b: 0x2   c:3" into pairs (values may follow the colon
 /// after spaces).
@@ -211,8 +219,17 @@ fn log_equals_xfs_logprint_on_every_fixture() {
                 .iter()
                 .map(|i| (i["kind"].as_str().unwrap(), i["regions"].as_u64().unwrap()))
                 .collect();
-            let theirs: Vec<(&str, u64)> =
-                l.items.iter().map(|i| (i.kind.as_str(), i.cnt)).collect();
+            // An unnamed item stands for ours only when ours is of a
+            // type newer than that xfs_logprint.
+            let theirs: Vec<(&str, u64)> = l
+                .items
+                .iter()
+                .zip(kinds.iter().map(|k| k.0).chain(std::iter::repeat("")))
+                .map(|(i, ours)| match i.kind.as_str() {
+                    UNNAMED if NEWER_KINDS.contains(&ours) => (ours, i.cnt),
+                    k => (k, i.cnt),
+                })
+                .collect();
             assert_eq!(kinds, theirs, "{at}: item kinds and region counts");
             // num_items counts regions.
             let regions: u64 = kinds.iter().map(|k| k.1).sum();
@@ -407,6 +424,16 @@ fn unfinished_intents_are_those_without_done_items() {
                     u["id"].as_u64().unwrap(),
                 )
             })
+            .collect();
+        // Intents of types that xfs_logprint cannot name carry no id it
+        // shows: tests/replay.rs checks those against the forged ones.
+        let unnamed = lp
+            .trans
+            .iter()
+            .any(|t| t.items.iter().any(|i| i.kind == UNNAMED));
+        let mine: Vec<(String, u64)> = mine
+            .into_iter()
+            .filter(|(k, _)| !(unnamed && NEWER_KINDS.contains(&k.as_str())))
             .collect();
         assert_eq!(mine, open, "{name}: unfinished intents");
         seen += open.len();

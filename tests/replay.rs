@@ -317,6 +317,11 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
+    // File-mapping exchange intents (forged, recovered by the kernel):
+    // extent lists and bmbts exchanged step by step (holes, unwritten
+    // blocks passed over, shared blocks passed over, a record cut by a
+    // shorter one), sizes and reflink flags exchanged: the inodes, the
+    // bmbt blocks and every AG block are the kernel's.
     for name in [
         "replay-unlinked",
         "replay-unlinked-reflink",
@@ -326,6 +331,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-bui-split",
         "replay-bui-unmap",
         "replay-attri",
+        "replay-xmi",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1053,6 +1059,7 @@ fn bmap_intents_leave_the_kernels_inode() {
                 ("size", "core.size"),
                 ("changecount", "v3.change_count"),
                 ("lsn", "v3.lsn"),
+                ("flags2", "v3.flags2"),
             ] {
                 let w = parse_xfs_db_print(print)
                     .into_iter()

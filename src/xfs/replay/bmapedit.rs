@@ -122,6 +122,15 @@ impl Rec {
     }
 }
 
+/// One mapping of a file range: blocks from `start`, or a hole (`None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub off: u64,
+    pub len: u64,
+    pub start: Option<u64>,
+    pub unwritten: bool,
+}
+
 /// Where an inode's fork lies and what it holds.
 struct ForkAt {
     /// Byte offset of the inode in the image.
@@ -888,6 +897,51 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         // The split leaf keeps the lower half (its key follows a new first
         // record).
         self.put_leaf(f, &path, off, b, &recs)
+    }
+
+    /// The data-fork mapping at file block `off`, at most `max` blocks, as
+    /// `xfs_bmapi_read` returns one: the record that holds `off` cut to
+    /// start there, or the hole up to the next record.
+    pub(super) fn mapping_at(&self, ino: u64, off: u64, max: u64) -> EditResult<Mapping> {
+        let f = self.fork(ino, false)?;
+        let next = match f.format {
+            FMT_EXTENTS => self.list(&f)?.into_iter().find(|r| r.end() > off),
+            FMT_BTREE => {
+                let (_, maxrecs, _) = self.bmbt_geometry(&f);
+                let (_, leaf) = self.descend(&f, ino, off)?;
+                match leaf.recs.iter().find(|r| r.end() > off) {
+                    Some(r) => Some(*r),
+                    None => self
+                        .sibling(ino, &leaf.bytes, true, maxrecs)?
+                        .and_then(|l| l.recs.first().copied()),
+                }
+            }
+            t => {
+                return refuse(format!(
+                    "inode {ino}: a data fork of format {t} has no mappings to read"
+                ))
+            }
+        };
+        Ok(match next {
+            Some(r) if r.off <= off => Mapping {
+                off,
+                len: r.end().saturating_sub(off).min(max),
+                start: Some(r.start.saturating_add(off.saturating_sub(r.off))),
+                unwritten: r.unwritten,
+            },
+            Some(r) => Mapping {
+                off,
+                len: r.off.saturating_sub(off).min(max),
+                start: None,
+                unwritten: false,
+            },
+            None => Mapping {
+                off,
+                len: max,
+                start: None,
+                unwritten: false,
+            },
+        })
     }
 
     /// The record list of an extents-format fork.
@@ -1717,12 +1771,39 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
             out.push((off / 512, b));
         }
-        for (off, b) in self.inodes {
+        for (off, mut b) in self.inodes {
+            let mut base = self
+                .fs
+                .img
+                .read_disk("inode", off, u64::from(self.fs.geo.inodesize))?;
+            self.base.apply_to(off, &mut base);
+            stale_list_tail(&mut b, &base);
             out.push(super::unlinked::inode_sectors(
                 self.fs, self.base, off, b, lsn,
             )?);
         }
         Ok(out)
+    }
+}
+
+/// The kernel writes an extent list back from memory (`xfs_iextents_copy`):
+/// its records, and nothing past them, so the rest of the data fork keeps
+/// the bytes the inode had before recovery, not those of a longer list it
+/// held on the way.
+fn stale_list_tail(b: &mut [u8], base: &[u8]) {
+    let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
+    if b.get(5) != Some(&FMT_EXTENTS) || base.len() != b.len() {
+        return;
+    }
+    let fork_end = |x: &[u8]| match x.get(82).copied().unwrap_or(0) {
+        0 => x.len(),
+        f => core.saturating_add(usize::from(f).saturating_mul(8)),
+    };
+    let n = usize::try_from(extent_count(b, false)).unwrap_or(usize::MAX);
+    let from = core.saturating_add(n.saturating_mul(16));
+    let to = fork_end(b).min(fork_end(base)).min(b.len());
+    if let (Some(d), Some(s)) = (b.get_mut(from..to), base.get(from..to)) {
+        d.copy_from_slice(s);
     }
 }
 

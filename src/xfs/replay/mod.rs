@@ -49,6 +49,7 @@ pub mod notes;
 pub mod recover;
 pub mod unlinked;
 pub mod walk;
+pub mod xmiedit;
 
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::log::*;

@@ -13,8 +13,8 @@
 //! map_shared, unmap_shared, convert; CUI increase, decrease, alloc_cow,
 //! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
 //! refuses); ATTRI set, replace and remove in shortform attr forks
-//! (`attredit.rs`, likewise). Not done: XMI, RUI convert_shared, realtime
-//! intents.
+//! (`attredit.rs`, likewise); XMI data-fork exchanges (`xmiedit.rs`,
+//! likewise). Not done: RUI convert_shared, realtime intents.
 //!
 //! All or nothing: if any piece cannot be done (one of those, or a change
 //! the btree editor refuses), nothing is applied and every intent is
@@ -25,6 +25,7 @@ use super::alloc::RmapOwner;
 use super::bmapedit::ForkEditor;
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
+use super::xmiedit;
 use super::RecoveryTime;
 use crate::xfs::error::Result;
 use crate::xfs::format::log::*;
@@ -145,7 +146,9 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                 });
             }
         }
-        (Some(ItemBody::MapIntent(_)), XFS_LI_BUI) | (Some(ItemBody::Attri(_)), XFS_LI_ATTRI) => {
+        (Some(ItemBody::MapIntent(_)), XFS_LI_BUI)
+        | (Some(ItemBody::Attri(_)), XFS_LI_ATTRI)
+        | (Some(ItemBody::Xmi(_)), XFS_LI_XMI) => {
             // Done by the fork editor, in finish_all.
         }
         _ => {
@@ -158,6 +161,14 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
     Ok(out)
 }
 
+/// What an intent's recovery transaction left to finish afterwards.
+enum Capture {
+    /// Deferred work, with the inodes it holds.
+    Work(Vec<Work>, Vec<u64>),
+    /// An exchange's chain (`xmiedit`), its two inodes and the intent id.
+    Exchange(Vec<xmiedit::Task>, [u64; 2], u64),
+}
+
 /// Finish `intents` into `engine`; all or nothing.
 pub fn finish_all<R: ReadAt>(
     fs: &Fs<R>,
@@ -166,8 +177,21 @@ pub fn finish_all<R: ReadAt>(
     intents: &[Unfinished],
     now: RecoveryTime,
 ) -> std::result::Result<(), EditError> {
-    let mut captures: Vec<(Vec<Work>, Vec<u64>)> = Vec::new();
+    let mut captures: Vec<Capture> = Vec::new();
     for u in intents {
+        if let (Some(ItemBody::Xmi(x)), XFS_LI_XMI) = (&u.body, u.kind.0) {
+            let within = |e: EditError| {
+                e.within(|| {
+                    format!(
+                        "XMI intent {:#x}: inodes {} and {}, offsets {} and {}, {} blocks",
+                        u.id, x.inode1, x.inode2, x.startoff1, x.startoff2, x.blockcount
+                    )
+                })
+            };
+            let tasks = xmiedit::start(forks, x).map_err(within)?;
+            captures.push(Capture::Exchange(tasks, [x.inode1, x.inode2], u.id));
+            continue;
+        }
         let mut held = Vec::new();
         let work = work_of(fs, u)?;
         let mut captured = Vec::new();
@@ -209,9 +233,17 @@ pub fn finish_all<R: ReadAt>(
             })?;
             captured.extend(more);
         }
-        captures.push((captured, held));
+        captures.push(Capture::Work(captured, held));
     }
-    for (c, held) in captures {
+    for cap in captures {
+        let (c, held) = match cap {
+            Capture::Work(c, held) => (c, held),
+            Capture::Exchange(tasks, held, id) => {
+                xmiedit::run_chain(forks, engine, tasks, held)
+                    .map_err(|e| e.within(|| format!("XMI intent {id:#x}")))?;
+                continue;
+            }
+        };
         // The inodes a capture holds are logged again at each roll of its
         // deferred work (xfs_defer_save_resources): one change count each.
         let before = engine.dfps;

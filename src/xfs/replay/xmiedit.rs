@@ -1,0 +1,440 @@
+//! File-mapping exchange intents (XMI) finished as the kernel finishes them
+//! at mount (`xfs_exchmaps_recover_work` -> `xfs_exchmaps_finish_one`):
+//!
+//! ```text
+//!  the intent     both inodes (their generations checked), the ranges and
+//!                 the caller's flags (ATTR_FORK, SET_SIZES, INO1_WRITTEN);
+//!                 the logged sizes and reflink flags are not used: sizes
+//!                 to exchange and reflink flags to clear are worked out
+//!                 again from the inodes as they are now
+//!  first          an inode whose partner is reflinked becomes reflinked
+//!  each step      the next pair of mappings that differ (holes and shared
+//!                 blocks passed over; with INO1_WRITTEN, whatever is not
+//!                 written in file 1), cut to the shorter: both unmapped,
+//!                 each mapped into the other file (four bmap updates,
+//!                 holes left out), sizes raised to cover what was mapped
+//!                 (up to the size to exchange); after the last step the
+//!                 sizes are exchanged (SET_SIZES); then a step clears the
+//!                 reflink flag of a file that gave up its shared blocks
+//! ```
+//!
+//! The order is the kernel's: the recovery transaction does the first step
+//! (its bmap updates wait); the rest runs from the captured work, where the
+//! exchange comes first, each later step's bmap updates (and their reverse
+//! mappings) right after it, and the first step's bmap updates last. Every
+//! transaction of that chain logs both inodes (they are held across rolls),
+//! which is what their change counts show.
+//!
+//! Refused, with the reason: attr-fork exchanges (online repair only),
+//! realtime files, an exchange with itself, a directory or symlink as the
+//! second file (the kernel may turn it back into shortform afterwards),
+//! inodes that would need the large extent counters switched on.
+
+use super::agedit::{refuse, EditResult};
+use super::attredit::upgrade_logged_core;
+use super::bmapedit::{ForkEditor, Mapping};
+use super::defer::{Engine, Work};
+use super::put_be64;
+use crate::xfs::format::log::XFS_BMAP_EXTENT_UNWRITTEN;
+use crate::xfs::fs::{be16, be32, be64};
+use crate::xfs::log::items::{MapExtent, XmiItem};
+use crate::xfs::read::ReadAt;
+use std::collections::{BTreeSet, VecDeque};
+
+const ATTR_FORK: u64 = 1 << 0;
+const SET_SIZES: u64 = 1 << 1;
+const INO1_WRITTEN: u64 = 1 << 2;
+const CLEAR_INO1_REFLINK: u64 = 1 << 3;
+const CLEAR_INO2_REFLINK: u64 = 1 << 4;
+/// The flags an XMI may carry.
+const LOGGED_FLAGS: u64 = 0x1f;
+/// The flags recovery takes from the XMI.
+const PARAMS: u64 = ATTR_FORK | SET_SIZES | INO1_WRITTEN;
+const DIFLAG_REALTIME: u16 = 1 << 0;
+const DIFLAG2_REFLINK: u64 = 1 << 1;
+const DIFLAG2_NREXT64: u64 = 1 << 4;
+const INCOMPAT_NREXT64: u32 = 1 << 5;
+const INCOMPAT_EXCHRANGE: u32 = 1 << 6;
+/// The largest file offset plus one (`XFS_MAX_FILEOFF`, 54 bits).
+const MAX_FILEOFF: u64 = 1 << 54;
+
+/// An exchange in progress (`xfs_exchmaps_intent`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    ino1: u64,
+    ino2: u64,
+    off1: u64,
+    off2: u64,
+    count: u64,
+    flags: u64,
+    /// The sizes each file is to get (SET_SIZES), bounding size raises.
+    isize1: Option<u64>,
+    isize2: Option<u64>,
+}
+
+impl Exchange {
+    fn advance(&mut self, n: u64) {
+        self.off1 = self.off1.saturating_add(n);
+        self.off2 = self.off2.saturating_add(n);
+        self.count = self.count.saturating_sub(n);
+    }
+
+    fn postop(&self) -> bool {
+        self.flags & (CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK) != 0
+    }
+}
+
+/// Work captured by an exchange's recovery transaction, in order.
+#[derive(Clone, Debug)]
+pub enum Task {
+    Exchange(Exchange),
+    Bmap(MapExtent),
+    Work(Work),
+}
+
+/// The inodes logged in the transaction being built.
+type Tx = BTreeSet<u64>;
+
+/// Log inode `ino`'s core in `tx` after `change`: the transaction's first
+/// log of it raises its change count (a core log forces the bump).
+fn log_core<R: ReadAt>(
+    forks: &mut ForkEditor<'_, R>,
+    tx: &mut Tx,
+    ino: u64,
+    change: impl FnOnce(&mut [u8]),
+) -> EditResult<()> {
+    let (ioff, mut b) = forks.inode(ino)?;
+    change(&mut b);
+    if tx.insert(ino) && b.get(4) == Some(&3) {
+        let cc = be64(&b, 104).unwrap_or(0).wrapping_add(1);
+        put_be64(&mut b, 104, cc);
+        forks.note_bumped(ino);
+    }
+    upgrade_logged_core(forks.fs(), &mut b);
+    forks.put_inode(ioff, b);
+    Ok(())
+}
+
+fn flags2(b: &[u8]) -> u64 {
+    if b.get(4) == Some(&3) {
+        be64(b, 120).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+fn set_flags2(b: &mut [u8], set: u64, clear: u64) {
+    let f = (flags2(b) | set) & !clear;
+    put_be64(b, 120, f);
+}
+
+/// An inode of the intent, checked as `xlog_recover_iget_handle` does.
+fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<Vec<u8>> {
+    let (_, b) = forks.inode(ino)?;
+    if be16(&b, 2).unwrap_or(0) == 0 {
+        return refuse(format!("inode {ino} is free: the kernel fails the mount"));
+    }
+    let g = be32(&b, 92).unwrap_or(0);
+    if g != gen {
+        return refuse(format!(
+            "inode {ino} has generation {g}, the intent {gen}: the kernel fails the mount"
+        ));
+    }
+    if be16(&b, 90).unwrap_or(0) & DIFLAG_REALTIME != 0 {
+        return refuse(format!(
+            "inode {ino} is a realtime file: realtime exchanges are not done by this tool"
+        ));
+    }
+    Ok(b)
+}
+
+/// The recovery transaction of one XMI: checks, the exchange worked out
+/// again, reflink flags made to match, the first step. Returns the work
+/// it captures (empty when it finished everything itself).
+pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResult<Vec<Task>> {
+    let fs = forks.fs();
+    if fs.sb.features_incompat & INCOMPAT_EXCHRANGE == 0 {
+        return refuse(
+            "the filesystem lacks the exchange-range feature: the kernel fails the mount".into(),
+        );
+    }
+    let fileext_ok = |off: u64| {
+        x.blockcount > 0
+            && off
+                .checked_add(x.blockcount)
+                .is_some_and(|e| e <= MAX_FILEOFF)
+    };
+    if x.flags & !LOGGED_FLAGS != 0 || !fileext_ok(x.startoff1) || !fileext_ok(x.startoff2) {
+        return refuse(format!(
+            "flags {:#x}, offsets {} and {}, {} blocks are invalid: the kernel fails the mount",
+            x.flags, x.startoff1, x.startoff2, x.blockcount
+        ));
+    }
+    if x.flags & ATTR_FORK != 0 {
+        return refuse("attr-fork exchanges are not done by this tool".into());
+    }
+    if x.inode1 == x.inode2 {
+        return refuse("an exchange within one file is not done by this tool".into());
+    }
+    let b1 = load(forks, x.inode1, x.igen1)?;
+    let b2 = load(forks, x.inode2, x.igen2)?;
+    let kind = be16(&b2, 2).unwrap_or(0) & 0o170000;
+    if kind == 0o040000 || kind == 0o120000 {
+        return refuse(format!(
+            "inode {} is a directory or symlink: exchanges into one are not done by this tool",
+            x.inode2
+        ));
+    }
+    if fs.sb.features_incompat & INCOMPAT_NREXT64 != 0
+        && (flags2(&b1) & flags2(&b2) & DIFLAG2_NREXT64) == 0
+    {
+        return refuse(
+            "an inode without large extent counters would be switched to them: not done by this tool"
+                .into(),
+        );
+    }
+    let size1 = be64(&b1, 56).unwrap_or(0);
+    let size2 = be64(&b2, 56).unwrap_or(0);
+    let mut ex = Exchange {
+        ino1: x.inode1,
+        ino2: x.inode2,
+        off1: x.startoff1,
+        off2: x.startoff2,
+        count: x.blockcount,
+        flags: x.flags & PARAMS,
+        isize1: None,
+        isize2: None,
+    };
+    if ex.flags & SET_SIZES != 0 {
+        ex.isize1 = Some(size2);
+        ex.isize2 = Some(size1);
+    }
+    let r1 = flags2(&b1) & DIFLAG2_REFLINK != 0;
+    let r2 = flags2(&b2) & DIFLAG2_REFLINK != 0;
+    // Reflink flags are exchanged (cleared on the side that had one, after
+    // the work) only when exactly one is set and the whole of both files
+    // is exchanged.
+    let bs = u64::from(fs.geo.blocksize).max(1);
+    let whole = x.startoff1 == 0
+        && x.startoff2 == 0
+        && x.blockcount == size1.div_ceil(bs)
+        && x.blockcount == size2.div_ceil(bs);
+    if r1 != r2 && whole {
+        ex.flags |= if r1 {
+            CLEAR_INO1_REFLINK
+        } else {
+            CLEAR_INO2_REFLINK
+        };
+    }
+    let mut tx = Tx::new();
+    if r1 && !r2 {
+        log_core(forks, &mut tx, x.inode2, |b| {
+            set_flags2(b, DIFLAG2_REFLINK, 0)
+        })?;
+    }
+    if r2 && !r1 {
+        log_core(forks, &mut tx, x.inode1, |b| {
+            set_flags2(b, DIFLAG2_REFLINK, 0)
+        })?;
+    }
+    let (buis, again) = step(forks, &mut tx, &mut ex)?;
+    let mut capture = Vec::new();
+    if again {
+        capture.push(Task::Exchange(ex));
+    }
+    capture.extend(buis.into_iter().map(Task::Bmap));
+    if !capture.is_empty() {
+        // The capture holds both inodes: logged once more before commit.
+        log_core(forks, &mut tx, x.inode1, |_| {})?;
+        log_core(forks, &mut tx, x.inode2, |_| {})?;
+    }
+    forks.done = forks.done.saturating_add(1);
+    Ok(capture)
+}
+
+/// The next two mappings to exchange (`xfs_exchmaps_find_mappings`), the
+/// exchange advanced past what it passes over; `None` at the end.
+fn find_mappings<R: ReadAt>(
+    forks: &ForkEditor<'_, R>,
+    ex: &mut Exchange,
+) -> EditResult<Option<(Mapping, Mapping)>> {
+    while ex.count > 0 {
+        let mut m1 = forks.mapping_at(ex.ino1, ex.off1, ex.count)?;
+        if m1.len == 0 {
+            return refuse(format!(
+                "inode {}: an empty mapping at {}",
+                ex.ino1, ex.off1
+            ));
+        }
+        if ex.flags & INO1_WRITTEN != 0 && (m1.start.is_none() || m1.unwritten) {
+            ex.advance(m1.len);
+            continue;
+        }
+        let m2 = forks.mapping_at(ex.ino2, ex.off2, m1.len)?;
+        if m2.len == 0 {
+            return refuse(format!(
+                "inode {}: an empty mapping at {}",
+                ex.ino2, ex.off2
+            ));
+        }
+        m1.len = m1.len.min(m2.len);
+        if m1.start != m2.start {
+            return Ok(Some((m1, m2)));
+        }
+        if m1.unwritten != m2.unwritten {
+            return refuse(format!(
+                "inodes {} and {} map block {:?} in different states: the kernel fails the mount",
+                ex.ino1, ex.ino2, m1.start
+            ));
+        }
+        ex.advance(m1.len);
+    }
+    Ok(None)
+}
+
+/// A bmap update of `owner` for a real mapping (holes have none).
+fn bmap(owner: u64, m: &Mapping, off: u64, map: bool) -> Option<MapExtent> {
+    let start = m.start?;
+    let unwritten = if m.unwritten {
+        XFS_BMAP_EXTENT_UNWRITTEN
+    } else {
+        0
+    };
+    Some(MapExtent {
+        owner,
+        startblock: start,
+        startoff: off,
+        len: u32::try_from(m.len).unwrap_or(u32::MAX),
+        flags: if map { 1 } else { 2 } | unwritten,
+        op: if map { "map" } else { "unmap" },
+    })
+}
+
+/// Raise a size to cover blocks mapped below `end` (a block number), no
+/// further than `isize` (`xfs_exchmaps_update_size`).
+fn update_size<R: ReadAt>(
+    forks: &mut ForkEditor<'_, R>,
+    tx: &mut Tx,
+    ino: u64,
+    end: u64,
+    isize: Option<u64>,
+) -> EditResult<()> {
+    let Some(isize) = isize else {
+        return Ok(());
+    };
+    let bs = u64::from(forks.fs().geo.blocksize);
+    let len = end.saturating_mul(bs).min(isize);
+    let (_, b) = forks.inode(ino)?;
+    if len <= be64(&b, 56).unwrap_or(0) {
+        return Ok(());
+    }
+    log_core(forks, tx, ino, |b| put_be64(b, 56, len))
+}
+
+/// One call of `xfs_exchmaps_finish_one`: the bmap updates it queues, and
+/// whether the exchange has more to do.
+fn step<R: ReadAt>(
+    forks: &mut ForkEditor<'_, R>,
+    tx: &mut Tx,
+    ex: &mut Exchange,
+) -> EditResult<(Vec<MapExtent>, bool)> {
+    let mut buis = Vec::new();
+    if ex.count > 0 {
+        if let Some((m1, m2)) = find_mappings(forks, ex)? {
+            let len = m1.len;
+            let m2 = Mapping { len, ..m2 };
+            buis.extend(bmap(ex.ino1, &m1, m1.off, false));
+            buis.extend(bmap(ex.ino2, &m2, m2.off, false));
+            buis.extend(bmap(ex.ino1, &m2, m1.off, true));
+            buis.extend(bmap(ex.ino2, &m1, m2.off, true));
+            update_size(forks, tx, ex.ino1, m1.off.saturating_add(len), ex.isize1)?;
+            update_size(forks, tx, ex.ino2, m2.off.saturating_add(len), ex.isize2)?;
+            ex.advance(len);
+        }
+        if ex.flags & SET_SIZES != 0 && ex.count == 0 {
+            let (s1, s2) = (ex.isize1.unwrap_or(0), ex.isize2.unwrap_or(0));
+            log_core(forks, tx, ex.ino1, |b| put_be64(b, 56, s1))?;
+            log_core(forks, tx, ex.ino2, |b| put_be64(b, 56, s2))?;
+        }
+    } else if ex.postop() {
+        if ex.flags & CLEAR_INO1_REFLINK != 0 {
+            log_core(forks, tx, ex.ino1, |b| set_flags2(b, 0, DIFLAG2_REFLINK))?;
+        }
+        if ex.flags & CLEAR_INO2_REFLINK != 0 {
+            log_core(forks, tx, ex.ino2, |b| set_flags2(b, 0, DIFLAG2_REFLINK))?;
+        }
+        ex.flags &= !(CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK);
+    }
+    Ok((buis, ex.count > 0 || ex.postop()))
+}
+
+/// A roll of the chain: the held inodes are logged in the transaction
+/// that ends (`xfs_defer_save_resources`), and a new one begins.
+fn roll<R: ReadAt>(forks: &mut ForkEditor<'_, R>, tx: &mut Tx, held: [u64; 2]) -> EditResult<()> {
+    for ino in held {
+        log_core(forks, tx, ino, |_| {})?;
+    }
+    tx.clear();
+    Ok(())
+}
+
+/// The captured work of one exchange, finished as `xfs_defer_finish_noroll`
+/// does: one item per transaction, what an item creates done before what
+/// was already queued.
+pub fn run_chain<R: ReadAt>(
+    forks: &mut ForkEditor<'_, R>,
+    engine: &mut Engine<'_, R>,
+    tasks: Vec<Task>,
+    held: [u64; 2],
+) -> EditResult<()> {
+    let mut queue: VecDeque<Task> = tasks.into();
+    let mut tx = Tx::new();
+    let mut guard = 0u64;
+    while let Some(t) = queue.pop_front() {
+        guard = guard.saturating_add(1);
+        if guard > 1 << 24 {
+            return refuse("the exchange's deferred work does not end".into());
+        }
+        match t {
+            Task::Work(w) => {
+                let before = engine.dfps;
+                let more = engine.finish(&w).map_err(|e| e.within(|| w.describe()))?;
+                // Free-list frees of one fix-up share a transaction.
+                if engine.dfps > before {
+                    roll(forks, &mut tx, held)?;
+                }
+                for n in more.into_iter().rev() {
+                    queue.push_front(Task::Work(n));
+                }
+            }
+            Task::Bmap(b) => {
+                roll(forks, &mut tx, held)?;
+                let mut alloc =
+                    |agno: u32, hint: u32, o| engine.store(agno)?.alloc_near_one_for(hint, o);
+                let more = forks.finish(&b, &mut alloc).map_err(|e| {
+                    e.within(|| {
+                        format!(
+                            "bmap {} inode {} offset {} length {}",
+                            b.op, b.owner, b.startoff, b.len
+                        )
+                    })
+                })?;
+                tx.insert(b.owner);
+                for n in more.into_iter().rev() {
+                    queue.push_front(Task::Work(n));
+                }
+            }
+            Task::Exchange(mut ex) => {
+                roll(forks, &mut tx, held)?;
+                let (buis, again) = step(forks, &mut tx, &mut ex)?;
+                if again {
+                    queue.push_front(Task::Exchange(ex));
+                }
+                for b in buis.into_iter().rev() {
+                    queue.push_front(Task::Bmap(b));
+                }
+            }
+        }
+    }
+    Ok(())
+}
