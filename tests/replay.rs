@@ -1101,3 +1101,46 @@ fn bmap_intents_leave_the_kernels_inode() {
         }
     }
 }
+
+/// An XMI names its inodes with their generations; the kernel fails the
+/// mount when one no longer matches (`NAME.badgen.txt`: the same change
+/// made by xfs_db to a copy, and the kernel's messages). Replay leaves the
+/// intents unfinished and says why.
+#[test]
+fn an_exchange_of_another_generation_is_refused_as_the_kernel_refuses_it() {
+    let name = "replay-xmi";
+    let facts = oracle(name, "badgen.txt");
+    let get = |k: &str| -> u64 {
+        facts
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} ")))
+            .unwrap_or_else(|| panic!("no {k} in the oracle"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert_ne!(get("mount_status"), 0, "the kernel mounted it");
+    assert!(facts.contains("Failed to recover intents"), "{facts}");
+    // di_gen at byte 92 of the inode, its CRC (little-endian, at 100) over
+    // the whole inode with the CRC zeroed.
+    let at = usize::try_from(get("ino_byte")).unwrap();
+    let mut bytes = std::fs::read(image(name)).unwrap();
+    let isize = 512;
+    let gen = u32::try_from(get("gen")).unwrap();
+    bytes[at + 92..at + 96].copy_from_slice(&gen.to_be_bytes());
+    bytes[at + 100..at + 104].fill(0);
+    let crc = crc32c::crc32c(&bytes[at..at + isize]);
+    bytes[at + 100..at + 104].copy_from_slice(&crc.to_le_bytes());
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.badgen.img"));
+    std::fs::write(&p, bytes).unwrap();
+    let v = replay_json(p.to_str().unwrap());
+    let why = v["mount"]["intents"]["not_finished"]
+        .as_str()
+        .unwrap_or_else(|| panic!("finished: {v}"));
+    assert!(
+        why.contains(&format!("inode {} has generation {gen}", get("ino")))
+            && why.contains("the kernel fails the mount"),
+        "{why}"
+    );
+    assert!(v["mount"]["intents"]["finished"].as_array().unwrap().is_empty());
+}
