@@ -10,6 +10,9 @@
 //!                                   trusted | secure; VALUE text, "@N" for
 //!                                   N bytes of 'v'
 //!     bui:map|unmap:INO:OFFSET:FSBLOCK:LEN   a data-fork bmap update
+//!     rui:OP:INO:OFFSET:FSBLOCK:LEN[:unwritten]   a data-fork rmap update;
+//!                                   OP map, map_shared, unmap,
+//!                                   unmap_shared, convert, convert_shared
 //!     cui:increase|decrease:FSBLOCK:LEN      a refcount update
 //!     xmi:INO1:INO2:OFF1:OFF2:COUNT:FLAGS    a file-mapping exchange; the
 //!                                   generations and sizes are read from
@@ -205,6 +208,12 @@ fn extent_item(s: &str, id: u64) -> Vec<Vec<u8>> {
     let (kind, flags): (u16, u32) = match (p[0], p[1]) {
         ("bui", "map") => (0x1244, 1),
         ("bui", "unmap") => (0x1244, 2),
+        ("rui", "map") => (0x1240, 1),
+        ("rui", "map_shared") => (0x1240, 2),
+        ("rui", "unmap") => (0x1240, 3),
+        ("rui", "unmap_shared") => (0x1240, 4),
+        ("rui", "convert") => (0x1240, 5),
+        ("rui", "convert_shared") => (0x1240, 6),
         ("cui", "increase") => (0x1242, 1),
         ("cui", "decrease") => (0x1242, 2),
         (k, o) => panic!("unknown item {k}:{o}"),
@@ -215,7 +224,13 @@ fn extent_item(s: &str, id: u64) -> Vec<Vec<u8>> {
     f.extend(1u16.to_le_bytes());
     f.extend(1u32.to_le_bytes());
     f.extend(id.to_le_bytes());
-    if kind == 0x1244 {
+    // An rmap update's state bit: the mapping's (new) written state.
+    let flags = if p.get(6) == Some(&"unwritten") {
+        flags | 1 << 29
+    } else {
+        flags
+    };
+    if kind == 0x1244 || kind == 0x1240 {
         f.extend(num(2).to_le_bytes()); // me_owner
         f.extend(num(4).to_le_bytes()); // me_startblock
         f.extend(num(3).to_le_bytes()); // me_startoff

@@ -1142,5 +1142,8 @@ fn an_exchange_of_another_generation_is_refused_as_the_kernel_refuses_it() {
             && why.contains("the kernel fails the mount"),
         "{why}"
     );
-    assert!(v["mount"]["intents"]["finished"].as_array().unwrap().is_empty());
+    assert!(v["mount"]["intents"]["finished"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }

@@ -463,6 +463,154 @@ pub fn rmap_convert<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
     }
 }
 
+/// `xfs_rmap_convert_shared`: as [`rmap_convert`], for an inode whose
+/// blocks other owners may map too: the mapping found by owner and offset,
+/// the left neighbour by the overlapped query, the right one by its exact
+/// key, and every change of a key done as a delete and an insert.
+pub fn rmap_convert_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+    if m.ignore_off() || m.attr {
+        return refuse("rmap: shared convert of a non-inode owner, bmbt block or attr fork".into());
+    }
+    let new = m.unwritten;
+    let mut old_m = *m;
+    old_m.unwritten = !new;
+    let Some(prev) = rmap_find_shared(s, &old_m)? else {
+        return refuse(format!(
+            "rmap: no mapping of owner {} offset {} at block {} to convert",
+            m.owner, m.offset, m.start
+        ));
+    };
+    let new_endoff = m.offset.saturating_add(u64::from(m.len));
+    let prev_endoff = prev.offset.saturating_add(u64::from(prev.len));
+    if prev.unwritten == new || prev.offset > m.offset || prev_endoff < new_endoff {
+        return refuse(format!(
+            "rmap: the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
+            prev.start, prev.len, prev.owner, m.start, m.len
+        ));
+    }
+    let lf = prev.offset == m.offset;
+    let rf = prev_endoff == new_endoff;
+    let mut newm = *m;
+    newm.unwritten = new;
+    // xfs_rmap_find_left_neighbor: the owner's mapping over the block
+    // before, ending at the file offset before.
+    let mut left = None;
+    if m.start > 0 && m.offset > 0 {
+        let before = m.start.saturating_sub(1);
+        left = s
+            .rmap_overlapping(before, before)?
+            .iter()
+            .map(|r| Rmap::parse(r))
+            .find(|r| {
+                r.owner == m.owner
+                    && r.offset.saturating_add(u64::from(r.len)) == m.offset
+                    && r.unwritten == new
+            });
+    }
+    if left.is_some_and(|l| l.end() > m.start) {
+        return refuse(format!(
+            "rmap: a mapping of owner {} overlaps block {}",
+            m.owner, m.start
+        ));
+    }
+    let lc = left.filter(|l| l.mergeable(&newm));
+    let rkey = key_rmap(m.end(), m.owner, newm.key_offset(new_endoff));
+    let right = s
+        .find(Tree::Rmap, rkey)?
+        .map(|r| Rmap::parse(&r))
+        .filter(|r| r.unwritten == new);
+    let mut rc = right.filter(|r| r.mergeable(&newm));
+    if let (true, true, Some(l), Some(r)) = (lf, rf, lc, rc) {
+        if u64::from(l.len)
+            .saturating_add(u64::from(m.len))
+            .saturating_add(u64::from(r.len))
+            > u64::from(u32::MAX)
+        {
+            rc = None;
+        }
+    }
+    let grow = |r: Rmap, by: u32| Rmap {
+        len: r.len.saturating_add(by),
+        ..r
+    };
+    match (lf, lc, rf, rc) {
+        (true, Some(l), true, Some(r)) => {
+            s.delete(Tree::Rmap, r.key())?;
+            s.delete(Tree::Rmap, prev.key())?;
+            let n = grow(l, prev.len.saturating_add(r.len));
+            s.update(Tree::Rmap, l.key(), &n.bytes())
+        }
+        (true, Some(l), true, None) => {
+            s.delete(Tree::Rmap, prev.key())?;
+            s.update(Tree::Rmap, l.key(), &grow(l, prev.len).bytes())
+        }
+        (true, None, true, Some(r)) => {
+            s.delete(Tree::Rmap, r.key())?;
+            let n = Rmap {
+                unwritten: r.unwritten,
+                ..grow(prev, r.len)
+            };
+            s.update(Tree::Rmap, prev.key(), &n.bytes())
+        }
+        (true, None, true, None) => s.update(Tree::Rmap, prev.key(), &newm_of(prev, new).bytes()),
+        (true, lc, false, _) => {
+            s.delete(Tree::Rmap, prev.key())?;
+            let n = Rmap {
+                start: prev.start.saturating_add(m.len),
+                offset: prev.offset.saturating_add(u64::from(m.len)),
+                len: prev.len.saturating_sub(m.len),
+                ..prev
+            };
+            s.insert(Tree::Rmap, &n.bytes())?;
+            match lc {
+                Some(l) => s.update(Tree::Rmap, l.key(), &grow(l, m.len).bytes()),
+                None => s.insert(Tree::Rmap, &newm.bytes()),
+            }
+        }
+        (false, _, true, rc) => {
+            let n = Rmap {
+                len: u32::try_from(m.offset.saturating_sub(prev.offset)).unwrap_or(0),
+                ..prev
+            };
+            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            match rc {
+                Some(r) => {
+                    s.delete(Tree::Rmap, r.key())?;
+                    let nr = Rmap {
+                        offset: m.offset,
+                        start: m.start,
+                        ..grow(r, m.len)
+                    };
+                    s.insert(Tree::Rmap, &nr.bytes())
+                }
+                None => s.insert(Tree::Rmap, &newm.bytes()),
+            }
+        }
+        (false, _, false, _) => {
+            // The middle: the right part inserted, the record cut to the
+            // left part, the converted piece inserted.
+            let r = Rmap {
+                start: m.end(),
+                offset: new_endoff,
+                len: u32::try_from(prev_endoff.saturating_sub(new_endoff)).unwrap_or(0),
+                ..prev
+            };
+            s.insert(Tree::Rmap, &r.bytes())?;
+            let l = Rmap {
+                len: u32::try_from(m.offset.saturating_sub(prev.offset)).unwrap_or(0),
+                ..prev
+            };
+            s.update(Tree::Rmap, prev.key(), &l.bytes())?;
+            s.insert(Tree::Rmap, &newm.bytes())
+        }
+    }
+}
+
+/// `r` with its written state set to `unwritten`.
+fn newm_of(r: Rmap, unwritten: bool) -> Rmap {
+    Rmap { unwritten, ..r }
+}
+
 // ---------------------------------------------------------------------
 // Reference counts (shared domain).
 
@@ -840,6 +988,7 @@ pub enum Work {
     RmapConvert {
         agno: u32,
         m: Rmap,
+        shared: bool,
     },
     Refcount {
         agno: u32,
@@ -895,8 +1044,9 @@ impl Work {
                 "refcount {} AG {agno} block {agbno}+{len}",
                 if *adj > 0 { "increase" } else { "decrease" }
             ),
-            Work::RmapConvert { agno, m } => format!(
-                "rmap convert AG {agno} block {}+{} owner {:#x} offset {} to {}",
+            Work::RmapConvert { agno, m, shared } => format!(
+                "rmap convert{} AG {agno} block {}+{} owner {:#x} offset {} to {}",
+                if *shared { "_shared" } else { "" },
                 m.start,
                 m.len,
                 m.owner,
@@ -1093,13 +1243,17 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                     owner: FreeOwner::Skip,
                 }));
             }
-            Work::RmapConvert { agno, m } => {
+            Work::RmapConvert { agno, m, shared } => {
                 if !self.rmapbt {
                     return Ok(out);
                 }
                 out = self.fix_freelist(*agno)?;
                 let s = self.store(*agno)?;
-                rmap_convert(s, m)?;
+                if *shared {
+                    rmap_convert_shared(s, m)?;
+                } else {
+                    rmap_convert(s, m)?;
+                }
             }
             Work::RefcountCow {
                 agno,

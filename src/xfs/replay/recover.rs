@@ -10,11 +10,11 @@
 //! ```
 //!
 //! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
-//! map_shared, unmap_shared, convert; CUI increase, decrease, alloc_cow,
+//! map_shared, unmap_shared, convert, convert_shared; CUI increase, decrease, alloc_cow,
 //! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
 //! refuses); ATTRI set, replace and remove in shortform attr forks
 //! (`attredit.rs`, likewise); XMI data-fork exchanges (`xmiedit.rs`,
-//! likewise). Not done: RUI convert_shared, realtime intents.
+//! likewise). Not done: realtime intents.
 //!
 //! All or nothing: if any piece cannot be done (one of those, or a change
 //! the btree editor refuses), nothing is applied and every intent is
@@ -116,7 +116,16 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                         m: r,
                         shared: true,
                     },
-                    5 => Work::RmapConvert { agno, m: r },
+                    5 => Work::RmapConvert {
+                        agno,
+                        m: r,
+                        shared: false,
+                    },
+                    6 => Work::RmapConvert {
+                        agno,
+                        m: r,
+                        shared: true,
+                    },
                     _ => {
                         return refuse(format!(
                             "rmap {} of owner {} is not done by this tool",
