@@ -6,9 +6,12 @@
 //! ```text
 //! forge-log IMAGE --item ITEM ... [--log-incompat BITS]
 //!   ITEM, in log order:
-//!     attri:OP:INO:NS:NAME[=VALUE]  OP set | replace | remove; NS user |
-//!                                   trusted | secure; VALUE text, "@N" for
-//!                                   N bytes of 'v'
+//!     attri:OP:INO:NS:NAME[=VALUE][>NEWNAME=NEWVALUE]
+//!                                   OP set | replace | remove | pptr_set |
+//!                                   pptr_remove | pptr_replace (NEW: its
+//!                                   new name and value); NS user | trusted |
+//!                                   secure | parent; VALUE text, "@N" for N
+//!                                   bytes of 'v', "#INO/GEN" a parent record
 //!     bui:map|unmap:INO:OFFSET:FSBLOCK:LEN   a data-fork bmap update
 //!     rui:OP:INO:OFFSET:FSBLOCK:LEN[:unwritten]   a data-fork rmap update;
 //!                                   OP map, map_shared, unmap,
@@ -137,14 +140,41 @@ struct Attri {
     filter: u32,
     name: Vec<u8>,
     value: Vec<u8>,
+    /// PPTR_REPLACE: the new name and value.
+    new: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A value: text, "@N" for N bytes of 'v', "#INO/GEN" for a parent
+/// pointer record (inode and generation, big-endian).
+fn value_of(v: &str) -> Vec<u8> {
+    if let Some(k) = v.strip_prefix('@') {
+        vec![b'v'; k.parse().unwrap()]
+    } else if let Some(r) = v.strip_prefix('#') {
+        let (ino, gen) = r.split_once('/').expect("#INO/GEN");
+        let mut b = ino.parse::<u64>().unwrap().to_be_bytes().to_vec();
+        b.extend(gen.parse::<u32>().unwrap().to_be_bytes());
+        b
+    } else {
+        v.as_bytes().to_vec()
+    }
+}
+
+fn name_value(s: &str) -> (Vec<u8>, Vec<u8>) {
+    match s.split_once('=') {
+        Some((n, v)) => (n.as_bytes().to_vec(), value_of(v)),
+        None => (s.as_bytes().to_vec(), Vec::new()),
+    }
 }
 
 fn parse_attri(s: &str) -> Attri {
-    let mut p = s.splitn(5, ':');
+    let mut p = s.splitn(4, ':');
     let op = match p.next().unwrap() {
         "set" => 1,
         "remove" => 2,
         "replace" => 3,
+        "pptr_set" => 4,
+        "pptr_remove" => 5,
+        "pptr_replace" => 6,
         o => panic!("unknown op {o}"),
     };
     let ino = p.next().unwrap().parse().unwrap();
@@ -152,25 +182,22 @@ fn parse_attri(s: &str) -> Attri {
         "user" => 0,
         "trusted" => 2,
         "secure" => 4,
+        "parent" => 8,
         n => panic!("unknown namespace {n}"),
     };
-    let rest = p.collect::<Vec<_>>().join(":");
-    let (name, value) = match rest.split_once('=') {
-        Some((n, v)) => {
-            let v = match v.strip_prefix('@') {
-                Some(k) => vec![b'v'; k.parse().unwrap()],
-                None => v.as_bytes().to_vec(),
-            };
-            (n, v)
-        }
-        None => (rest.as_str(), Vec::new()),
+    let rest = p.next().unwrap_or("");
+    let (old, new) = match rest.split_once('>') {
+        Some((o, n)) => (o, Some(name_value(n))),
+        None => (rest, None),
     };
+    let (name, value) = name_value(old);
     Attri {
         op,
         ino,
         filter,
-        name: name.as_bytes().to_vec(),
+        name,
         value,
+        new,
     }
 }
 
@@ -179,24 +206,38 @@ fn pad4(mut v: Vec<u8>) -> Vec<u8> {
     v
 }
 
-/// The regions of one ATTRI item (format, name, value).
-fn attri_regions(a: &Attri, id: u64) -> Vec<Vec<u8>> {
-    let nregions: u16 = if a.value.is_empty() { 2 } else { 3 };
-    let mut f = Vec::new();
-    f.extend(0x1246u16.to_le_bytes());
-    f.extend(nregions.to_le_bytes());
-    f.extend(0u32.to_le_bytes()); // alfi_igen
-    f.extend(id.to_le_bytes());
-    f.extend(a.ino.to_le_bytes());
-    f.extend(a.op.to_le_bytes());
-    f.extend((a.name.len() as u32).to_le_bytes());
-    f.extend((a.value.len() as u32).to_le_bytes());
-    f.extend(a.filter.to_le_bytes());
-    assert_eq!(f.len(), 40);
-    let mut r = vec![f, pad4(a.name.clone())];
+/// The regions of one ATTRI item (format, name, [new name], [value],
+/// [new value]); `igen` the inode's generation (parent pointers).
+fn attri_regions(a: &Attri, id: u64, igen: u32) -> Vec<Vec<u8>> {
+    let mut r = vec![pad4(a.name.clone())];
+    if let Some((n, _)) = &a.new {
+        r.push(pad4(n.clone()));
+    }
     if !a.value.is_empty() {
         r.push(pad4(a.value.clone()));
     }
+    if let Some((_, v)) = &a.new {
+        r.push(pad4(v.clone()));
+    }
+    let nregions = (r.len() + 1) as u16;
+    let mut f = Vec::new();
+    f.extend(0x1246u16.to_le_bytes());
+    f.extend(nregions.to_le_bytes());
+    f.extend(igen.to_le_bytes()); // alfi_igen
+    f.extend(id.to_le_bytes());
+    f.extend(a.ino.to_le_bytes());
+    f.extend(a.op.to_le_bytes());
+    match &a.new {
+        Some((n, _)) => {
+            f.extend((a.name.len() as u16).to_le_bytes());
+            f.extend((n.len() as u16).to_le_bytes());
+        }
+        None => f.extend((a.name.len() as u32).to_le_bytes()),
+    }
+    f.extend((a.value.len() as u32).to_le_bytes());
+    f.extend(a.filter.to_le_bytes());
+    assert_eq!(f.len(), 40);
+    r.insert(0, f);
     r
 }
 
@@ -313,7 +354,13 @@ fn main() {
     for (i, s) in args.item.iter().enumerate() {
         let id = 0xa770_0000 + i as u64;
         items.push(if let Some(a) = s.strip_prefix("attri:") {
-            attri_regions(&parse_attri(a), id)
+            let a = parse_attri(a);
+            let igen = if a.op >= 4 {
+                be32(&read_inode(&mut f, &sb, a.ino), 92)
+            } else {
+                0
+            };
+            attri_regions(&a, id, igen)
         } else if let Some(x) = s.strip_prefix("xmi:") {
             xmi_item(&mut f, &sb, x, id)
         } else {

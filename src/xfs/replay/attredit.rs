@@ -19,18 +19,29 @@
 //!                stays, as the list still fits)
 //! ```
 //!
-//! Change counts: one for each transaction that logs the inode. A removal
-//! and a set into an empty fork take one. A set into a fork that already
-//! holds attributes takes three: with logged xattrs the kernel's replace
-//! state starts by removing the old entry (one transaction, even when
-//! there is none), the rest is captured and rolled (two), and the add (and
-//! the change time) comes in the third. A removal that finds nothing logs
-//! nothing.
+//! Parent pointers (PPTR_SET, PPTR_REMOVE, PPTR_REPLACE; a filesystem with
+//! the PARENT feature) take the same path: an entry of the parent
+//! namespace whose name is the directory entry's and whose value is the
+//! parent's inode and generation, matched by name and value; a replace
+//! takes the old pointer out and adds the new one. The intent's inode
+//! generation must be the inode's. On such a filesystem a removal never
+//! takes the fork away.
+//!
+//! Order and change counts: one for each transaction that logs the inode.
+//! A removal, and a set into a fork that holds nothing, are done in the
+//! intent's own recovery transaction (one; a removal that finds nothing
+//! logs nothing). A set into a fork that already holds attributes starts
+//! with the kernel's replace state: the old entry goes in that transaction
+//! (one, even when there is none, as the captured work holds the inode),
+//! and the add (with the change time) comes from the captured work, after
+//! every intent's own transaction, in a transaction of its own after a
+//! roll (two more). So a removal logged after a set of the same entry
+//! finds nothing, and the entry is there at the end.
 //!
 //! Refused, with the reason: attr forks in blocks (leaf or node), a set
 //! that no longer fits the inode (the kernel moves the list to a leaf
-//! block), parent-pointer operations, intents the kernel's own checks
-//! reject (it then fails the mount).
+//! block), intents the kernel's own checks reject (it then fails the
+//! mount).
 
 use super::agedit::{refuse, EditResult};
 use super::bmapedit::{extent_count, ForkEditor};
@@ -39,7 +50,7 @@ use crate::xfs::format::dinode::{
     XFS_DIFLAG2_BIGTIME, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS,
     XFS_DINODE_FMT_LOCAL,
 };
-use crate::xfs::fs::{be16, be64};
+use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::AttriItem;
 use crate::xfs::read::ReadAt;
@@ -47,6 +58,10 @@ use crate::xfs::read::ReadAt;
 /// Namespace bits kept in a shortform entry's flags (ROOT, SECURE, PARENT).
 const NSP_ONDISK: u32 = 0x0e;
 const ATTR_PARENT: u32 = 0x08;
+/// A parent pointer's value (`struct xfs_parent_rec`: inode, generation).
+const PARENT_REC: u32 = 12;
+/// `XFS_SB_FEAT_INCOMPAT_PARENT`.
+const INCOMPAT_PARENT: u32 = 1 << 7;
 const ATTR_INCOMPLETE: u32 = 0x80;
 /// Bits an ATTRI's filter may carry (`XFS_ATTRI_FILTER_MASK`).
 const FILTER_MASK: u32 = NSP_ONDISK | ATTR_INCOMPLETE;
@@ -166,9 +181,30 @@ pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &crate::xfs::fs::Fs<R>, b: &mut
     put_be64(b, 120, flags2 | XFS_DIFLAG2_BIGTIME);
 }
 
+/// What an ATTRI asks for, checked: the entry to take out (`old`, by name,
+/// or for a parent pointer by name and value) and the one to add.
+struct Request<'r> {
+    old: (&'r [u8], &'r [u8]),
+    new: Option<(&'r [u8], &'r [u8])>,
+    parent: bool,
+}
+
+/// A region of `len` bytes (padded to 4), checked.
+fn region<'r>(regions: &'r [Vec<u8>], i: usize, len: usize, what: &str) -> EditResult<&'r [u8]> {
+    let r = regions.get(i).map(Vec::as_slice).unwrap_or(&[]);
+    if r.len() != len.div_ceil(4).saturating_mul(4) {
+        return refuse(format!(
+            "{what} region of {} bytes for {len} bytes: the kernel fails the mount",
+            r.len()
+        ));
+    }
+    Ok(r.get(..len).unwrap_or(&[]))
+}
+
 /// Does an ATTRI pass the kernel's checks (`xfs_attri_validate`, the
-/// region lengths, `xfs_attr_namecheck`)? Returns its name and value.
-fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>]) -> EditResult<(&'r [u8], &'r [u8])> {
+/// region lengths, `xfs_attr_namecheck`, for parent pointers
+/// `xfs_parent_namecheck` and `xfs_parent_valuecheck`)?
+fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditResult<Request<'r>> {
     let op = a.op_flags & 0xff;
     if a.op_flags & !0xff != 0 || a.attr_filter & !FILTER_MASK != 0 {
         return refuse(format!(
@@ -176,16 +212,11 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>]) -> EditResult<(&'r [u8], &
             a.op_flags, a.attr_filter
         ));
     }
-    match op {
-        1..=3 => {}
-        4..=6 => {
-            return refuse("parent-pointer attribute intents are not done by this tool".into())
-        }
-        _ => {
-            return refuse(format!(
-                "operation {op} is invalid: the kernel fails the mount"
-            ))
-        }
+    let parent = matches!(op, 4..=6);
+    if !matches!(op, 1..=6) {
+        return refuse(format!(
+            "operation {op} is invalid: the kernel fails the mount"
+        ));
     }
     if (a.attr_filter & NSP_ONDISK).count_ones() > 1 {
         return refuse(format!(
@@ -193,127 +224,132 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>]) -> EditResult<(&'r [u8], &
             a.attr_filter
         ));
     }
-    if a.attr_filter & (ATTR_PARENT | ATTR_INCOMPLETE) != 0 {
+    if parent {
+        if !parent_fs {
+            return refuse(
+                "a parent-pointer intent on a filesystem without parent pointers: the kernel fails the mount"
+                    .into(),
+            );
+        }
+        if a.attr_filter != ATTR_PARENT || a.value_len != PARENT_REC {
+            return refuse(format!(
+                "a parent-pointer intent with filter {:#x} and a value of {} bytes: the kernel fails the mount",
+                a.attr_filter, a.value_len
+            ));
+        }
+    } else if a.attr_filter & (ATTR_PARENT | ATTR_INCOMPLETE) != 0 {
         return refuse(format!(
-            "filter {:#x} (parent or incomplete) is not done by this tool",
+            "filter {:#x} (parent or incomplete) on an xattr intent is not done by this tool",
             a.attr_filter
         ));
     }
     let nl = usize::try_from(a.name_len).unwrap_or(usize::MAX);
     let vl = usize::try_from(a.value_len).unwrap_or(usize::MAX);
-    if nl == 0 || nl > 255 || a.value_len > XATTR_SIZE_MAX {
+    let new_nl = usize::try_from(a.new_name_len.unwrap_or(0)).unwrap_or(usize::MAX);
+    let name_ok = |n: usize| n > 0 && n <= 255;
+    if !name_ok(nl) || (op == 6 && !name_ok(new_nl)) || a.value_len > XATTR_SIZE_MAX {
         return refuse(format!(
             "name of {nl} bytes, value of {vl}: the kernel fails the mount"
         ));
     }
-    // A set logs a value region, a removal none.
-    if (op == 2) != (a.value_len == 0) {
+    // A set logs a value region, an xattr removal none.
+    if !parent && (op == 2) != (a.value_len == 0) {
         let what = if op == 2 { "removal" } else { "set" };
         return refuse(format!(
             "a {what} with a value of {vl} bytes: the kernel fails the mount"
         ));
     }
-    let name_r = regions.first().map(Vec::as_slice).unwrap_or(&[]);
-    if name_r.len() != nl.div_ceil(4).saturating_mul(4) {
-        return refuse(format!(
-            "name region of {} bytes for a {nl}-byte name: the kernel fails the mount",
-            name_r.len()
-        ));
-    }
-    let name = name_r.get(..nl).unwrap_or(&[]);
-    if name.contains(&0) {
-        return refuse("a name with a NUL byte: the kernel fails the mount".into());
-    }
+    let name = region(regions, 0, nl, "name")?;
+    let (new_name, vi) = if op == 6 {
+        (Some(region(regions, 1, new_nl, "new name")?), 2)
+    } else {
+        (None, 1)
+    };
     let value = if vl == 0 {
         &[][..]
     } else {
-        let v = regions.get(1).map(Vec::as_slice).unwrap_or(&[]);
-        if v.len() != vl.div_ceil(4).saturating_mul(4) {
-            return refuse(format!(
-                "value region of {} bytes for a {vl}-byte value: the kernel fails the mount",
-                v.len()
-            ));
-        }
-        v.get(..vl).unwrap_or(&[])
+        region(regions, vi, vl, "value")?
     };
-    Ok((name, value))
+    let new_value = if op == 6 {
+        Some(region(regions, vi.saturating_add(1), vl, "new value")?)
+    } else {
+        None
+    };
+    let bad_name = |n: &[u8]| n.contains(&0) || (parent && n.contains(&b'/'));
+    if bad_name(name) || new_name.is_some_and(bad_name) {
+        return refuse(
+            "a name with a NUL byte (or a '/' in a parent pointer): the kernel fails the mount"
+                .into(),
+        );
+    }
+    Ok(match op {
+        2 | 5 => Request {
+            old: (name, value),
+            new: None,
+            parent,
+        },
+        6 => Request {
+            old: (name, value),
+            new: new_name.zip(new_value),
+            parent,
+        },
+        _ => Request {
+            old: (name, value),
+            new: Some((name, value)),
+            parent,
+        },
+    })
+}
+
+/// The add of a set whose first transaction took the old entry out: done
+/// from the captured work, after every intent's first transaction.
+#[derive(Clone, Debug)]
+pub struct PendingAdd {
+    ino: u64,
+    name: Vec<u8>,
+    value: Vec<u8>,
+    ns: u8,
+}
+
+/// An inode's shortform attr list as the kernel holds it in memory.
+struct SfFork {
+    ioff: u64,
+    b: Vec<u8>,
+    core: usize,
+    forkoff: usize,
+    dformat: u8,
+    /// The fork exists but holds nothing (extents format, no extents).
+    empty: bool,
+    sf: Vec<u8>,
 }
 
 impl<R: ReadAt> ForkEditor<'_, R> {
-    /// Finish one ATTRI (`regions`: its name and value regions).
-    pub fn attr(
-        &mut self,
-        a: &AttriItem,
-        regions: &[Vec<u8>],
-        now: RecoveryTime,
-    ) -> EditResult<()> {
-        let (name, value) = checked(a, regions)?;
-        let op = a.op_flags & 0xff;
-        let ino = a.ino;
-        let (ioff, mut b) = self.inode(ino)?;
+    /// The attr fork of `ino`: `None` when it has none.
+    fn sf_fork(&self, ino: u64) -> EditResult<Option<SfFork>> {
+        let (ioff, b) = self.inode(ino)?;
         if be16(&b, 2) == Some(0) {
             return refuse(format!("inode {ino} is free: the kernel fails the mount"));
         }
-        let v3 = b.get(4) == Some(&3);
-        let core = if v3 { 176 } else { 100 };
-        let isize = b.len();
-        let literal = isize.saturating_sub(core);
+        let core = if b.get(4) == Some(&3) { 176 } else { 100 };
+        let literal = b.len().saturating_sub(core);
         let forkoff = usize::from(b.get(82).copied().unwrap_or(0));
         let aformat = b.get(83).copied().unwrap_or(0);
         let dformat = b.get(5).copied().unwrap_or(0);
-        let flags2 = if v3 { be64(&b, 120).unwrap_or(0) } else { 0 };
-        let anextents = extent_count(&b, true);
         if forkoff.saturating_mul(8) >= literal {
             return refuse(format!(
                 "inode {ino}: fork offset {forkoff} beyond the inode"
             ));
         }
-        let has_fork = forkoff != 0;
-        let empty = aformat == XFS_DINODE_FMT_EXTENTS && anextents == 0;
-        let hasattr = has_fork && !empty;
-        let set = op != 2;
-        if !has_fork || (!set && !hasattr) {
-            // Nothing to do; the inode is not logged.
-            self.done = self.done.saturating_add(1);
-            return Ok(());
+        if forkoff == 0 {
+            return Ok(None);
         }
+        let empty = aformat == XFS_DINODE_FMT_EXTENTS && extent_count(&b, true) == 0;
         if aformat != XFS_DINODE_FMT_LOCAL && !empty {
             return refuse(format!(
                 "inode {ino}: attributes in blocks (leaf or node) are not done by this tool"
             ));
         }
-        let fs = self.fs();
-        let sb = &fs.sb;
-        let shape = |forkoff: usize| -> EditResult<Shape> {
-            let nextents = extent_count(&b, false);
-            let dbytes = match dformat {
-                XFS_DINODE_FMT_DEV => 0,
-                XFS_DINODE_FMT_LOCAL => {
-                    usize::try_from(be64(&b, 56).unwrap_or(0)).unwrap_or(usize::MAX)
-                }
-                XFS_DINODE_FMT_EXTENTS => {
-                    usize::try_from(nextents.saturating_mul(16)).unwrap_or(usize::MAX)
-                }
-                XFS_DINODE_FMT_BTREE => {
-                    bmdr(usize::from(be16(&b, core.saturating_add(2)).unwrap_or(0)))
-                }
-                f => return refuse(format!("inode {ino}: data fork format {f}")),
-            };
-            Ok(Shape {
-                literal,
-                forkoff,
-                dformat,
-                dbytes,
-                attr2: fs.geo.v5 || sb.features2 & 0x08 != 0,
-                default_off: if isize == 256 {
-                    literal.saturating_sub(bmdr(2))
-                } else {
-                    bmdr(12)
-                },
-            })
-        };
-        // The list as the kernel holds it in memory.
-        let mut sf: Vec<u8> = if empty {
+        let sf = if empty {
             vec![0, 4, 0, 0]
         } else {
             let fork = b
@@ -323,100 +359,233 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             sf_entries(fork, ino)?;
             fork.get(..total).unwrap_or(&[]).to_vec()
         };
-        let ents = sf_entries(&sf, ino)?;
-        let ns = u8::try_from(a.attr_filter & NSP_ONDISK).unwrap_or(0);
-        let found = ents.iter().find(|e| {
-            let nl = usize::from(sf.get(e.at).copied().unwrap_or(0));
-            let fl = sf.get(e.at.saturating_add(2)).copied().unwrap_or(0);
-            nl == name.len()
-                && sf.get(e.at.saturating_add(3)..e.at.saturating_add(3).saturating_add(nl))
-                    == Some(name)
-                && u32::from(fl) & NSP_ONDISK == u32::from(ns)
-        });
-        let mut new_forkoff = forkoff;
-        let bumps: u64;
-        if let Some(e) = found {
-            let end = e.at.saturating_add(e.len).min(sf.len());
-            sf.drain(e.at.min(end)..end);
-            if let Some(c) = sf.get_mut(2) {
-                *c = c.saturating_sub(1);
+        Ok(Some(SfFork {
+            ioff,
+            b,
+            core,
+            forkoff,
+            dformat,
+            empty,
+            sf,
+        }))
+    }
+
+    /// What `bytesfit` needs of the inode in `f`, the fork at `forkoff`.
+    fn shape(&self, f: &SfFork, ino: u64, forkoff: usize) -> EditResult<Shape> {
+        let b = &f.b;
+        let isize = b.len();
+        let literal = isize.saturating_sub(f.core);
+        let dbytes = match f.dformat {
+            XFS_DINODE_FMT_DEV => 0,
+            XFS_DINODE_FMT_LOCAL => usize::try_from(be64(b, 56).unwrap_or(0)).unwrap_or(usize::MAX),
+            XFS_DINODE_FMT_EXTENTS => {
+                usize::try_from(extent_count(b, false).saturating_mul(16)).unwrap_or(usize::MAX)
             }
-            let total = u16::try_from(sf.len()).unwrap_or(u16::MAX);
-            put_be16(&mut sf, 0, total);
-            let last = sf.len() == 4 && !set && dformat != XFS_DINODE_FMT_BTREE;
-            let parent_fs = sb.features_incompat & (1 << 7) != 0;
-            if last && !parent_fs {
-                new_forkoff = 0;
+            XFS_DINODE_FMT_BTREE => {
+                bmdr(usize::from(be16(b, f.core.saturating_add(2)).unwrap_or(0)))
+            }
+            d => return refuse(format!("inode {ino}: data fork format {d}")),
+        };
+        let fs = self.fs();
+        Ok(Shape {
+            literal,
+            forkoff,
+            dformat: f.dformat,
+            dbytes,
+            attr2: fs.geo.v5 || fs.sb.features2 & 0x08 != 0,
+            default_off: if isize == 256 {
+                literal.saturating_sub(bmdr(2))
             } else {
-                new_forkoff = bytesfit(&shape(forkoff)?, sf.len());
-                if new_forkoff == 0 {
-                    return refuse(format!("inode {ino}: no fork offset fits the attr list"));
-                }
-            }
-        } else if !set {
-            // No such name: nothing is logged.
-            self.done = self.done.saturating_add(1);
-            return Ok(());
-        }
-        if set {
-            if name.len() >= SF_ENTSIZE_MAX || value.len() >= SF_ENTSIZE_MAX {
-                return refuse(format!(
-                    "inode {ino}: a name of {} or value of {} bytes moves the list to a leaf block, which this tool does not do",
-                    name.len(),
-                    value.len()
-                ));
-            }
-            let newsize = sf
-                .len()
-                .saturating_add(3)
-                .saturating_add(name.len())
-                .saturating_add(value.len());
-            new_forkoff = bytesfit(&shape(new_forkoff)?, newsize);
-            if new_forkoff == 0 {
-                return refuse(format!(
-                    "inode {ino}: {newsize} bytes of attributes no longer fit the inode; the kernel moves them to a leaf block, which this tool does not do"
-                ));
-            }
-            sf.push(u8::try_from(name.len()).unwrap_or(0));
-            sf.push(u8::try_from(value.len()).unwrap_or(0));
-            sf.push(ns);
-            sf.extend_from_slice(name);
-            sf.extend_from_slice(value);
-            if let Some(c) = sf.get_mut(2) {
-                *c = c.saturating_add(1);
-            }
-            let total = u16::try_from(sf.len()).unwrap_or(u16::MAX);
-            put_be16(&mut sf, 0, total);
-            let big = flags2 & XFS_DIFLAG2_BIGTIME != 0;
-            put_be64(&mut b, 48, Timestamp::encode(now.sec, now.nsec, big));
-            bumps = if hasattr { 3 } else { 1 };
-        } else {
-            bumps = 1;
-        }
-        let (fo, af) = if new_forkoff == 0 {
+                bmdr(12)
+            },
+        })
+    }
+
+    /// Write `f` back with its list at `forkoff` (0: no fork), the change
+    /// count raised by `bumps`.
+    fn put_sf(&mut self, ino: u64, mut f: SfFork, forkoff: usize, bumps: u64) -> EditResult<()> {
+        let (fo, af) = if forkoff == 0 {
             (0, XFS_DINODE_FMT_EXTENTS)
         } else {
-            (u8::try_from(new_forkoff).unwrap_or(0), XFS_DINODE_FMT_LOCAL)
+            (u8::try_from(forkoff).unwrap_or(0), XFS_DINODE_FMT_LOCAL)
         };
-        if let Some(d) = b.get_mut(82..84) {
+        if let Some(d) = f.b.get_mut(82..84) {
             d.copy_from_slice(&[fo, af]);
         }
-        if new_forkoff != 0 {
-            let at = core.saturating_add(new_forkoff.saturating_mul(8));
-            match b.get_mut(at..at.saturating_add(sf.len())) {
-                Some(d) => d.copy_from_slice(&sf),
+        if forkoff != 0 {
+            let at = f.core.saturating_add(forkoff.saturating_mul(8));
+            match f.b.get_mut(at..at.saturating_add(f.sf.len())) {
+                Some(d) => d.copy_from_slice(&f.sf),
                 None => return refuse(format!("inode {ino}: the attr list overruns the inode")),
             }
         }
-        if v3 {
-            let cc = be64(&b, 104).unwrap_or(0).wrapping_add(bumps);
-            put_be64(&mut b, 104, cc);
+        if f.b.get(4) == Some(&3) {
+            let cc = be64(&f.b, 104).unwrap_or(0).wrapping_add(bumps);
+            put_be64(&mut f.b, 104, cc);
         }
-        upgrade_logged_core(fs, &mut b);
-        self.put_inode(ioff, b);
+        upgrade_logged_core(self.fs(), &mut f.b);
+        self.put_inode(f.ioff, f.b);
         self.note_bumped(ino);
-        self.done = self.done.saturating_add(1);
         Ok(())
+    }
+
+    /// Finish one ATTRI's first transaction (`regions`: its name and value
+    /// regions): a removal whole; a set's removal of the old entry, its add
+    /// returned when it waits for the captured work (the fork already held
+    /// attributes), else done too.
+    pub fn attr(
+        &mut self,
+        a: &AttriItem,
+        regions: &[Vec<u8>],
+        now: RecoveryTime,
+    ) -> EditResult<Option<PendingAdd>> {
+        let parent_fs = self.fs().sb.features_incompat & INCOMPAT_PARENT != 0;
+        let req = checked(a, regions, parent_fs)?;
+        let ino = a.ino;
+        let (_, ib) = self.inode(ino)?;
+        // A parent pointer names its inode by generation too
+        // (xlog_recover_iget_handle).
+        if req.parent && be16(&ib, 2) != Some(0) && be32(&ib, 92) != Some(a.igen) {
+            return refuse(format!(
+                "inode {ino} has generation {}, the intent {}: the kernel fails the mount",
+                be32(&ib, 92).unwrap_or(0),
+                a.igen
+            ));
+        }
+        self.done = self.done.saturating_add(1);
+        let Some(mut f) = self.sf_fork(ino)? else {
+            if req.parent {
+                return refuse(format!(
+                    "inode {ino} has no attr fork for a parent-pointer intent: not done by this tool"
+                ));
+            }
+            // No attr fork: nothing (the inode is not logged).
+            return Ok(None);
+        };
+        let hasattr = !f.empty;
+        let set = req.new.is_some();
+        if !set && !hasattr {
+            if req.parent {
+                return refuse(format!(
+                    "inode {ino} has no attributes for a parent-pointer removal: not done by this tool"
+                ));
+            }
+            return Ok(None);
+        }
+        let ns = u8::try_from(a.attr_filter & NSP_ONDISK).unwrap_or(0);
+        let pending = req.new.map(|(n, v)| PendingAdd {
+            ino,
+            name: n.to_vec(),
+            value: v.to_vec(),
+            ns,
+        });
+        if set && !hasattr {
+            // The add state straight away, in this transaction.
+            if let Some(p) = pending {
+                self.sf_add(f, &p, now, 1)?;
+            }
+            return Ok(None);
+        }
+        // The removal state: the old entry (by name and namespace; for a
+        // parent pointer, its value too) leaves the list.
+        let (name, value) = req.old;
+        let ents = sf_entries(&f.sf, ino)?;
+        let sf = &f.sf;
+        let found = ents.iter().find(|e| {
+            let nl = usize::from(sf.get(e.at).copied().unwrap_or(0));
+            let vl = usize::from(sf.get(e.at.saturating_add(1)).copied().unwrap_or(0));
+            let fl = sf.get(e.at.saturating_add(2)).copied().unwrap_or(0);
+            let n_at = e.at.saturating_add(3);
+            let v_at = n_at.saturating_add(nl);
+            nl == name.len()
+                && sf.get(n_at..v_at) == Some(name)
+                && u32::from(fl) & NSP_ONDISK == u32::from(ns)
+                && (!req.parent || sf.get(v_at..v_at.saturating_add(vl)) == Some(value))
+        });
+        let Some(e) = found else {
+            if set {
+                // Nothing logged but the capture holding the inode: one
+                // change count; the add comes later.
+                let forkoff = f.forkoff;
+                self.put_sf(ino, f, forkoff, 1)?;
+            }
+            return Ok(pending);
+        };
+        let end = e.at.saturating_add(e.len).min(f.sf.len());
+        f.sf.drain(e.at.min(end)..end);
+        if let Some(c) = f.sf.get_mut(2) {
+            *c = c.saturating_sub(1);
+        }
+        let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
+        put_be16(&mut f.sf, 0, total);
+        // The last entry of a removal takes the fork with it, unless the
+        // data fork is a btree or the filesystem has parent pointers.
+        let last = f.sf.len() == 4 && !set && f.dformat != XFS_DINODE_FMT_BTREE;
+        let forkoff = if last && !parent_fs {
+            0
+        } else {
+            let fo = bytesfit(&self.shape(&f, ino, f.forkoff)?, f.sf.len());
+            if fo == 0 {
+                return refuse(format!("inode {ino}: no fork offset fits the attr list"));
+            }
+            fo
+        };
+        self.put_sf(ino, f, forkoff, 1)?;
+        Ok(pending)
+    }
+
+    /// A set's add from the captured work: the roll that starts it and
+    /// its own transaction each log the inode.
+    pub fn attr_add(&mut self, p: &PendingAdd, now: RecoveryTime) -> EditResult<()> {
+        let Some(f) = self.sf_fork(p.ino)? else {
+            return refuse(format!("inode {}: the attr fork is gone", p.ino));
+        };
+        self.sf_add(f, p, now, 2)
+    }
+
+    /// The entry goes at the end of the list, di_forkoff from bytesfit, the
+    /// change time set.
+    fn sf_add(
+        &mut self,
+        mut f: SfFork,
+        p: &PendingAdd,
+        now: RecoveryTime,
+        bumps: u64,
+    ) -> EditResult<()> {
+        let ino = p.ino;
+        let (name, value) = (&p.name, &p.value);
+        if name.len() >= SF_ENTSIZE_MAX || value.len() >= SF_ENTSIZE_MAX {
+            return refuse(format!(
+                "inode {ino}: a name of {} or value of {} bytes moves the list to a leaf block, which this tool does not do",
+                name.len(),
+                value.len()
+            ));
+        }
+        let newsize =
+            f.sf.len()
+                .saturating_add(3)
+                .saturating_add(name.len())
+                .saturating_add(value.len());
+        let forkoff = bytesfit(&self.shape(&f, ino, f.forkoff)?, newsize);
+        if forkoff == 0 {
+            return refuse(format!(
+                "inode {ino}: {newsize} bytes of attributes no longer fit the inode; the kernel moves them to a leaf block, which this tool does not do"
+            ));
+        }
+        f.sf.push(u8::try_from(name.len()).unwrap_or(0));
+        f.sf.push(u8::try_from(value.len()).unwrap_or(0));
+        f.sf.push(p.ns);
+        f.sf.extend_from_slice(name);
+        f.sf.extend_from_slice(value);
+        if let Some(c) = f.sf.get_mut(2) {
+            *c = c.saturating_add(1);
+        }
+        let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
+        put_be16(&mut f.sf, 0, total);
+        let v3 = f.b.get(4) == Some(&3);
+        let big = v3 && be64(&f.b, 120).unwrap_or(0) & XFS_DIFLAG2_BIGTIME != 0;
+        put_be64(&mut f.b, 48, Timestamp::encode(now.sec, now.nsec, big));
+        self.put_sf(ino, f, forkoff, bumps)
     }
 }
 

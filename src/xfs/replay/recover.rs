@@ -22,6 +22,7 @@
 
 use super::agedit::refuse;
 use super::alloc::RmapOwner;
+use super::attredit;
 use super::bmapedit::ForkEditor;
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
@@ -174,6 +175,8 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
 enum Capture {
     /// Deferred work, with the inodes it holds.
     Work(Vec<Work>, Vec<u64>),
+    /// A set's add (`attredit`), with the intent id.
+    AttrAdd(attredit::PendingAdd, u64),
     /// An exchange's chain (`xmiedit`), its two inodes and the intent id.
     Exchange(Vec<xmiedit::Task>, [u64; 2], u64),
 }
@@ -224,7 +227,7 @@ pub fn finish_all<R: ReadAt>(
             }
         }
         if let (Some(ItemBody::Attri(a)), XFS_LI_ATTRI) = (&u.body, u.kind.0) {
-            forks.attr(a, &u.payload, now).map_err(|e| {
+            let within = |e: EditError| {
                 e.within(|| {
                     format!(
                         "ATTRI intent {:#x}: {} inode {} name {:?}",
@@ -234,7 +237,11 @@ pub fn finish_all<R: ReadAt>(
                         a.name.clone().unwrap_or_default()
                     )
                 })
-            })?;
+            };
+            if let Some(add) = forks.attr(a, &u.payload, now).map_err(within)? {
+                captures.push(Capture::AttrAdd(add, u.id));
+                continue;
+            }
         }
         for w in &work {
             let more = engine.finish(w).map_err(|e| {
@@ -247,6 +254,12 @@ pub fn finish_all<R: ReadAt>(
     for cap in captures {
         let (c, held) = match cap {
             Capture::Work(c, held) => (c, held),
+            Capture::AttrAdd(add, id) => {
+                forks
+                    .attr_add(&add, now)
+                    .map_err(|e| e.within(|| format!("ATTRI intent {id:#x}")))?;
+                continue;
+            }
             Capture::Exchange(tasks, held, id) => {
                 xmiedit::run_chain(forks, engine, tasks, held)
                     .map_err(|e| e.within(|| format!("XMI intent {id:#x}")))?;
