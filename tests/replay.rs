@@ -317,6 +317,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
+    // Shared rmap conversions (forged RUIs, every case of the kernel's
+    // convert_shared in turn among another owner's mappings of the same
+    // blocks): every AG block is the kernel's.
     // File-mapping exchange intents (forged, recovered by the kernel):
     // extent lists and bmbts exchanged step by step (holes, unwritten
     // blocks passed over, shared blocks passed over, a record cut by a
@@ -333,6 +336,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri",
         "replay-xmi",
         "replay-pptr",
+        "replay-rui",
     ] {
         assert!(
             exact.contains(&name.to_string()),
