@@ -317,6 +317,10 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
+    // Attribute intents on leaf blocks (forged): adds, a replace and
+    // removals in the block, a shortform list moved into a new leaf block
+    // allocated near the inode: the inodes, the leaf blocks and every AG
+    // block are the kernel's.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -337,6 +341,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-xmi",
         "replay-pptr",
         "replay-rui",
+        "replay-attri-leaf",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1000,7 +1005,8 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // recovery: replay-attri (15 sets, replaces, removals; no attr fork,
     // an empty one, a device inode, a directory, forks that must move) and
     // replay-pptr (8 parent-pointer sets, removals and replaces, one
-    // removal before the add of a set of the same pointer).
+    // removal before the add of a set of the same pointer) and
+    // replay-attri-leaf (leaf blocks, and a list that moves into one).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {

@@ -518,12 +518,26 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// [`Self::alloc_near_one`] for any owner (a bmbt block: the inode,
     /// with the bmbt flag).
     pub fn alloc_near_one_for(&mut self, hint: u32, owner: RmapOwner) -> EditResult<Option<u32>> {
+        self.alloc_near_one_maybe(hint, Some(owner))
+    }
+
+    /// As [`Self::alloc_near_one_for`], the reverse mapping left to the
+    /// caller (a mapping into a fork, which defers it).
+    pub fn alloc_near_one_unmapped(&mut self, hint: u32) -> EditResult<Option<u32>> {
+        self.alloc_near_one_maybe(hint, None)
+    }
+
+    fn alloc_near_one_maybe(
+        &mut self,
+        hint: u32,
+        owner: Option<RmapOwner>,
+    ) -> EditResult<Option<u32>> {
         self.fix_freelist(false)?;
         let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
         let Some(bno) = self.near_one(hint)? else {
             return Ok(None);
         };
-        if self.feat.rmapbt {
+        if let (true, Some(owner)) = (self.feat.rmapbt, owner) {
             self.rmap_map(bno, 1, false, owner)?;
         }
         let free = self.agf_u32(52).saturating_sub(1);

@@ -227,6 +227,8 @@ pub struct ForkEditor<'a, R: ReadAt> {
     inodes: BTreeMap<u64, Vec<u8>>,
     /// bmbt blocks changed: byte offset -> the whole block.
     blocks: BTreeMap<u64, Vec<u8>>,
+    /// Attribute leaf blocks changed: byte offset -> the whole block.
+    attr_blocks: BTreeMap<u64, Vec<u8>>,
     /// Intents' extents finished.
     pub done: u64,
     /// Inodes whose change count has risen since they were loaded: their
@@ -255,6 +257,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             base,
             inodes: BTreeMap::new(),
             blocks: BTreeMap::new(),
+            attr_blocks: BTreeMap::new(),
             done: 0,
             bumped: std::collections::BTreeSet::new(),
             first_log: None,
@@ -263,8 +266,13 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
     }
 
-    fn read(&self, what: &'static str, off: u64, len: usize) -> EditResult<Vec<u8>> {
-        if let Some(b) = self.inodes.get(&off).or_else(|| self.blocks.get(&off)) {
+    pub(super) fn read(&self, what: &'static str, off: u64, len: usize) -> EditResult<Vec<u8>> {
+        if let Some(b) = self
+            .inodes
+            .get(&off)
+            .or_else(|| self.blocks.get(&off))
+            .or_else(|| self.attr_blocks.get(&off))
+        {
             if b.len() == len {
                 return Ok(b.clone());
             }
@@ -357,6 +365,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// An inode's change count has risen (see `bumped`).
     pub(super) fn note_bumped(&mut self, ino: u64) {
         self.bumped.insert(ino);
+    }
+
+    /// Keep a changed attribute leaf block until [`Self::into_changes`].
+    pub(super) fn put_attr_block(&mut self, off: u64, bytes: Vec<u8>) {
+        self.attr_blocks.insert(off, bytes);
     }
 
     /// Keep a changed inode until [`Self::into_changes`].
@@ -1768,6 +1781,13 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             if v5 {
                 put_be64(&mut b, 32, lsn.raw());
                 put_crc(&mut b, 64);
+            }
+            out.push((off / 512, b));
+        }
+        for (off, mut b) in self.attr_blocks {
+            if v5 {
+                put_be64(&mut b, 24, lsn.raw());
+                put_crc(&mut b, 12);
             }
             out.push((off / 512, b));
         }

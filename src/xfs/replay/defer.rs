@@ -1146,6 +1146,13 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         Ok(Self::deferred_work(agno, s.take_deferred()))
     }
 
+    /// The frees AG `agno`'s store deferred (free-list blocks let go of
+    /// by an allocation), as work items.
+    pub fn take_deferred_work(&mut self, agno: u32) -> EditResult<Vec<Work>> {
+        let items = self.store(agno)?.take_deferred();
+        Ok(Self::deferred_work(agno, items))
+    }
+
     /// The owner of a mapping as the AG store takes it.
     fn owner_of(m: &Rmap) -> RmapOwner {
         RmapOwner {

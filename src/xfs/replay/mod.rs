@@ -34,6 +34,7 @@
 pub mod agedit;
 pub mod alloc;
 pub mod attredit;
+pub mod attrleaf;
 pub mod bmapedit;
 pub mod buf;
 pub mod cancel;

@@ -171,6 +171,11 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
     Ok(out)
 }
 
+/// The inode a pending attribute add is for.
+fn add_ino(p: &attredit::PendingAdd) -> u64 {
+    p.ino()
+}
+
 /// What an intent's recovery transaction left to finish afterwards.
 enum Capture {
     /// Deferred work, with the inodes it holds.
@@ -255,9 +260,23 @@ pub fn finish_all<R: ReadAt>(
         let (c, held) = match cap {
             Capture::Work(c, held) => (c, held),
             Capture::AttrAdd(add, id) => {
-                forks
-                    .attr_add(&add, now)
-                    .map_err(|e| e.within(|| format!("ATTRI intent {id:#x}")))?;
+                let within = |e: EditError| e.within(|| format!("ATTRI intent {id:#x}"));
+                let mut alloc =
+                    |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
+                let out = forks.attr_add(&add, now, &mut alloc).map_err(within)?;
+                if let attredit::AddOutcome::ToLeaf { agno, rmap, then } = out {
+                    // The free-list blocks the allocation let go of, then the
+                    // new block's reverse mapping, each after a roll that
+                    // logs the inode (but the first: this transaction did);
+                    // then the add into the leaf.
+                    let mut work = engine.take_deferred_work(agno)?;
+                    work.push(rmap);
+                    let before = engine.dfps;
+                    engine.run(work).map_err(within)?;
+                    let rolls = engine.dfps.saturating_sub(before);
+                    forks.bump_change_count(add_ino(&then), rolls)?;
+                    forks.attr_leaf_add(&then).map_err(within)?;
+                }
                 continue;
             }
             Capture::Exchange(tasks, held, id) => {

@@ -1,0 +1,447 @@
+//! Attribute leaf blocks edited as the kernel edits them while finishing
+//! attribute intents (`xfs_attr3_leaf_create`, `xfs_attr3_leaf_lookup_int`,
+//! `xfs_attr3_leaf_add_work`, `xfs_attr3_leaf_remove`): local values only.
+//!
+//! ```text
+//!  header   (v5) block info with forw, back, magic, crc, blkno, lsn, uuid,
+//!           owner; count, usedbytes, firstused, holes, three free regions
+//!  entries  8 bytes each, by hash: hashval, nameidx, flags (namespace,
+//!           LOCAL), pad
+//!  names    at nameidx, from the end of the block down: valuelen (be16),
+//!           namelen, name, value; 4-byte aligned
+//! ```
+//!
+//! Refused, with the reason: remote values, a block that would need
+//! compacting (no free region fits), a block that no longer holds the
+//! entry (the kernel splits it into a node).
+
+use super::agedit::{refuse, EditResult};
+use super::{put_be16, put_be32, put_be64};
+use crate::xfs::fs::{be16, be32};
+
+const ATTR_LOCAL: u8 = 0x01;
+const ENTRY: usize = 8;
+const MAPSIZE: usize = 3;
+pub const ATTR3_LEAF_MAGIC: u16 = 0x3bee;
+pub const ATTR_LEAF_MAGIC: u16 = 0xfbee;
+
+/// Where the header fields lie (v5 or v4 layout).
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    count: usize,
+    hdr: usize,
+}
+
+fn layout(v5: bool) -> Layout {
+    if v5 {
+        Layout { count: 56, hdr: 80 }
+    } else {
+        Layout { count: 12, hdr: 32 }
+    }
+}
+
+/// The header as the kernel holds it in memory (`xfs_attr3_icleaf_hdr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hdr {
+    pub count: usize,
+    pub usedbytes: usize,
+    pub firstused: usize,
+    pub holes: bool,
+    pub freemap: [(usize, usize); MAPSIZE],
+}
+
+/// One leaf block being edited.
+pub struct Leaf {
+    pub b: Vec<u8>,
+    pub hdr: Hdr,
+    lay: Layout,
+}
+
+/// A local entry's size in the name area (`xfs_attr_leaf_entsize_local`).
+pub fn entsize_local(nlen: usize, vlen: usize) -> usize {
+    3usize
+        .saturating_add(nlen)
+        .saturating_add(vlen)
+        .div_ceil(4)
+        .saturating_mul(4)
+}
+
+impl Leaf {
+    /// A block read from disk, its header checked.
+    pub fn parse(b: Vec<u8>, v5: bool, what: &str) -> EditResult<Leaf> {
+        let lay = layout(v5);
+        let magic = be16(&b, 8).unwrap_or(0);
+        let want = if v5 {
+            ATTR3_LEAF_MAGIC
+        } else {
+            ATTR_LEAF_MAGIC
+        };
+        if magic != want {
+            return refuse(format!("{what}: magic {magic:#x} is not an attr leaf's"));
+        }
+        let bs = b.len();
+        let c = lay.count;
+        let mut firstused = usize::from(be16(&b, c.saturating_add(4)).unwrap_or(0));
+        if firstused == 0 && v5 {
+            firstused = bs; // XFS_ATTR3_LEAF_NULLOFF: a 64 KiB block
+        }
+        let mut freemap = [(0usize, 0usize); MAPSIZE];
+        for (i, f) in freemap.iter_mut().enumerate() {
+            let at = c.saturating_add(8).saturating_add(i.saturating_mul(4));
+            *f = (
+                usize::from(be16(&b, at).unwrap_or(0)),
+                usize::from(be16(&b, at.saturating_add(2)).unwrap_or(0)),
+            );
+        }
+        let hdr = Hdr {
+            count: usize::from(be16(&b, c).unwrap_or(0)),
+            usedbytes: usize::from(be16(&b, c.saturating_add(2)).unwrap_or(0)),
+            firstused,
+            holes: b.get(c.saturating_add(6)).copied().unwrap_or(0) != 0,
+            freemap,
+        };
+        let table_end = lay.hdr.saturating_add(hdr.count.saturating_mul(ENTRY));
+        if table_end > hdr.firstused
+            || hdr.firstused > bs
+            || hdr
+                .freemap
+                .iter()
+                .any(|&(base, size)| base.saturating_add(size) > bs)
+        {
+            return refuse(format!(
+                "{what}: {} entries, first name at {}, in a block of {bs}",
+                hdr.count, hdr.firstused
+            ));
+        }
+        let leaf = Leaf { b, hdr, lay };
+        for i in 0..leaf.hdr.count {
+            let (_, nameidx, flags) = leaf.entry(i);
+            if flags & ATTR_LOCAL == 0 {
+                return refuse(format!(
+                    "{what}: entry {i} has a remote value: not done by this tool"
+                ));
+            }
+            let (nl, vl) = leaf.name_lens(nameidx);
+            if nameidx < leaf.hdr.firstused || nameidx.saturating_add(entsize_local(nl, vl)) > bs {
+                return refuse(format!("{what}: entry {i}'s name lies outside the block"));
+            }
+        }
+        Ok(leaf)
+    }
+
+    /// A new, empty leaf block (`xfs_attr3_leaf_create`).
+    pub fn create(bs: usize, v5: bool, daddr: u64, owner: u64, uuid: &[u8; 16]) -> Leaf {
+        let lay = layout(v5);
+        let mut b = vec![0u8; bs];
+        if v5 {
+            put_be16(&mut b, 8, ATTR3_LEAF_MAGIC);
+            put_be64(&mut b, 16, daddr);
+            if let Some(u) = b.get_mut(32..48) {
+                u.copy_from_slice(uuid);
+            }
+            put_be64(&mut b, 48, owner);
+        } else {
+            put_be16(&mut b, 8, ATTR_LEAF_MAGIC);
+        }
+        let hdr = Hdr {
+            count: 0,
+            usedbytes: 0,
+            firstused: bs,
+            holes: false,
+            freemap: [(lay.hdr, bs.saturating_sub(lay.hdr)), (0, 0), (0, 0)],
+        };
+        let mut leaf = Leaf { b, hdr, lay };
+        leaf.write_hdr();
+        leaf
+    }
+
+    fn entry(&self, i: usize) -> (u32, usize, u8) {
+        let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
+        (
+            be32(&self.b, at).unwrap_or(0),
+            usize::from(be16(&self.b, at.saturating_add(4)).unwrap_or(0)),
+            self.b.get(at.saturating_add(6)).copied().unwrap_or(0),
+        )
+    }
+
+    fn name_lens(&self, nameidx: usize) -> (usize, usize) {
+        (
+            usize::from(self.b.get(nameidx.saturating_add(2)).copied().unwrap_or(0)),
+            usize::from(be16(&self.b, nameidx).unwrap_or(0)),
+        )
+    }
+
+    /// Entry `i`: its namespace flags, name and value.
+    pub fn local(&self, i: usize) -> (u8, &[u8], &[u8]) {
+        let (_, nameidx, flags) = self.entry(i);
+        let (nl, vl) = self.name_lens(nameidx);
+        let n_at = nameidx.saturating_add(3);
+        let v_at = n_at.saturating_add(nl);
+        (
+            flags,
+            self.b.get(n_at..v_at).unwrap_or(&[]),
+            self.b.get(v_at..v_at.saturating_add(vl)).unwrap_or(&[]),
+        )
+    }
+
+    /// `xfs_attr3_leaf_lookup_int`: `Ok(i)` the entry that matches, or
+    /// `Err(i)` where a new one goes (after every entry of equal hash).
+    pub fn lookup(
+        &self,
+        hash: u32,
+        matches: impl Fn(u8, &[u8], &[u8]) -> bool,
+    ) -> Result<usize, usize> {
+        let n = self.hdr.count;
+        let mut probe = 0;
+        while probe < n && self.entry(probe).0 < hash {
+            probe = probe.saturating_add(1);
+        }
+        while probe < n && self.entry(probe).0 == hash {
+            let (flags, name, value) = self.local(probe);
+            if matches(flags, name, value) {
+                return Ok(probe);
+            }
+            probe = probe.saturating_add(1);
+        }
+        Err(probe)
+    }
+
+    /// `xfs_attr3_leaf_add` with `xfs_attr3_leaf_add_work`: the entry at
+    /// `index`, its name in the first free region (from the last) that
+    /// holds it.
+    pub fn add(
+        &mut self,
+        index: usize,
+        hash: u32,
+        ns: u8,
+        name: &[u8],
+        value: &[u8],
+    ) -> EditResult<()> {
+        let entsize = entsize_local(name.len(), value.len());
+        if entsize >= self.b.len().saturating_mul(3) / 4 || name.len() > 255 || value.len() > 0xffff
+        {
+            return refuse(format!(
+                "a value of {} bytes goes into remote blocks: not done by this tool",
+                value.len()
+            ));
+        }
+        let h = self.hdr;
+        let tablesize = h
+            .count
+            .saturating_add(1)
+            .saturating_mul(ENTRY)
+            .saturating_add(self.lay.hdr);
+        let mut slot = None;
+        for i in (0..MAPSIZE).rev() {
+            if tablesize > h.firstused {
+                continue;
+            }
+            let Some(&(base, size)) = h.freemap.get(i) else {
+                continue;
+            };
+            if size == 0 {
+                continue;
+            }
+            let need = if base < h.firstused {
+                entsize.saturating_add(ENTRY)
+            } else {
+                entsize
+            };
+            if size >= need {
+                slot = Some(i);
+                break;
+            }
+        }
+        let Some(m) = slot else {
+            return refuse(
+                "the attr leaf block has no free region for the entry: the kernel compacts or splits it, which this tool does not do"
+                    .into(),
+            );
+        };
+        // Open a slot in the entry table.
+        let at = self.lay.hdr.saturating_add(index.saturating_mul(ENTRY));
+        let end = self.lay.hdr.saturating_add(h.count.saturating_mul(ENTRY));
+        if index < h.count {
+            self.b.copy_within(at..end, at.saturating_add(ENTRY));
+        }
+        self.hdr.count = h.count.saturating_add(1);
+        let Some(fm) = self.hdr.freemap.get_mut(m) else {
+            return refuse("the attr leaf block's free region vanished".into());
+        };
+        fm.1 = fm.1.saturating_sub(entsize);
+        let nameidx = fm.0.saturating_add(fm.1);
+        put_be32(&mut self.b, at, hash);
+        put_be16(
+            &mut self.b,
+            at.saturating_add(4),
+            u16::try_from(nameidx).unwrap_or(0),
+        );
+        if let Some(f) = self.b.get_mut(at.saturating_add(6)..at.saturating_add(8)) {
+            f.copy_from_slice(&[ns | ATTR_LOCAL, 0]);
+        }
+        put_be16(
+            &mut self.b,
+            nameidx,
+            u16::try_from(value.len()).unwrap_or(0),
+        );
+        if let Some(d) = self.b.get_mut(nameidx.saturating_add(2)) {
+            *d = u8::try_from(name.len()).unwrap_or(0);
+        }
+        let n_at = nameidx.saturating_add(3);
+        if let Some(d) = self.b.get_mut(n_at..n_at.saturating_add(name.len())) {
+            d.copy_from_slice(name);
+        }
+        let v_at = n_at.saturating_add(name.len());
+        if let Some(d) = self.b.get_mut(v_at..v_at.saturating_add(value.len())) {
+            d.copy_from_slice(value);
+        }
+        if nameidx < self.hdr.firstused {
+            self.hdr.firstused = nameidx;
+        }
+        // Free regions that began where the table ended move past the new
+        // slot.
+        let old_end = h.count.saturating_mul(ENTRY).saturating_add(self.lay.hdr);
+        for f in self.hdr.freemap.iter_mut() {
+            if f.0 == old_end {
+                f.0 = f.0.saturating_add(ENTRY);
+                f.1 = f.1.saturating_sub(f.1.min(ENTRY));
+            }
+        }
+        self.hdr.usedbytes = self.hdr.usedbytes.saturating_add(entsize);
+        self.write_hdr();
+        Ok(())
+    }
+
+    /// `xfs_attr3_leaf_remove`: entry `index` and its name leave the block,
+    /// the freed bytes joined to a free region as the kernel joins them.
+    pub fn remove(&mut self, index: usize) {
+        let h = self.hdr;
+        let (_, nameidx, _) = self.entry(index);
+        let (nl, vl) = self.name_lens(nameidx);
+        let entsize = entsize_local(nl, vl);
+        let tablesize = h.count.saturating_mul(ENTRY).saturating_add(self.lay.hdr);
+        let mut fm = h.freemap;
+        let mut tmp = fm[0].1;
+        let mut before = None;
+        let mut after = None;
+        let mut smallest = MAPSIZE - 1;
+        for (i, f) in fm.iter_mut().enumerate() {
+            if f.0 == tablesize {
+                f.0 = f.0.saturating_sub(ENTRY);
+                f.1 = f.1.saturating_add(ENTRY);
+            }
+            if f.0.saturating_add(f.1) == nameidx {
+                before = Some(i);
+            } else if f.0 == nameidx.saturating_add(entsize) {
+                after = Some(i);
+            } else if f.1 < tmp {
+                tmp = f.1;
+                smallest = i;
+            }
+        }
+        let at = |fm: &[(usize, usize); MAPSIZE], i: usize| fm.get(i).copied().unwrap_or((0, 0));
+        let put = |fm: &mut [(usize, usize); MAPSIZE], i: usize, v: (usize, usize)| {
+            if let Some(x) = fm.get_mut(i) {
+                *x = v;
+            }
+        };
+        match (before, after) {
+            (Some(b), Some(a)) => {
+                let (bb, bsz) = at(&fm, b);
+                let (_, asz) = at(&fm, a);
+                put(
+                    &mut fm,
+                    b,
+                    (bb, bsz.saturating_add(entsize).saturating_add(asz)),
+                );
+                put(&mut fm, a, (0, 0));
+            }
+            (Some(b), None) => {
+                let (bb, bsz) = at(&fm, b);
+                put(&mut fm, b, (bb, bsz.saturating_add(entsize)));
+            }
+            (None, Some(a)) => {
+                let (_, asz) = at(&fm, a);
+                put(&mut fm, a, (nameidx, asz.saturating_add(entsize)));
+            }
+            (None, None) => {
+                if at(&fm, smallest).1 < entsize {
+                    put(&mut fm, smallest, (nameidx, entsize));
+                }
+            }
+        }
+        self.hdr.freemap = fm;
+        if let Some(d) = self.b.get_mut(nameidx..nameidx.saturating_add(entsize)) {
+            d.fill(0);
+        }
+        self.hdr.usedbytes = self.hdr.usedbytes.saturating_sub(entsize);
+        let at = self.lay.hdr.saturating_add(index.saturating_mul(ENTRY));
+        let end = self.lay.hdr.saturating_add(h.count.saturating_mul(ENTRY));
+        self.b.copy_within(at.saturating_add(ENTRY)..end, at);
+        self.hdr.count = h.count.saturating_sub(1);
+        let last = end.saturating_sub(ENTRY);
+        if let Some(d) = self.b.get_mut(last..end) {
+            d.fill(0);
+        }
+        if nameidx == h.firstused {
+            let mut first = self.b.len();
+            for i in 0..self.hdr.count {
+                first = first.min(self.entry(i).1);
+            }
+            self.hdr.firstused = first;
+        } else {
+            self.hdr.holes = true;
+        }
+        self.write_hdr();
+    }
+
+    /// The entries as shortform entries would need them: `None` when one
+    /// cannot go into a shortform list, else the list's size
+    /// (`xfs_attr_shortform_allfit`'s sum).
+    pub fn shortform_bytes(&self) -> Option<usize> {
+        let mut bytes = 4usize;
+        for i in 0..self.hdr.count {
+            let (flags, name, value) = self.local(i);
+            if flags & 0x80 != 0 {
+                continue;
+            }
+            if name.len() >= 255 || value.len() >= 255 {
+                return None;
+            }
+            bytes = bytes
+                .saturating_add(3)
+                .saturating_add(name.len())
+                .saturating_add(value.len());
+        }
+        Some(bytes)
+    }
+
+    fn write_hdr(&mut self) {
+        let c = self.lay.count;
+        let h = self.hdr;
+        put_be16(&mut self.b, c, u16::try_from(h.count).unwrap_or(0));
+        put_be16(
+            &mut self.b,
+            c.saturating_add(2),
+            u16::try_from(h.usedbytes).unwrap_or(0),
+        );
+        let fu = if h.firstused >= 65536 { 0 } else { h.firstused };
+        put_be16(
+            &mut self.b,
+            c.saturating_add(4),
+            u16::try_from(fu).unwrap_or(0),
+        );
+        if let Some(d) = self.b.get_mut(c.saturating_add(6)) {
+            *d = u8::from(h.holes);
+        }
+        for (i, (base, size)) in h.freemap.iter().enumerate() {
+            let at = c.saturating_add(8).saturating_add(i.saturating_mul(4));
+            put_be16(&mut self.b, at, u16::try_from(*base).unwrap_or(0));
+            put_be16(
+                &mut self.b,
+                at.saturating_add(2),
+                u16::try_from(*size).unwrap_or(0),
+            );
+        }
+    }
+}
