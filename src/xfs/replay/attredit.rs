@@ -49,16 +49,21 @@
 //! after that; the change time is not set then (only a shortform add sets
 //! it at recovery).
 //!
+//! A leaf removal whose rest fits the inode moves it back to a shortform
+//! list in the same transaction (`xfs_attr3_leaf_to_shortform`): the block
+//! leaves the fork (invalidated, never written), its reverse mapping and
+//! free deferred; with nothing left the fork goes, unless a set's add
+//! follows (which then comes before the deferred work).
+//!
 //! Refused, with the reason: attr forks of more than one block (node),
-//! remote values, a leaf removal whose rest fits the inode (the kernel
-//! moves it back to a shortform list), a block that needs compacting, a
-//! first attribute too big for the inode, intents the kernel's own checks
-//! reject (it then fails the mount).
+//! remote values, a block that needs compacting, a first attribute too big
+//! for the inode, intents the kernel's own checks reject (it then fails
+//! the mount).
 
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, Leaf};
 use super::bmapedit::{extent_count, ForkEditor};
-use super::defer::{Rmap, Work};
+use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
 use crate::xfs::format::dinode::{
@@ -347,6 +352,18 @@ struct LeafFork {
     leaf: Leaf,
 }
 
+/// Work an attribute intent's recovery transaction leaves to the captured
+/// chain, in order.
+#[derive(Clone, Debug)]
+pub enum AttrTask {
+    /// A set's add (`XFS_DAS_SF_ADD` or `XFS_DAS_LEAF_ADD`).
+    Add(PendingAdd),
+    /// The add into the leaf block a shortform list just moved into.
+    LeafAdd(PendingAdd),
+    /// Deferred work (reverse mappings, frees).
+    Work(Work),
+}
+
 /// What a set's add leaves to do.
 pub enum AddOutcome {
     /// Done.
@@ -528,7 +545,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         a: &AttriItem,
         regions: &[Vec<u8>],
         now: RecoveryTime,
-    ) -> EditResult<Option<PendingAdd>> {
+    ) -> EditResult<Vec<AttrTask>> {
         let parent_fs = self.fs().sb.features_incompat & INCOMPAT_PARENT != 0;
         let req = checked(a, regions, parent_fs)?;
         let ino = a.ino;
@@ -550,7 +567,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 ));
             }
             // No attr fork: nothing (the inode is not logged).
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let ns = u8::try_from(a.attr_filter & NSP_ONDISK).unwrap_or(0);
         let pending = req.new.map(|(n, v)| PendingAdd {
@@ -582,22 +599,29 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                         && u32::from(fl) & NSP_ONDISK == u32::from(ns)
                         && (!parent || v == value)
                 });
+                let mut tasks: Vec<AttrTask> = pending.into_iter().map(AttrTask::Add).collect();
                 if let Ok(i) = found {
                     lf.leaf.remove(i);
-                    if let Some(bytes) = lf.leaf.shortform_bytes() {
-                        let (_, ib) = self.inode(ino)?;
-                        if self.leaf_fits_inode(&ib, ino, bytes)? {
-                            return refuse(format!(
-                                "inode {ino}: what is left of the attr leaf fits the inode; the kernel moves it back to a shortform list, which this tool does not do"
-                            ));
-                        }
+                    let (_, ib) = self.inode(ino)?;
+                    let fit = match lf.leaf.shortform_bytes() {
+                        Some(bytes) => self.leaf_allfit(&ib, ino, bytes)?,
+                        None => None,
+                    };
+                    if let Some(forkoff) = fit {
+                        // Back to a shortform list in this transaction; the
+                        // block's reverse mapping and free are deferred,
+                        // after a set's add.
+                        let work = self.leaf_to_sf(ino, lf, forkoff, set)?;
+                        tasks.extend(work.into_iter().map(AttrTask::Work));
+                        return Ok(tasks);
                     }
                     self.put_attr_block(lf.boff, lf.leaf.b);
                 }
                 if set {
+                    // The capture holds the inode: logged once more.
                     self.log_inode_core(ino, 1)?;
                 }
-                return Ok(pending);
+                return Ok(tasks);
             }
             AttrFork::Short(f) => f,
         };
@@ -608,7 +632,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     "inode {ino} has no attributes for a parent-pointer removal: not done by this tool"
                 ));
             }
-            return Ok(None);
+            return Ok(Vec::new());
         }
         if set && !hasattr {
             // The add state straight away, in this transaction.
@@ -620,7 +644,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 }
                 self.sf_add(f, &p, now, 1)?;
             }
-            return Ok(None);
+            return Ok(Vec::new());
         }
         // The removal state: the old entry (by name and namespace; for a
         // parent pointer, its value too) leaves the list.
@@ -644,7 +668,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 let forkoff = f.forkoff;
                 self.put_sf(ino, f, forkoff, 1)?;
             }
-            return Ok(pending);
+            return Ok(pending.into_iter().map(AttrTask::Add).collect());
         };
         let end = e.at.saturating_add(e.len).min(f.sf.len());
         f.sf.drain(e.at.min(end)..end);
@@ -666,12 +690,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             fo
         };
         self.put_sf(ino, f, forkoff, 1)?;
-        Ok(pending)
+        Ok(pending.into_iter().map(AttrTask::Add).collect())
     }
 
-    /// Does a shortform list of `bytes` fit inode `ib` (`bytesfit` of its
-    /// fork as a list)?
-    fn leaf_fits_inode(&self, ib: &[u8], ino: u64, bytes: usize) -> EditResult<bool> {
+    /// `xfs_attr_shortform_allfit` for a leaf whose entries make a list of
+    /// `bytes`: `Some(Some(forkoff))` it fits there, `Some(None)` nothing is
+    /// left (the fork may go), `None` it does not fit.
+    fn leaf_allfit(&self, ib: &[u8], ino: u64, bytes: usize) -> EditResult<Option<Option<usize>>> {
         let core = if ib.get(4) == Some(&3) { 176 } else { 100 };
         let f = SfFork {
             ioff: 0,
@@ -682,11 +707,116 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             empty: false,
             sf: Vec::new(),
         };
-        // Only the header left: the fork goes (attr2, no bmbt data fork).
-        if bytes == 4 && f.dformat != XFS_DINODE_FMT_BTREE {
-            return Ok(true);
+        let attr2 = self.fs().geo.v5 || self.fs().sb.features2 & 0x08 != 0;
+        if attr2 && bytes == 4 && f.dformat != XFS_DINODE_FMT_BTREE {
+            return Ok(Some(None));
         }
-        Ok(bytesfit(&self.shape(&f, ino, f.forkoff)?, bytes) != 0)
+        let fo = bytesfit(&self.shape(&f, ino, f.forkoff)?, bytes);
+        Ok((fo != 0).then_some(Some(fo)))
+    }
+
+    /// `xfs_attr3_leaf_to_shortform`: the leaf block leaves the fork (its
+    /// buffer invalidated: nothing of it is written; di_nblocks - 1), and
+    /// its entries, in the block's order, make a shortform list at
+    /// `forkoff`; with nothing left the fork goes, unless a set's add
+    /// follows. Returns the deferred reverse-mapping removal and free.
+    fn leaf_to_sf(
+        &mut self,
+        ino: u64,
+        lf: LeafFork,
+        forkoff: Option<usize>,
+        set: bool,
+    ) -> EditResult<Vec<Work>> {
+        let (ioff, mut b) = self.inode(ino)?;
+        let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
+        let fs = self.fs();
+        let g = fs.geo;
+        let at =
+            core.saturating_add(usize::from(b.get(82).copied().unwrap_or(0)).saturating_mul(8));
+        let l0 = be64(&b, at).unwrap_or(0);
+        let l1 = be64(&b, at.saturating_add(8)).unwrap_or(0);
+        let fsb = ((l0 & 0x1ff) << 43) | (l1 >> 21);
+        let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(fsb));
+        self.drop_attr_block(lf.boff);
+        let nrext64 = b.get(4) == Some(&3) && be64(&b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
+        if nrext64 {
+            put_be32(&mut b, 76, 0);
+        } else {
+            put_be16(&mut b, 80, 0);
+        }
+        let nb = be64(&b, 64).unwrap_or(0).saturating_sub(1);
+        put_be64(&mut b, 64, nb);
+        match forkoff {
+            None if !set => {
+                if let Some(d) = b.get_mut(82..84) {
+                    d.copy_from_slice(&[0, XFS_DINODE_FMT_EXTENTS]);
+                }
+            }
+            None => {
+                // The fork stays, empty, for the add that follows.
+                if let Some(d) = b.get_mut(83) {
+                    *d = XFS_DINODE_FMT_EXTENTS;
+                }
+            }
+            Some(fo) => {
+                let mut sf = vec![0u8, 4, 0, 0];
+                for i in 0..lf.leaf.hdr.count {
+                    let (flags, name, value) = lf.leaf.local(i);
+                    if flags & 0x80 != 0 {
+                        continue;
+                    }
+                    sf.push(u8::try_from(name.len()).unwrap_or(0));
+                    sf.push(u8::try_from(value.len()).unwrap_or(0));
+                    sf.push(flags & u8::try_from(NSP_ONDISK).unwrap_or(0));
+                    sf.extend_from_slice(name);
+                    sf.extend_from_slice(value);
+                    if let Some(c) = sf.get_mut(2) {
+                        *c = c.saturating_add(1);
+                    }
+                }
+                let total = u16::try_from(sf.len()).unwrap_or(u16::MAX);
+                put_be16(&mut sf, 0, total);
+                if let Some(d) = b.get_mut(82..84) {
+                    d.copy_from_slice(&[u8::try_from(fo).unwrap_or(0), XFS_DINODE_FMT_LOCAL]);
+                }
+                let at = core.saturating_add(fo.saturating_mul(8));
+                match b.get_mut(at..at.saturating_add(sf.len())) {
+                    Some(d) => d.copy_from_slice(&sf),
+                    None => {
+                        return refuse(format!("inode {ino}: the attr list overruns the inode"))
+                    }
+                }
+            }
+        }
+        if b.get(4) == Some(&3) {
+            let cc = be64(&b, 104).unwrap_or(0).wrapping_add(1);
+            put_be64(&mut b, 104, cc);
+        }
+        upgrade_logged_core(fs, &mut b);
+        self.put_inode(ioff, b);
+        self.note_bumped(ino);
+        let m = Rmap {
+            start: agbno.0,
+            len: 1,
+            owner: ino,
+            offset: 0,
+            attr: true,
+            bmbt: false,
+            unwritten: false,
+        };
+        Ok(vec![
+            Work::RmapUnmap {
+                agno: agno.0,
+                m,
+                shared: false,
+            },
+            Work::Free {
+                agno: agno.0,
+                agbno: agbno.0,
+                len: 1,
+                owner: FreeOwner::Skip,
+            },
+        ])
     }
 
     /// The inode's core logged `bumps` times more (its change count).
@@ -715,11 +845,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         Ok(bytesfit(&self.shape(f, p.ino, f.forkoff)?, newsize) != 0)
     }
 
-    /// A set's add from the captured work. Into a shortform list: the roll
-    /// that starts it and its own transaction each log the inode. A list
-    /// that cannot take it moves to a new leaf block first (its reverse
-    /// mapping and the add itself then follow, see [`AddOutcome`]). Into a
-    /// leaf block: only the roll logs the inode.
+    /// A set's add from the captured work (the roll before it is the
+    /// caller's). Into a shortform list: its transaction logs the inode. A
+    /// list that cannot take it moves to a new leaf block first (its
+    /// reverse mapping and the add itself then follow, see [`AddOutcome`]).
+    /// Into a leaf block: the inode is not logged.
     pub fn attr_add(
         &mut self,
         p: &PendingAdd,
@@ -731,13 +861,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             None => return refuse(format!("inode {ino}: the attr fork is gone")),
             Some(AttrFork::Leaf(_)) => {
                 self.attr_leaf_add(p)?;
-                self.log_inode_core(ino, 1)?;
                 return Ok(AddOutcome::Done);
             }
             Some(AttrFork::Short(f)) => f,
         };
         if self.sf_fits(&f, p)? {
-            self.sf_add(f, p, now, 2)?;
+            self.sf_add(f, p, now, 1)?;
             return Ok(AddOutcome::Done);
         }
         self.sf_to_leaf(f, p, alloc)
@@ -746,7 +875,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// `xfs_attr_shortform_to_leaf`: the list leaves the inode (the fork
     /// offset moved up to the default if below it), a block is allocated
     /// near the inode for a new leaf, and the entries go into it in list
-    /// order. The inode's change count: the roll and this transaction.
+    /// order. The inode is logged in this transaction.
     fn sf_to_leaf(
         &mut self,
         mut f: SfFork,
@@ -839,7 +968,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let nb = be64(&f.b, 64).unwrap_or(0).saturating_add(1);
         put_be64(&mut f.b, 64, nb);
         if f.b.get(4) == Some(&3) {
-            let cc = be64(&f.b, 104).unwrap_or(0).wrapping_add(2);
+            let cc = be64(&f.b, 104).unwrap_or(0).wrapping_add(1);
             put_be64(&mut f.b, 104, cc);
         }
         upgrade_logged_core(fs, &mut f.b);
@@ -1126,11 +1255,16 @@ mod fixture_tests {
             nsec: 5,
         };
         let nv = |n: &[u8], v: &[u8]| vec![pad(n), pad(v)];
-        // Each set's add as its captured work does it.
+        // Each set's add as its captured work does it: a roll that logs
+        // the inode, then the add.
         let mut set = |a: AttriItem, r: Vec<Vec<u8>>| {
-            let add = ed.attr(&a, &r, now).unwrap().expect("an add waits");
+            let tasks = ed.attr(&a, &r, now).unwrap();
+            let [AttrTask::Add(add)] = tasks.as_slice() else {
+                panic!("an add waits: {tasks:?}");
+            };
+            ed.bump_change_count(small, 1).unwrap();
             let mut no_alloc = |_: u32, _: u32| -> EditResult<Option<u32>> { Ok(None) };
-            let out = ed.attr_add(&add, now, &mut no_alloc).unwrap();
+            let out = ed.attr_add(add, now, &mut no_alloc).unwrap();
             assert!(matches!(out, AddOutcome::Done));
         };
         set(item(small, 1, 0, b"new", 3), nv(b"new", b"abc"));
@@ -1143,7 +1277,7 @@ mod fixture_tests {
         assert!(ed
             .attr(&item(small, 2, 0, b"new", 0), &[pad(b"new")], now)
             .unwrap()
-            .is_none());
+            .is_empty());
         let (off2, after) = ed.inode(small).unwrap();
         assert_eq!(off2, ioff);
         // Set into a fork with attributes: 3 each; the removal: 1.

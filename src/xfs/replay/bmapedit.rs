@@ -372,6 +372,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.attr_blocks.insert(off, bytes);
     }
 
+    /// An attribute leaf block given up and invalidated (`xfs_trans_binval`):
+    /// nothing of it is written.
+    pub(super) fn drop_attr_block(&mut self, off: u64) {
+        self.attr_blocks.remove(&off);
+    }
+
     /// Keep a changed inode until [`Self::into_changes`].
     pub(super) fn put_inode(&mut self, ioff: u64, bytes: Vec<u8>) {
         self.inodes.insert(ioff, bytes);
@@ -1806,24 +1812,42 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     }
 }
 
-/// The kernel writes an extent list back from memory (`xfs_iextents_copy`):
-/// its records, and nothing past them, so the rest of the data fork keeps
-/// the bytes the inode had before recovery, not those of a longer list it
-/// held on the way.
+/// The kernel writes an inode's forks back from memory (`xfs_iflush_fork`):
+/// an extent list's records, a shortform attr list's bytes, and nothing
+/// past them, so the rest of the literal area keeps the bytes the inode
+/// had before recovery, not those of a longer list or a fork it held on
+/// the way.
 fn stale_list_tail(b: &mut [u8], base: &[u8]) {
-    let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
-    if b.get(5) != Some(&FMT_EXTENTS) || base.len() != b.len() {
+    if base.len() != b.len() {
         return;
     }
-    let fork_end = |x: &[u8]| match x.get(82).copied().unwrap_or(0) {
-        0 => x.len(),
-        f => core.saturating_add(usize::from(f).saturating_mul(8)),
+    let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
+    let isize = b.len();
+    let forkoff = usize::from(b.get(82).copied().unwrap_or(0));
+    let dend = if forkoff == 0 {
+        isize
+    } else {
+        core.saturating_add(forkoff.saturating_mul(8)).min(isize)
     };
-    let n = usize::try_from(extent_count(b, false)).unwrap_or(usize::MAX);
-    let from = core.saturating_add(n.saturating_mul(16));
-    let to = fork_end(b).min(fork_end(base)).min(b.len());
-    if let (Some(d), Some(s)) = (b.get_mut(from..to), base.get(from..to)) {
-        d.copy_from_slice(s);
+    let dn = usize::try_from(extent_count(b, false)).unwrap_or(usize::MAX);
+    let an = usize::try_from(extent_count(b, true)).unwrap_or(usize::MAX);
+    let aformat = b.get(83).copied();
+    let atotal = usize::from(be16(b, dend).unwrap_or(0));
+    let dformat = b.get(5).copied();
+    let mut keep = |from: usize, to: usize| {
+        if let (Some(d), Some(s)) = (b.get_mut(from..to), base.get(from..to)) {
+            d.copy_from_slice(s);
+        }
+    };
+    if dformat == Some(FMT_EXTENTS) {
+        keep(core.saturating_add(dn.saturating_mul(16)).min(dend), dend);
+    }
+    if forkoff != 0 {
+        match aformat {
+            Some(FMT_EXTENTS) => keep(dend.saturating_add(an.saturating_mul(16)).min(isize), isize),
+            Some(1) => keep(dend.saturating_add(atotal).min(isize), isize),
+            _ => {}
+        }
     }
 }
 

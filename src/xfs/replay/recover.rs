@@ -171,17 +171,82 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
     Ok(out)
 }
 
-/// The inode a pending attribute add is for.
-fn add_ino(p: &attredit::PendingAdd) -> u64 {
-    p.ino()
+/// The captured chain of an attribute intent, finished as
+/// `xfs_defer_finish_noroll` does: one item per transaction, each after a
+/// roll that logs the held inode unless the transaction ending logged it
+/// already; what an item creates goes first; a set's add that moved its
+/// list into a leaf block comes back for the add into the block after the
+/// block's reverse mapping.
+fn run_attr_chain<R: ReadAt>(
+    forks: &mut ForkEditor<'_, R>,
+    engine: &mut Engine<'_, R>,
+    tasks: Vec<attredit::AttrTask>,
+    ino: u64,
+    now: RecoveryTime,
+) -> std::result::Result<(), EditError> {
+    use attredit::{AddOutcome, AttrTask};
+    let mut queue: std::collections::VecDeque<AttrTask> = tasks.into();
+    // The first transaction of the chain logs nothing before its roll.
+    let mut logged = false;
+    let roll = |forks: &mut ForkEditor<'_, R>, logged: &mut bool| {
+        let r = if *logged {
+            Ok(())
+        } else {
+            forks.bump_change_count(ino, 1)
+        };
+        *logged = false;
+        r
+    };
+    let mut guard = 0u64;
+    while let Some(t) = queue.pop_front() {
+        guard = guard.saturating_add(1);
+        if guard > 1 << 24 {
+            return refuse("the attribute intent's deferred work does not end".into());
+        }
+        match t {
+            AttrTask::Work(w) => {
+                let before = engine.dfps;
+                let more = engine.finish(&w).map_err(|e| e.within(|| w.describe()))?;
+                if engine.dfps > before {
+                    roll(forks, &mut logged)?;
+                }
+                for n in more.into_iter().rev() {
+                    queue.push_front(AttrTask::Work(n));
+                }
+            }
+            AttrTask::Add(p) => {
+                roll(forks, &mut logged)?;
+                let mut alloc =
+                    |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
+                let out = forks.attr_add(&p, now, &mut alloc)?;
+                logged = true;
+                if let AddOutcome::ToLeaf { agno, rmap, then } = out {
+                    // The add goes on (the intent is logged again); what
+                    // the move created comes first: free-list blocks the
+                    // allocation let go of, the block's reverse mapping.
+                    queue.push_front(AttrTask::LeafAdd(then));
+                    queue.push_front(AttrTask::Work(rmap));
+                    for w in engine.take_deferred_work(agno)?.into_iter().rev() {
+                        queue.push_front(AttrTask::Work(w));
+                    }
+                }
+            }
+            AttrTask::LeafAdd(p) => {
+                roll(forks, &mut logged)?;
+                forks.attr_leaf_add(&p)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What an intent's recovery transaction left to finish afterwards.
 enum Capture {
     /// Deferred work, with the inodes it holds.
     Work(Vec<Work>, Vec<u64>),
-    /// A set's add (`attredit`), with the intent id.
-    AttrAdd(attredit::PendingAdd, u64),
+    /// An attribute intent's chain (`attredit`), its inode and the intent
+    /// id.
+    Attr(Vec<attredit::AttrTask>, u64, u64),
     /// An exchange's chain (`xmiedit`), its two inodes and the intent id.
     Exchange(Vec<xmiedit::Task>, [u64; 2], u64),
 }
@@ -243,8 +308,9 @@ pub fn finish_all<R: ReadAt>(
                     )
                 })
             };
-            if let Some(add) = forks.attr(a, &u.payload, now).map_err(within)? {
-                captures.push(Capture::AttrAdd(add, u.id));
+            let tasks = forks.attr(a, &u.payload, now).map_err(within)?;
+            if !tasks.is_empty() {
+                captures.push(Capture::Attr(tasks, a.ino, u.id));
                 continue;
             }
         }
@@ -259,24 +325,9 @@ pub fn finish_all<R: ReadAt>(
     for cap in captures {
         let (c, held) = match cap {
             Capture::Work(c, held) => (c, held),
-            Capture::AttrAdd(add, id) => {
-                let within = |e: EditError| e.within(|| format!("ATTRI intent {id:#x}"));
-                let mut alloc =
-                    |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
-                let out = forks.attr_add(&add, now, &mut alloc).map_err(within)?;
-                if let attredit::AddOutcome::ToLeaf { agno, rmap, then } = out {
-                    // The free-list blocks the allocation let go of, then the
-                    // new block's reverse mapping, each after a roll that
-                    // logs the inode (but the first: this transaction did);
-                    // then the add into the leaf.
-                    let mut work = engine.take_deferred_work(agno)?;
-                    work.push(rmap);
-                    let before = engine.dfps;
-                    engine.run(work).map_err(within)?;
-                    let rolls = engine.dfps.saturating_sub(before);
-                    forks.bump_change_count(add_ino(&then), rolls)?;
-                    forks.attr_leaf_add(&then).map_err(within)?;
-                }
+            Capture::Attr(tasks, ino, id) => {
+                run_attr_chain(forks, engine, tasks, ino, now)
+                    .map_err(|e| e.within(|| format!("ATTRI intent {id:#x}")))?;
                 continue;
             }
             Capture::Exchange(tasks, held, id) => {
