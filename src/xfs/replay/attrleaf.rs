@@ -11,9 +11,12 @@
 //!           namelen, name, value; 4-byte aligned
 //! ```
 //!
-//! Refused, with the reason: remote values, a block that would need
-//! compacting (no free region fits), a block that no longer holds the
-//! entry (the kernel splits it into a node).
+//! An add that no free region holds compacts the block first
+//! (`xfs_attr3_leaf_compact`) when it has holes or enough free bytes in
+//! all.
+//!
+//! Refused, with the reason: remote values, a block that no longer holds
+//! the entry (the kernel splits it into a node).
 
 use super::agedit::{refuse, EditResult};
 use super::{put_be16, put_be32, put_be64};
@@ -232,13 +235,15 @@ impl Leaf {
             .saturating_mul(ENTRY)
             .saturating_add(self.lay.hdr);
         let mut slot = None;
+        let mut sum = 0usize;
         for i in (0..MAPSIZE).rev() {
-            if tablesize > h.firstused {
-                continue;
-            }
             let Some(&(base, size)) = h.freemap.get(i) else {
                 continue;
             };
+            if tablesize > h.firstused {
+                sum = sum.saturating_add(size);
+                continue;
+            }
             if size == 0 {
                 continue;
             }
@@ -251,13 +256,28 @@ impl Leaf {
                 slot = Some(i);
                 break;
             }
+            sum = sum.saturating_add(size);
         }
-        let Some(m) = slot else {
-            return refuse(
-                "the attr leaf block has no free region for the entry: the kernel compacts or splits it, which this tool does not do"
-                    .into(),
-            );
+        let m = match slot {
+            Some(m) => m,
+            None => {
+                if !h.holes && sum < entsize {
+                    return refuse(
+                        "the attr leaf block is full: the kernel splits it into a node, which this tool does not do"
+                            .into(),
+                    );
+                }
+                self.compact();
+                if self.hdr.freemap[0].1 < entsize.saturating_add(ENTRY) {
+                    return refuse(
+                        "the attr leaf block is full even compacted: the kernel splits it into a node, which this tool does not do"
+                            .into(),
+                    );
+                }
+                0
+            }
         };
+        let h = self.hdr;
         // Open a slot in the entry table.
         let at = self.lay.hdr.saturating_add(index.saturating_mul(ENTRY));
         let end = self.lay.hdr.saturating_add(h.count.saturating_mul(ENTRY));
@@ -310,6 +330,59 @@ impl Leaf {
         self.hdr.usedbytes = self.hdr.usedbytes.saturating_add(entsize);
         self.write_hdr();
         Ok(())
+    }
+
+    /// `xfs_attr3_leaf_compact`: the block cleared past its header and the
+    /// entries copied back in order, their names packed down from the end
+    /// (the first entry's highest); one free region left, between the
+    /// table and the names.
+    fn compact(&mut self) {
+        let old = Leaf {
+            b: self.b.clone(),
+            hdr: self.hdr,
+            lay: self.lay,
+        };
+        let bs = self.b.len();
+        if let Some(d) = self.b.get_mut(self.lay.hdr..) {
+            d.fill(0);
+        }
+        let mut firstused = bs;
+        let mut used = 0usize;
+        for i in 0..old.hdr.count {
+            let (hash, nameidx, flags) = old.entry(i);
+            let (nl, vl) = old.name_lens(nameidx);
+            let size = entsize_local(nl, vl);
+            firstused = firstused.saturating_sub(size);
+            let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
+            put_be32(&mut self.b, at, hash);
+            put_be16(
+                &mut self.b,
+                at.saturating_add(4),
+                u16::try_from(firstused).unwrap_or(0),
+            );
+            if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
+                *f = flags;
+            }
+            if let (Some(d), Some(s)) = (
+                self.b.get_mut(firstused..firstused.saturating_add(size)),
+                old.b.get(nameidx..nameidx.saturating_add(size)),
+            ) {
+                d.copy_from_slice(s);
+            }
+            used = used.saturating_add(size);
+        }
+        let base = self
+            .lay
+            .hdr
+            .saturating_add(old.hdr.count.saturating_mul(ENTRY));
+        self.hdr = Hdr {
+            count: old.hdr.count,
+            usedbytes: used,
+            firstused,
+            holes: false,
+            freemap: [(base, firstused.saturating_sub(base)), (0, 0), (0, 0)],
+        };
+        self.write_hdr();
     }
 
     /// `xfs_attr3_leaf_remove`: entry `index` and its name leave the block,
