@@ -523,7 +523,9 @@ impl Leaf {
 #[allow(
     clippy::unwrap_used,
     clippy::indexing_slicing,
-    clippy::arithmetic_side_effects
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    clippy::cast_possible_truncation
 )]
 mod tests {
     use super::*;
