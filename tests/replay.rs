@@ -320,7 +320,8 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // Attribute intents on leaf blocks (forged): adds, a replace and
     // removals in the block, a shortform list moved into a new leaf block
     // allocated near the inode, leaves moved back into lists (and a fork
-    // that goes), a block compacted to take an entry: the inodes, the leaf blocks and every AG block are the
+    // that goes), a block compacted to take an entry, remote values
+    // (a block after the leaf's, merged or not): the inodes, the leaf blocks and every AG block are the
     // kernel's.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same

@@ -55,10 +55,16 @@
 //! free deferred; with nothing left the fork goes, unless a set's add
 //! follows (which then comes before the deferred work).
 //!
-//! Refused, with the reason: attr forks of more than one block (node),
-//! remote values, a block that needs compacting, a first attribute too big
-//! for the inode, intents the kernel's own checks reject (it then fails
-//! the mount).
+//! A remote value of one block: its entry goes into the leaf incomplete;
+//! then, in a transaction of its own, the first unused attr block (1) is
+//! mapped to a block allocated right after the leaf's if free (the two
+//! mappings merge) or near it, the value is written there with its header
+//! (not logged: its LSN stays null), and the entry is completed.
+//!
+//! Refused, with the reason: attr forks of more than one block (node, or a
+//! leaf with remote values), remote values of more than one block, a
+//! first attribute too big for the inode, intents the kernel's own checks
+//! reject (it then fails the mount).
 
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, Leaf};
@@ -322,6 +328,9 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditRe
 }
 
 const DIFLAG2_NREXT64: u64 = 1 << 4;
+/// A remote value block's header (`xfs_attr3_rmt_hdr`) and magic.
+const RMT_HDR: usize = 56;
+const RMT_MAGIC: u32 = 0x5841_524d;
 
 /// The add of a set whose first transaction took the old entry out: done
 /// from the captured work, after every intent's first transaction.
@@ -360,6 +369,8 @@ pub enum AttrTask {
     Add(PendingAdd),
     /// The add into the leaf block a shortform list just moved into.
     LeafAdd(PendingAdd),
+    /// A remote value's block allocated and written, its entry completed.
+    RemoteSet(PendingAdd),
     /// Deferred work (reverse mappings, frees).
     Work(Work),
 }
@@ -377,6 +388,10 @@ pub enum AddOutcome {
         rmap: Work,
         then: PendingAdd,
     },
+    /// A remote value's entry went into the leaf, INCOMPLETE: its block is
+    /// allocated and written, and the entry completed, in a transaction of
+    /// its own afterwards ([`ForkEditor::attr_remote_set`]).
+    Remote(PendingAdd),
 }
 
 /// An inode's shortform attr list as the kernel holds it in memory.
@@ -579,9 +594,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let set = pending.is_some();
         if let Some(p) = &pending {
             let bs = usize::try_from(self.fs().geo.blocksize).unwrap_or(0);
-            if entsize_local(p.name.len(), p.value.len()) >= bs.saturating_mul(3) / 4 {
+            let remote = entsize_local(p.name.len(), p.value.len()) >= bs.saturating_mul(3) / 4;
+            if remote && p.value.len() > self.rmt_space() {
                 return refuse(format!(
-                    "inode {ino}: a value of {} bytes goes into remote blocks, which this tool does not do",
+                    "inode {ino}: a value of {} bytes takes more than one remote block, which this tool does not do",
                     p.value.len()
                 ));
             }
@@ -846,7 +862,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     }
 
     /// A set's add from the captured work (the roll before it is the
-    /// caller's). Into a shortform list: its transaction logs the inode. A
+    /// caller's), and whether it logged the inode. Into a shortform list:
+    /// its transaction logs the inode. A
     /// list that cannot take it moves to a new leaf block first (its
     /// reverse mapping and the add itself then follow, see [`AddOutcome`]).
     /// Into a leaf block: the inode is not logged.
@@ -855,21 +872,18 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         p: &PendingAdd,
         now: RecoveryTime,
         alloc: &mut dyn FnMut(u32, u32) -> EditResult<Option<u32>>,
-    ) -> EditResult<AddOutcome> {
+    ) -> EditResult<(AddOutcome, bool)> {
         let ino = p.ino;
         let f = match self.attr_fork(ino)? {
             None => return refuse(format!("inode {ino}: the attr fork is gone")),
-            Some(AttrFork::Leaf(_)) => {
-                self.attr_leaf_add(p)?;
-                return Ok(AddOutcome::Done);
-            }
+            Some(AttrFork::Leaf(_)) => return Ok((self.attr_leaf_add(p)?, false)),
             Some(AttrFork::Short(f)) => f,
         };
         if self.sf_fits(&f, p)? {
             self.sf_add(f, p, now, 1)?;
-            return Ok(AddOutcome::Done);
+            return Ok((AddOutcome::Done, true));
         }
-        self.sf_to_leaf(f, p, alloc)
+        Ok((self.sf_to_leaf(f, p, alloc)?, true))
     }
 
     /// `xfs_attr_shortform_to_leaf`: the list leaves the inode (the fork
@@ -994,9 +1008,21 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         })
     }
 
+    /// Bytes of value one remote block holds (v5: less its header).
+    fn rmt_space(&self) -> usize {
+        let g = self.fs().geo;
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        if g.v5 {
+            bs.saturating_sub(RMT_HDR)
+        } else {
+            bs
+        }
+    }
+
     /// `xfs_attr_leaf_addname` into a one-block fork: the entry goes in
-    /// by its hash; the inode is not logged here.
-    pub fn attr_leaf_add(&mut self, p: &PendingAdd) -> EditResult<()> {
+    /// by its hash; the inode is not logged here. A remote value's entry
+    /// goes in INCOMPLETE, its value to follow.
+    pub fn attr_leaf_add(&mut self, p: &PendingAdd) -> EditResult<AddOutcome> {
         let ino = p.ino;
         let Some(AttrFork::Leaf(mut lf)) = self.attr_fork(ino)? else {
             return refuse(format!("inode {ino}: the attr fork is not a leaf block"));
@@ -1015,9 +1041,135 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             Err(i) => i,
         };
-        lf.leaf.add(i, hash, p.ns, &p.name, &p.value)?;
+        let bs = usize::try_from(self.fs().geo.blocksize).unwrap_or(0);
+        let remote = entsize_local(p.name.len(), p.value.len()) >= bs.saturating_mul(3) / 4;
+        if remote {
+            lf.leaf.add_remote(i, hash, p.ns, &p.name)?;
+        } else {
+            lf.leaf.add(i, hash, p.ns, &p.name, &p.value)?;
+        }
         self.put_attr_block(lf.boff, lf.leaf.b);
-        Ok(())
+        Ok(if remote {
+            AddOutcome::Remote(p.clone())
+        } else {
+            AddOutcome::Done
+        })
+    }
+
+    /// `XFS_DAS_LEAF_SET_RMT` and `XFS_DAS_LEAF_ALLOC_RMT` for a value of
+    /// one block: the first unused attr block (1, after the leaf) mapped
+    /// to a block allocated right after the leaf's if free, else near it
+    /// (the mapping merged with the leaf's when contiguous; di_nblocks + 1;
+    /// the inode logged), the value written there with its header (no
+    /// log: the LSN stays null), and the entry completed. Returns the AG
+    /// and the deferred reverse mapping.
+    pub fn attr_remote_set(
+        &mut self,
+        p: &PendingAdd,
+        alloc: &mut dyn FnMut(u32, u32) -> EditResult<Option<u32>>,
+    ) -> EditResult<(u32, Work)> {
+        let ino = p.ino;
+        let Some(AttrFork::Leaf(mut lf)) = self.attr_fork(ino)? else {
+            return refuse(format!("inode {ino}: the attr fork is not a leaf block"));
+        };
+        let fs = self.fs();
+        let g = fs.geo;
+        let (ioff, mut b) = self.inode(ino)?;
+        let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
+        let at =
+            core.saturating_add(usize::from(b.get(82).copied().unwrap_or(0)).saturating_mul(8));
+        let l0 = be64(&b, at).unwrap_or(0);
+        let l1 = be64(&b, at.saturating_add(8)).unwrap_or(0);
+        let leaf_fsb = ((l0 & 0x1ff) << 43) | (l1 >> 21);
+        let (agno, leaf_agbno) = g.split_fsb(crate::xfs::types::FsBlock(leaf_fsb));
+        let Some(bno) = alloc(agno.0, leaf_agbno.0.saturating_add(1))? else {
+            return refuse(format!("inode {ino}: no block for a remote attr value"));
+        };
+        let fsb = (u64::from(agno.0) << g.agblklog) | u64::from(bno);
+        let Some(boff) = g
+            .fsb_to_daddr(crate::xfs::types::FsBlock(fsb))
+            .and_then(|d| d.byte_offset())
+        else {
+            return refuse(format!(
+                "inode {ino}: remote block {fsb} is outside the filesystem"
+            ));
+        };
+        // The fork: one extent of two blocks, or a second extent.
+        let nrext64 = b.get(4) == Some(&3) && be64(&b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
+        if bno == leaf_agbno.0.saturating_add(1) {
+            put_be64(&mut b, at.saturating_add(8), (l1 & !((1 << 21) - 1)) | 2);
+        } else {
+            let r = at.saturating_add(16);
+            put_be64(&mut b, r, (1u64 << 9) | (fsb >> 43));
+            put_be64(
+                &mut b,
+                r.saturating_add(8),
+                ((fsb & ((1 << 43) - 1)) << 21) | 1,
+            );
+            if nrext64 {
+                put_be32(&mut b, 76, 2);
+            } else {
+                put_be16(&mut b, 80, 2);
+            }
+        }
+        let nb = be64(&b, 64).unwrap_or(0).saturating_add(1);
+        put_be64(&mut b, 64, nb);
+        if b.get(4) == Some(&3) {
+            let cc = be64(&b, 104).unwrap_or(0).wrapping_add(1);
+            put_be64(&mut b, 104, cc);
+        }
+        upgrade_logged_core(fs, &mut b);
+        self.put_inode(ioff, b);
+        self.note_bumped(ino);
+        // The value block (`xfs_attr_rmtval_set_value`).
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let mut v = vec![0u8; bs];
+        let data_at = if g.v5 {
+            put_be32(&mut v, 0, RMT_MAGIC);
+            put_be32(&mut v, 4, 0);
+            put_be32(&mut v, 8, u32::try_from(p.value.len()).unwrap_or(0));
+            if let Some(d) = v.get_mut(16..32) {
+                d.copy_from_slice(&fs.meta_uuid());
+            }
+            put_be64(&mut v, 32, ino);
+            put_be64(&mut v, 40, boff / 512);
+            put_be64(&mut v, 48, u64::MAX);
+            RMT_HDR
+        } else {
+            0
+        };
+        if let Some(d) = v.get_mut(data_at..data_at.saturating_add(p.value.len())) {
+            d.copy_from_slice(&p.value);
+        }
+        if g.v5 {
+            super::put_crc(&mut v, 12);
+        }
+        self.put_raw_block(boff, v);
+        // The entry completed (`xfs_attr3_leaf_clearflag`).
+        let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
+        let found = lf.leaf.lookup(hash, |fl, n, _| {
+            n == p.name.as_slice() && fl & u8::try_from(NSP_ONDISK).unwrap_or(0) == p.ns
+        });
+        let Ok(i) = found else {
+            return refuse(format!("inode {ino}: the remote value's entry is gone"));
+        };
+        lf.leaf
+            .clear_incomplete(i, 1, u32::try_from(p.value.len()).unwrap_or(0));
+        self.put_attr_block(lf.boff, lf.leaf.b);
+        let rmap = Work::RmapMap {
+            agno: agno.0,
+            m: Rmap {
+                start: bno,
+                len: 1,
+                owner: ino,
+                offset: 1,
+                attr: true,
+                bmbt: false,
+                unwritten: false,
+            },
+            shared: false,
+        };
+        Ok((agno.0, rmap))
     }
 
     /// The entry goes at the end of the list, di_forkoff from bytesfit, the
@@ -1264,8 +1416,8 @@ mod fixture_tests {
             };
             ed.bump_change_count(small, 1).unwrap();
             let mut no_alloc = |_: u32, _: u32| -> EditResult<Option<u32>> { Ok(None) };
-            let out = ed.attr_add(add, now, &mut no_alloc).unwrap();
-            assert!(matches!(out, AddOutcome::Done));
+            let (out, logged) = ed.attr_add(add, now, &mut no_alloc).unwrap();
+            assert!(matches!(out, AddOutcome::Done) && logged);
         };
         set(item(small, 1, 0, b"new", 3), nv(b"new", b"abc"));
         set(item(small, 3, 0, b"new", 5), nv(b"new", b"abcde"));

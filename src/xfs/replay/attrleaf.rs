@@ -15,14 +15,19 @@
 //! (`xfs_attr3_leaf_compact`) when it has holes or enough free bytes in
 //! all.
 //!
-//! Refused, with the reason: remote values, a block that no longer holds
-//! the entry (the kernel splits it into a node).
+//! A remote value's entry (value block, value length, name) is added
+//! INCOMPLETE and completed when its block is written
+//! ([`Leaf::add_remote`], [`Leaf::clear_incomplete`]).
+//!
+//! Refused, with the reason: a block that no longer holds the entry (the
+//! kernel splits it into a node).
 
 use super::agedit::{refuse, EditResult};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::fs::{be16, be32};
 
 const ATTR_LOCAL: u8 = 0x01;
+const ATTR_INCOMPLETE: u8 = 0x80;
 const ENTRY: usize = 8;
 const MAPSIZE: usize = 3;
 pub const ATTR3_LEAF_MAGIC: u16 = 0x3bee;
@@ -67,6 +72,12 @@ pub fn entsize_local(nlen: usize, vlen: usize) -> usize {
         .saturating_add(vlen)
         .div_ceil(4)
         .saturating_mul(4)
+}
+
+/// A remote entry's size in the name area (`xfs_attr_leaf_entsize_remote`):
+/// value block, value length, name length, name; 4-byte aligned.
+pub fn entsize_remote(nlen: usize) -> usize {
+    11usize.saturating_add(nlen).div_ceil(4).saturating_mul(4)
 }
 
 impl Leaf {
@@ -118,14 +129,8 @@ impl Leaf {
         }
         let leaf = Leaf { b, hdr, lay };
         for i in 0..leaf.hdr.count {
-            let (_, nameidx, flags) = leaf.entry(i);
-            if flags & ATTR_LOCAL == 0 {
-                return refuse(format!(
-                    "{what}: entry {i} has a remote value: not done by this tool"
-                ));
-            }
-            let (nl, vl) = leaf.name_lens(nameidx);
-            if nameidx < leaf.hdr.firstused || nameidx.saturating_add(entsize_local(nl, vl)) > bs {
+            let (_, nameidx, _) = leaf.entry(i);
+            if nameidx < leaf.hdr.firstused || nameidx.saturating_add(leaf.entsize_at(i)) > bs {
                 return refuse(format!("{what}: entry {i}'s name lies outside the block"));
             }
         }
@@ -167,6 +172,18 @@ impl Leaf {
         )
     }
 
+    /// The bytes entry `i`'s name record takes (local or remote).
+    fn entsize_at(&self, i: usize) -> usize {
+        let (_, nameidx, flags) = self.entry(i);
+        if flags & ATTR_LOCAL != 0 {
+            let (nl, vl) = self.name_lens(nameidx);
+            entsize_local(nl, vl)
+        } else {
+            let nl = usize::from(self.b.get(nameidx.saturating_add(8)).copied().unwrap_or(0));
+            entsize_remote(nl)
+        }
+    }
+
     fn name_lens(&self, nameidx: usize) -> (usize, usize) {
         (
             usize::from(self.b.get(nameidx.saturating_add(2)).copied().unwrap_or(0)),
@@ -174,9 +191,18 @@ impl Leaf {
         )
     }
 
-    /// Entry `i`: its namespace flags, name and value.
+    /// Entry `i`: its flags, name and value (none for a remote value).
     pub fn local(&self, i: usize) -> (u8, &[u8], &[u8]) {
         let (_, nameidx, flags) = self.entry(i);
+        if flags & ATTR_LOCAL == 0 {
+            let nl = usize::from(self.b.get(nameidx.saturating_add(8)).copied().unwrap_or(0));
+            let n_at = nameidx.saturating_add(9);
+            return (
+                flags,
+                self.b.get(n_at..n_at.saturating_add(nl)).unwrap_or(&[]),
+                &[],
+            );
+        }
         let (nl, vl) = self.name_lens(nameidx);
         let n_at = nameidx.saturating_add(3);
         let v_at = n_at.saturating_add(nl);
@@ -224,10 +250,59 @@ impl Leaf {
         if entsize >= self.b.len().saturating_mul(3) / 4 || name.len() > 255 || value.len() > 0xffff
         {
             return refuse(format!(
-                "a value of {} bytes goes into remote blocks: not done by this tool",
+                "a value of {} bytes goes into remote blocks: not done here",
                 value.len()
             ));
         }
+        let mut rec = u16::try_from(value.len())
+            .unwrap_or(0)
+            .to_be_bytes()
+            .to_vec();
+        rec.push(u8::try_from(name.len()).unwrap_or(0));
+        rec.extend_from_slice(name);
+        rec.extend_from_slice(value);
+        self.add_record(index, hash, ns | ATTR_LOCAL, &rec, entsize)
+    }
+
+    /// The entry of a remote value, INCOMPLETE with no value block yet
+    /// (`xfs_attr3_leaf_add_work` for a value that is not local).
+    pub fn add_remote(&mut self, index: usize, hash: u32, ns: u8, name: &[u8]) -> EditResult<()> {
+        let mut rec = vec![0u8; 8];
+        rec.push(u8::try_from(name.len()).unwrap_or(0));
+        rec.extend_from_slice(name);
+        self.add_record(
+            index,
+            hash,
+            ns | ATTR_INCOMPLETE,
+            &rec,
+            entsize_remote(name.len()),
+        )
+    }
+
+    /// `xfs_attr3_leaf_clearflag`: entry `index` complete, its value at
+    /// attr block `valueblk`, `valuelen` bytes.
+    pub fn clear_incomplete(&mut self, index: usize, valueblk: u32, valuelen: u32) {
+        let (_, nameidx, flags) = self.entry(index);
+        let at = self.lay.hdr.saturating_add(index.saturating_mul(ENTRY));
+        if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
+            *f = flags & !ATTR_INCOMPLETE;
+        }
+        if flags & ATTR_LOCAL == 0 {
+            put_be32(&mut self.b, nameidx, valueblk);
+            put_be32(&mut self.b, nameidx.saturating_add(4), valuelen);
+        }
+    }
+
+    /// An entry (flags, name record of `entsize` bytes) at `index`, its
+    /// record in the first free region, from the last, that holds it.
+    fn add_record(
+        &mut self,
+        index: usize,
+        hash: u32,
+        flags: u8,
+        rec: &[u8],
+        entsize: usize,
+    ) -> EditResult<()> {
         let h = self.hdr;
         let tablesize = h
             .count
@@ -297,23 +372,10 @@ impl Leaf {
             u16::try_from(nameidx).unwrap_or(0),
         );
         if let Some(f) = self.b.get_mut(at.saturating_add(6)..at.saturating_add(8)) {
-            f.copy_from_slice(&[ns | ATTR_LOCAL, 0]);
+            f.copy_from_slice(&[flags, 0]);
         }
-        put_be16(
-            &mut self.b,
-            nameidx,
-            u16::try_from(value.len()).unwrap_or(0),
-        );
-        if let Some(d) = self.b.get_mut(nameidx.saturating_add(2)) {
-            *d = u8::try_from(name.len()).unwrap_or(0);
-        }
-        let n_at = nameidx.saturating_add(3);
-        if let Some(d) = self.b.get_mut(n_at..n_at.saturating_add(name.len())) {
-            d.copy_from_slice(name);
-        }
-        let v_at = n_at.saturating_add(name.len());
-        if let Some(d) = self.b.get_mut(v_at..v_at.saturating_add(value.len())) {
-            d.copy_from_slice(value);
+        if let Some(d) = self.b.get_mut(nameidx..nameidx.saturating_add(rec.len())) {
+            d.copy_from_slice(rec);
         }
         if nameidx < self.hdr.firstused {
             self.hdr.firstused = nameidx;
@@ -350,8 +412,7 @@ impl Leaf {
         let mut used = 0usize;
         for i in 0..old.hdr.count {
             let (hash, nameidx, flags) = old.entry(i);
-            let (nl, vl) = old.name_lens(nameidx);
-            let size = entsize_local(nl, vl);
+            let size = old.entsize_at(i);
             firstused = firstused.saturating_sub(size);
             let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
             put_be32(&mut self.b, at, hash);
@@ -390,8 +451,7 @@ impl Leaf {
     pub fn remove(&mut self, index: usize) {
         let h = self.hdr;
         let (_, nameidx, _) = self.entry(index);
-        let (nl, vl) = self.name_lens(nameidx);
-        let entsize = entsize_local(nl, vl);
+        let entsize = self.entsize_at(index);
         let tablesize = h.count.saturating_mul(ENTRY).saturating_add(self.lay.hdr);
         let mut fm = h.freemap;
         let mut tmp = fm[0].1;
@@ -478,7 +538,7 @@ impl Leaf {
             if flags & 0x80 != 0 {
                 continue;
             }
-            if name.len() >= 255 || value.len() >= 255 {
+            if flags & ATTR_LOCAL == 0 || name.len() >= 255 || value.len() >= 255 {
                 return None;
             }
             bytes = bytes

@@ -229,6 +229,8 @@ pub struct ForkEditor<'a, R: ReadAt> {
     blocks: BTreeMap<u64, Vec<u8>>,
     /// Attribute leaf blocks changed: byte offset -> the whole block.
     attr_blocks: BTreeMap<u64, Vec<u8>>,
+    /// Blocks written as they are (remote attr values: no LSN to stamp).
+    raw_blocks: BTreeMap<u64, Vec<u8>>,
     /// Intents' extents finished.
     pub done: u64,
     /// Inodes whose change count has risen since they were loaded: their
@@ -258,6 +260,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             inodes: BTreeMap::new(),
             blocks: BTreeMap::new(),
             attr_blocks: BTreeMap::new(),
+            raw_blocks: BTreeMap::new(),
             done: 0,
             bumped: std::collections::BTreeSet::new(),
             first_log: None,
@@ -370,6 +373,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// Keep a changed attribute leaf block until [`Self::into_changes`].
     pub(super) fn put_attr_block(&mut self, off: u64, bytes: Vec<u8>) {
         self.attr_blocks.insert(off, bytes);
+    }
+
+    /// A block written as it is (a remote attr value).
+    pub(super) fn put_raw_block(&mut self, off: u64, bytes: Vec<u8>) {
+        self.raw_blocks.insert(off, bytes);
     }
 
     /// An attribute leaf block given up and invalidated (`xfs_trans_binval`):
@@ -1788,6 +1796,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 put_be64(&mut b, 32, lsn.raw());
                 put_crc(&mut b, 64);
             }
+            out.push((off / 512, b));
+        }
+        for (off, b) in self.raw_blocks {
             out.push((off / 512, b));
         }
         for (off, mut b) in self.attr_blocks {

@@ -218,8 +218,14 @@ fn run_attr_chain<R: ReadAt>(
                 roll(forks, &mut logged)?;
                 let mut alloc =
                     |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
-                let out = forks.attr_add(&p, now, &mut alloc)?;
-                logged = true;
+                let (out, logs) = forks.attr_add(&p, now, &mut alloc)?;
+                // A shortform add or move logs the inode; a leaf add does
+                // not.
+                logged = logs;
+                if let AddOutcome::Remote(p) = out {
+                    queue.push_front(AttrTask::RemoteSet(p));
+                    continue;
+                }
                 if let AddOutcome::ToLeaf { agno, rmap, then } = out {
                     // The add goes on (the intent is logged again); what
                     // the move created comes first: free-list blocks the
@@ -233,7 +239,20 @@ fn run_attr_chain<R: ReadAt>(
             }
             AttrTask::LeafAdd(p) => {
                 roll(forks, &mut logged)?;
-                forks.attr_leaf_add(&p)?;
+                if let AddOutcome::Remote(p) = forks.attr_leaf_add(&p)? {
+                    queue.push_front(AttrTask::RemoteSet(p));
+                }
+            }
+            AttrTask::RemoteSet(p) => {
+                roll(forks, &mut logged)?;
+                let mut alloc =
+                    |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
+                let (agno, rmap) = forks.attr_remote_set(&p, &mut alloc)?;
+                logged = true;
+                queue.push_front(AttrTask::Work(rmap));
+                for w in engine.take_deferred_work(agno)?.into_iter().rev() {
+                    queue.push_front(AttrTask::Work(w));
+                }
             }
         }
     }
