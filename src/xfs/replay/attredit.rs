@@ -1366,12 +1366,13 @@ mod fixture_tests {
                 nv(b"a", &[0; 12]),
                 "without parent pointers",
             ),
-            // What this tool does not do: incomplete entries, remote values.
+            // What this tool does not do: incomplete entries, remote values
+            // of more than one block.
             (item(small, 1, 0x80, b"a", 1), nv(b"a", b"1"), "incomplete"),
             (
-                item(leaf, 1, 0, b"a", 4000),
-                nv(b"a", &[b'v'; 4000]),
-                "remote blocks",
+                item(leaf, 1, 0, b"a", 5000),
+                nv(b"a", &[b'v'; 5000]),
+                "more than one remote block",
             ),
             // No such inode, or a free one.
             (item(1 << 40, 1, 0, b"a", 1), nv(b"a", b"1"), "owner"),
