@@ -332,6 +332,37 @@ const DIFLAG2_NREXT64: u64 = 1 << 4;
 const RMT_HDR: usize = 56;
 const RMT_MAGIC: u32 = 0x5841_524d;
 
+/// The attr fork's first extent record in inode `b` (core size `core`):
+/// its byte offset, its two words and the block it maps.
+fn attr_rec0(b: &[u8], core: usize) -> (usize, u64, u64, u64) {
+    let at = core.saturating_add(usize::from(b.get(82).copied().unwrap_or(0)).saturating_mul(8));
+    let l0 = be64(b, at).unwrap_or(0);
+    let l1 = be64(b, at.saturating_add(8)).unwrap_or(0);
+    (at, l0, l1, ((l0 & 0x1ff) << 43) | (l1 >> 21))
+}
+
+/// Set an inode's attr extent count (where the large-count layout keeps
+/// it when the inode has one).
+fn set_anextents(b: &mut [u8], n: u32) {
+    let nrext64 = b.get(4) == Some(&3) && be64(b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
+    if nrext64 {
+        put_be32(b, 76, n);
+    } else {
+        put_be16(b, 80, u16::try_from(n).unwrap_or(u16::MAX));
+    }
+}
+
+/// di_nblocks moved by `delta`, and (v3) the change count raised by one:
+/// the transaction's first log of the inode.
+fn blocks_and_log(b: &mut [u8], delta: i64) {
+    let nb = be64(b, 64).unwrap_or(0).saturating_add_signed(delta);
+    put_be64(b, 64, nb);
+    if b.get(4) == Some(&3) {
+        let cc = be64(b, 104).unwrap_or(0).wrapping_add(1);
+        put_be64(b, 104, cc);
+    }
+}
+
 /// The add of a set whose first transaction took the old entry out: done
 /// from the captured work, after every intent's first transaction.
 #[derive(Clone, Debug)]
@@ -431,10 +462,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let fork_at = core.saturating_add(forkoff.saturating_mul(8));
         if aformat == XFS_DINODE_FMT_EXTENTS && anext == 1 {
             // xfs_attr_is_leaf: one extent, one block, at file block 0.
-            let l0 = be64(&b, fork_at).unwrap_or(0);
-            let l1 = be64(&b, fork_at.saturating_add(8)).unwrap_or(0);
+            let (_, l0, l1, start) = attr_rec0(&b, core);
             let off = (l0 >> 9) & ((1 << 54) - 1);
-            let start = ((l0 & 0x1ff) << 43) | (l1 >> 21);
             let len = l1 & ((1 << 21) - 1);
             if off == 0 && len == 1 && l0 >> 63 == 0 {
                 let fs = self.fs();
@@ -747,21 +776,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
         let fs = self.fs();
         let g = fs.geo;
-        let at =
-            core.saturating_add(usize::from(b.get(82).copied().unwrap_or(0)).saturating_mul(8));
-        let l0 = be64(&b, at).unwrap_or(0);
-        let l1 = be64(&b, at.saturating_add(8)).unwrap_or(0);
-        let fsb = ((l0 & 0x1ff) << 43) | (l1 >> 21);
+        let (_, _, _, fsb) = attr_rec0(&b, core);
         let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(fsb));
         self.drop_attr_block(lf.boff);
-        let nrext64 = b.get(4) == Some(&3) && be64(&b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
-        if nrext64 {
-            put_be32(&mut b, 76, 0);
-        } else {
-            put_be16(&mut b, 80, 0);
-        }
-        let nb = be64(&b, 64).unwrap_or(0).saturating_sub(1);
-        put_be64(&mut b, 64, nb);
+        set_anextents(&mut b, 0);
+        blocks_and_log(&mut b, -1);
         match forkoff {
             None if !set => {
                 if let Some(d) = b.get_mut(82..84) {
@@ -803,10 +822,6 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     }
                 }
             }
-        }
-        if b.get(4) == Some(&3) {
-            let cc = be64(&b, 104).unwrap_or(0).wrapping_add(1);
-            put_be64(&mut b, 104, cc);
         }
         upgrade_logged_core(fs, &mut b);
         self.put_inode(ioff, b);
@@ -974,17 +989,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             at.saturating_add(8),
             ((fsb & ((1 << 43) - 1)) << 21) | 1,
         );
-        if f.b.get(4) == Some(&3) && be64(&f.b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0 {
-            put_be32(&mut f.b, 76, 1);
-        } else {
-            put_be16(&mut f.b, 80, 1);
-        }
-        let nb = be64(&f.b, 64).unwrap_or(0).saturating_add(1);
-        put_be64(&mut f.b, 64, nb);
-        if f.b.get(4) == Some(&3) {
-            let cc = be64(&f.b, 104).unwrap_or(0).wrapping_add(1);
-            put_be64(&mut f.b, 104, cc);
-        }
+        set_anextents(&mut f.b, 1);
+        blocks_and_log(&mut f.b, 1);
         upgrade_logged_core(fs, &mut f.b);
         self.put_inode(ioff, f.b);
         self.note_bumped(ino);
@@ -1076,11 +1082,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let g = fs.geo;
         let (ioff, mut b) = self.inode(ino)?;
         let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
-        let at =
-            core.saturating_add(usize::from(b.get(82).copied().unwrap_or(0)).saturating_mul(8));
-        let l0 = be64(&b, at).unwrap_or(0);
-        let l1 = be64(&b, at.saturating_add(8)).unwrap_or(0);
-        let leaf_fsb = ((l0 & 0x1ff) << 43) | (l1 >> 21);
+        let (at, _, l1, leaf_fsb) = attr_rec0(&b, core);
         let (agno, leaf_agbno) = g.split_fsb(crate::xfs::types::FsBlock(leaf_fsb));
         let Some(bno) = alloc(agno.0, leaf_agbno.0.saturating_add(1))? else {
             return refuse(format!("inode {ino}: no block for a remote attr value"));
@@ -1095,7 +1097,6 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             ));
         };
         // The fork: one extent of two blocks, or a second extent.
-        let nrext64 = b.get(4) == Some(&3) && be64(&b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
         if bno == leaf_agbno.0.saturating_add(1) {
             put_be64(&mut b, at.saturating_add(8), (l1 & !((1 << 21) - 1)) | 2);
         } else {
@@ -1106,18 +1107,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 r.saturating_add(8),
                 ((fsb & ((1 << 43) - 1)) << 21) | 1,
             );
-            if nrext64 {
-                put_be32(&mut b, 76, 2);
-            } else {
-                put_be16(&mut b, 80, 2);
-            }
+            set_anextents(&mut b, 2);
         }
-        let nb = be64(&b, 64).unwrap_or(0).saturating_add(1);
-        put_be64(&mut b, 64, nb);
-        if b.get(4) == Some(&3) {
-            let cc = be64(&b, 104).unwrap_or(0).wrapping_add(1);
-            put_be64(&mut b, 104, cc);
-        }
+        blocks_and_log(&mut b, 1);
         upgrade_logged_core(fs, &mut b);
         self.put_inode(ioff, b);
         self.note_bumped(ino);

@@ -589,17 +589,7 @@ impl Leaf {
 )]
 mod tests {
     use super::*;
-
-    /// A small xorshift generator: the same bytes every run.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::xfs::testutil::Rng;
 
     /// Hostile blocks: a leaf header and entries with random counts,
     /// offsets and free regions. Parsing refuses what lies outside the

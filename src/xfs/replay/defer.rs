@@ -1304,6 +1304,15 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         Ok(out)
     }
 
+    /// Finish one item of a captured chain: the work it creates, and
+    /// whether it began a deferred-op group of its own (then a roll came
+    /// before it; free-list frees of one fix-up share one).
+    pub fn finish_in_chain(&mut self, w: &Work) -> EditResult<(Vec<Work>, bool)> {
+        let before = self.dfps;
+        let more = self.finish(w).map_err(|e| e.within(|| w.describe()))?;
+        Ok((more, self.dfps > before))
+    }
+
     /// Finish `work` and everything it creates, depth first as
     /// `xfs_defer_finish` does.
     pub fn run(&mut self, work: Vec<Work>) -> EditResult<()> {

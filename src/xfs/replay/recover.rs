@@ -205,9 +205,8 @@ fn run_attr_chain<R: ReadAt>(
         }
         match t {
             AttrTask::Work(w) => {
-                let before = engine.dfps;
-                let more = engine.finish(&w).map_err(|e| e.within(|| w.describe()))?;
-                if engine.dfps > before {
+                let (more, rolled) = engine.finish_in_chain(&w)?;
+                if rolled {
                     roll(forks, &mut logged)?;
                 }
                 for n in more.into_iter().rev() {

@@ -397,10 +397,8 @@ pub fn run_chain<R: ReadAt>(
         }
         match t {
             Task::Work(w) => {
-                let before = engine.dfps;
-                let more = engine.finish(&w).map_err(|e| e.within(|| w.describe()))?;
-                // Free-list frees of one fix-up share a transaction.
-                if engine.dfps > before {
+                let (more, rolled) = engine.finish_in_chain(&w)?;
+                if rolled {
                     roll(forks, &mut tx, held)?;
                 }
                 for n in more.into_iter().rev() {
