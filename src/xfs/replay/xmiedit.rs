@@ -27,14 +27,15 @@
 //!
 //! Refused, with the reason: attr-fork exchanges (online repair only),
 //! realtime files, an exchange with itself, a directory or symlink as the
-//! second file (the kernel may turn it back into shortform afterwards),
-//! inodes that would need the large extent counters switched on.
+//! second file (the kernel may turn it back into shortform afterwards).
+//! On a filesystem with large extent counters, an inode still without them
+//! is switched to them first, as the kernel does.
 
 use super::agedit::{refuse, EditResult};
 use super::attredit::upgrade_logged_core;
 use super::bmapedit::{ForkEditor, Mapping};
 use super::defer::{Engine, Work};
-use super::put_be64;
+use super::{put_be16, put_be32, put_be64};
 use crate::xfs::format::log::XFS_BMAP_EXTENT_UNWRITTEN;
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{MapExtent, XmiItem};
@@ -128,6 +129,19 @@ fn set_flags2(b: &mut [u8], set: u64, clear: u64) {
     put_be64(b, 120, f);
 }
 
+/// The large extent counters switched on in an inode's core
+/// (`xfs_inode_to_disk_iext_counters`): the data fork's count moves to the
+/// 64-bit field at 24, the attr fork's to the 32-bit one at 76, the pad
+/// after it zeroed.
+fn upgrade_nrext64(b: &mut [u8]) {
+    let dn = u64::from(be32(b, 76).unwrap_or(0));
+    let an = u32::from(be16(b, 80).unwrap_or(0));
+    put_be64(b, 24, dn);
+    put_be32(b, 76, an);
+    put_be16(b, 80, 0);
+    set_flags2(b, DIFLAG2_NREXT64, 0);
+}
+
 /// An inode of the intent, checked as `xlog_recover_iget_handle` does.
 fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<Vec<u8>> {
     let (_, b) = forks.inode(ino)?;
@@ -185,14 +199,6 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
             x.inode2
         ));
     }
-    if fs.sb.features_incompat & INCOMPAT_NREXT64 != 0
-        && (flags2(&b1) & flags2(&b2) & DIFLAG2_NREXT64) == 0
-    {
-        return refuse(
-            "an inode without large extent counters would be switched to them: not done by this tool"
-                .into(),
-        );
-    }
     let size1 = be64(&b1, 56).unwrap_or(0);
     let size2 = be64(&b2, 56).unwrap_or(0);
     let mut ex = Exchange {
@@ -236,6 +242,15 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         log_core(forks, &mut tx, x.inode1, |b| {
             set_flags2(b, DIFLAG2_REFLINK, 0)
         })?;
+    }
+    // xfs_exchmaps_upgrade_extent_counts: on a filesystem with large
+    // extent counters, an inode still without them moves to them.
+    if fs.sb.features_incompat & INCOMPAT_NREXT64 != 0 {
+        for (ino, b) in [(x.inode1, &b1), (x.inode2, &b2)] {
+            if flags2(b) & DIFLAG2_NREXT64 == 0 {
+                log_core(forks, &mut tx, ino, upgrade_nrext64)?;
+            }
+        }
     }
     let (buis, again) = step(forks, &mut tx, &mut ex)?;
     let mut capture = Vec::new();
