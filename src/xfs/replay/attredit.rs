@@ -352,15 +352,10 @@ fn set_anextents(b: &mut [u8], n: u32) {
     }
 }
 
-/// di_nblocks moved by `delta`, and (v3) the change count raised by one:
-/// the transaction's first log of the inode.
-fn blocks_and_log(b: &mut [u8], delta: i64) {
+/// di_nblocks moved by `delta`.
+fn add_nblocks(b: &mut [u8], delta: i64) {
     let nb = be64(b, 64).unwrap_or(0).saturating_add_signed(delta);
     put_be64(b, 64, nb);
-    if b.get(4) == Some(&3) {
-        let cc = be64(b, 104).unwrap_or(0).wrapping_add(1);
-        put_be64(b, 104, cc);
-    }
 }
 
 /// The add of a set whose first transaction took the old entry out: done
@@ -467,18 +462,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let len = l1 & ((1 << 21) - 1);
             if off == 0 && len == 1 && l0 >> 63 == 0 {
                 let fs = self.fs();
-                let boff = match fs
-                    .geo
-                    .fsb_to_daddr(crate::xfs::types::FsBlock(start))
-                    .and_then(|d| d.byte_offset())
-                {
-                    Some(o) => o,
-                    None => {
-                        return refuse(format!(
-                            "inode {ino}: attr block {start} is outside the filesystem"
-                        ))
-                    }
-                };
+                let boff = self
+                    .block_off("attr block", start)
+                    .map_err(|e| e.within(|| format!("inode {ino}")))?;
                 let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
                 let what = "attr leaf block";
                 let bytes = self.read(what, boff, bs)?;
@@ -570,13 +556,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 None => return refuse(format!("inode {ino}: the attr list overruns the inode")),
             }
         }
-        if f.b.get(4) == Some(&3) {
-            let cc = be64(&f.b, 104).unwrap_or(0).wrapping_add(bumps);
-            put_be64(&mut f.b, 104, cc);
-        }
-        upgrade_logged_core(self.fs(), &mut f.b);
-        self.put_inode(f.ioff, f.b);
-        self.note_bumped(ino);
+        self.log_inode(ino, f.ioff, f.b, bumps);
         Ok(())
     }
 
@@ -780,7 +760,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(fsb));
         self.drop_attr_block(lf.boff);
         set_anextents(&mut b, 0);
-        blocks_and_log(&mut b, -1);
+        add_nblocks(&mut b, -1);
         match forkoff {
             None if !set => {
                 if let Some(d) = b.get_mut(82..84) {
@@ -823,9 +803,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 }
             }
         }
-        upgrade_logged_core(fs, &mut b);
-        self.put_inode(ioff, b);
-        self.note_bumped(ino);
+        self.log_inode(ino, ioff, b, 1);
         let m = Rmap {
             start: agbno.0,
             len: 1,
@@ -852,14 +830,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
 
     /// The inode's core logged `bumps` times more (its change count).
     fn log_inode_core(&mut self, ino: u64, bumps: u64) -> EditResult<()> {
-        let (ioff, mut b) = self.inode(ino)?;
-        if b.get(4) == Some(&3) {
-            let cc = be64(&b, 104).unwrap_or(0).wrapping_add(bumps);
-            put_be64(&mut b, 104, cc);
-        }
-        upgrade_logged_core(self.fs(), &mut b);
-        self.put_inode(ioff, b);
-        self.note_bumped(ino);
+        let (ioff, b) = self.inode(ino)?;
+        self.log_inode(ino, ioff, b, bumps);
         Ok(())
     }
 
@@ -941,14 +913,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             ));
         };
         let fsb = (u64::from(agno) << g.agblklog) | u64::from(bno);
-        let Some(boff) = g
-            .fsb_to_daddr(crate::xfs::types::FsBlock(fsb))
-            .and_then(|d| d.byte_offset())
-        else {
-            return refuse(format!(
-                "inode {ino}: attr block {fsb} is outside the filesystem"
-            ));
-        };
+        let boff = self
+            .block_off("attr block", fsb)
+            .map_err(|e| e.within(|| format!("inode {ino}")))?;
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
         let mut leaf = Leaf::create(bs, g.v5, boff / 512, ino, &fs.meta_uuid());
         for e in sf_entries(&f.sf, ino)? {
@@ -990,10 +957,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             ((fsb & ((1 << 43) - 1)) << 21) | 1,
         );
         set_anextents(&mut f.b, 1);
-        blocks_and_log(&mut f.b, 1);
-        upgrade_logged_core(fs, &mut f.b);
-        self.put_inode(ioff, f.b);
-        self.note_bumped(ino);
+        add_nblocks(&mut f.b, 1);
+        self.log_inode(ino, ioff, f.b, 1);
         let rmap = Work::RmapMap {
             agno,
             m: Rmap {
@@ -1088,14 +1053,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             return refuse(format!("inode {ino}: no block for a remote attr value"));
         };
         let fsb = (u64::from(agno.0) << g.agblklog) | u64::from(bno);
-        let Some(boff) = g
-            .fsb_to_daddr(crate::xfs::types::FsBlock(fsb))
-            .and_then(|d| d.byte_offset())
-        else {
-            return refuse(format!(
-                "inode {ino}: remote block {fsb} is outside the filesystem"
-            ));
-        };
+        let boff = self
+            .block_off("remote attr block", fsb)
+            .map_err(|e| e.within(|| format!("inode {ino}")))?;
         // The fork: one extent of two blocks, or a second extent.
         if bno == leaf_agbno.0.saturating_add(1) {
             put_be64(&mut b, at.saturating_add(8), (l1 & !((1 << 21) - 1)) | 2);
@@ -1109,10 +1069,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             );
             set_anextents(&mut b, 2);
         }
-        blocks_and_log(&mut b, 1);
-        upgrade_logged_core(fs, &mut b);
-        self.put_inode(ioff, b);
-        self.note_bumped(ino);
+        add_nblocks(&mut b, 1);
+        self.log_inode(ino, ioff, b, 1);
         // The value block (`xfs_attr_rmtval_set_value`).
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
         let mut v = vec![0u8; bs];

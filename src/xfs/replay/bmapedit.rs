@@ -365,11 +365,6 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         before
     }
 
-    /// An inode's change count has risen (see `bumped`).
-    pub(super) fn note_bumped(&mut self, ino: u64) {
-        self.bumped.insert(ino);
-    }
-
     /// Keep a changed attribute leaf block until [`Self::into_changes`].
     pub(super) fn put_attr_block(&mut self, off: u64, bytes: Vec<u8>) {
         self.attr_blocks.insert(off, bytes);
@@ -386,9 +381,19 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.attr_blocks.remove(&off);
     }
 
-    /// Keep a changed inode until [`Self::into_changes`].
-    pub(super) fn put_inode(&mut self, ioff: u64, bytes: Vec<u8>) {
-        self.inodes.insert(ioff, bytes);
+    /// Inode `ino` (at byte `ioff`) logged: its change count raised by
+    /// `bumps` (v3), its core upgraded as logging it does, kept until
+    /// [`Self::into_changes`].
+    pub(super) fn log_inode(&mut self, ino: u64, ioff: u64, mut b: Vec<u8>, bumps: u64) {
+        if bumps > 0 {
+            if b.get(4) == Some(&3) {
+                let cc = be64(&b, 104).unwrap_or(0).wrapping_add(bumps);
+                put_be64(&mut b, 104, cc);
+            }
+            self.bumped.insert(ino);
+        }
+        super::attredit::upgrade_logged_core(self.fs, &mut b);
+        self.inodes.insert(ioff, b);
     }
 
     fn fork(&self, ino: u64, attr: bool) -> EditResult<ForkAt> {
@@ -695,7 +700,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .checked_shl(u32::from(self.fs.geo.agblklog))
             .unwrap_or(0)
             | u64::from(agbno);
-        Ok((fsb, self.block_off(fsb)?))
+        Ok((fsb, self.block_off("bmbt block", fsb)?))
     }
 
     /// A new v5 bmbt leaf at byte offset `off` (a zeroed buffer, as the
@@ -1034,7 +1039,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         maxrecs: usize,
     ) -> EditResult<(u64, Vec<u8>, usize)> {
         let (_, bs) = self.hdr_bs();
-        let off = self.block_off(fsb)?;
+        let off = self.block_off("bmbt block", fsb)?;
         let b = self.read("bmbt block", off, bs)?;
         let magic = be32(&b, 0).unwrap_or(0);
         let want_magic = if self.fs.geo.v5 {
@@ -1055,7 +1060,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok((off, b, nr))
     }
 
-    fn block_off(&self, fsb: u64) -> EditResult<u64> {
+    /// The byte offset of block `fsb` (a `what`), refused outside the
+    /// filesystem.
+    pub(super) fn block_off(&self, what: &str, fsb: u64) -> EditResult<u64> {
         match self
             .fs
             .geo
@@ -1063,7 +1070,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .and_then(|d| d.byte_offset())
         {
             Some(o) => Ok(o),
-            None => refuse(format!("bmbt block {fsb} is outside the filesystem")),
+            None => refuse(format!("{what} {fsb} is outside the filesystem")),
         }
     }
 
@@ -1814,7 +1821,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .img
                 .read_disk("inode", off, u64::from(self.fs.geo.inodesize))?;
             self.base.apply_to(off, &mut base);
-            stale_list_tail(&mut b, &base);
+            keep_unflushed_bytes(&mut b, &base);
             out.push(super::unlinked::inode_sectors(
                 self.fs, self.base, off, b, lsn,
             )?);
@@ -1828,7 +1835,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 /// past them, so the rest of the literal area keeps the bytes the inode
 /// had before recovery, not those of a longer list or a fork it held on
 /// the way.
-fn stale_list_tail(b: &mut [u8], base: &[u8]) {
+fn keep_unflushed_bytes(b: &mut [u8], base: &[u8]) {
     if base.len() != b.len() {
         return;
     }

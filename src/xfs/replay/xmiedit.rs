@@ -32,7 +32,6 @@
 //! is switched to them first, as the kernel does.
 
 use super::agedit::{refuse, EditResult};
-use super::attredit::upgrade_logged_core;
 use super::bmapedit::{ForkEditor, Mapping};
 use super::defer::{Engine, Work};
 use super::{put_be16, put_be32, put_be64};
@@ -106,13 +105,8 @@ fn log_core<R: ReadAt>(
 ) -> EditResult<()> {
     let (ioff, mut b) = forks.inode(ino)?;
     change(&mut b);
-    if tx.insert(ino) && b.get(4) == Some(&3) {
-        let cc = be64(&b, 104).unwrap_or(0).wrapping_add(1);
-        put_be64(&mut b, 104, cc);
-        forks.note_bumped(ino);
-    }
-    upgrade_logged_core(forks.fs(), &mut b);
-    forks.put_inode(ioff, b);
+    let first = u64::from(tx.insert(ino));
+    forks.log_inode(ino, ioff, b, first);
     Ok(())
 }
 
