@@ -368,12 +368,6 @@ pub struct PendingAdd {
     ns: u8,
 }
 
-impl PendingAdd {
-    /// The inode the add is for.
-    pub fn ino(&self) -> u64 {
-        self.ino
-    }
-}
 
 /// An attr fork as this editor finds it.
 enum AttrFork {
