@@ -368,7 +368,6 @@ pub struct PendingAdd {
     ns: u8,
 }
 
-
 /// An attr fork as this editor finds it.
 enum AttrFork {
     Short(SfFork),
