@@ -1,4 +1,4 @@
-//! Appends one checkpoint of intent items to the log of a cleanly
+//! Appends checkpoints of intent items to the log of a cleanly
 //! unmounted XFS image, so that the kernel's own recovery of that image
 //! can serve as the oracle for intents this machine's kernel never logs
 //! itself (attribute intents need logged xattrs, a debug-only knob).
@@ -25,9 +25,11 @@
 //!   only sets or clears bits of sb_features_incompat (no checkpoint)
 //! ```
 //!
-//! Written after the last record (an unmount record): one record whose
-//! tail is itself, one transaction (start, checkpoint header, the items,
-//! commit), ops and item formats laid
+//! Written after the last record (an unmount record): one record per
+//! checkpoint, each whose tail is the first of them, each one transaction
+//! (start, checkpoint header, the items, commit; items that would take a
+//! record past 64 sectors start the next checkpoint), ops and item formats
+//! laid
 //! out as an x86-64 kernel writes them (`xfs_log_format.h`: op headers and
 //! record header big-endian, item formats little-endian, names and values
 //! raw), each sector's first word saved in the header and replaced by the
@@ -367,6 +369,68 @@ fn main() {
             extent_item(s, id)
         });
     }
+    // One checkpoint per record; items that do not fit one record (64
+    // sectors of data) go into the next checkpoint.
+    let first_lsn = u64::from(cycle) << 32 | head;
+    let mut head = head;
+    let mut prev = prev;
+    let mut groups: Vec<Vec<Vec<Vec<u8>>>> = vec![Vec::new()];
+    for it in items {
+        let mut trial = groups.last().cloned().unwrap_or_default();
+        trial.push(it.clone());
+        if checkpoint(tid, &trial).0.len() > 64 * 512 && !trial[..trial.len() - 1].is_empty() {
+            groups.push(vec![it]);
+        } else {
+            *groups.last_mut().unwrap() = trial;
+        }
+    }
+    for (g, items) in groups.iter().enumerate() {
+        let (mut data, nops) = checkpoint(tid + g as u32, items);
+        let data_bbs = data.len() as u64 / 512;
+        assert!(data_bbs <= 64, "one header sector holds 64 cycle words");
+        assert!(
+            head + 1 + data_bbs <= log_bbs,
+            "the record would wrap the log"
+        );
+        let lsn = u64::from(cycle) << 32 | head;
+        let mut h = vec![0u8; 512];
+        h[0..4].copy_from_slice(&0xFEED_BABEu32.to_be_bytes());
+        h[4..8].copy_from_slice(&cycle.to_be_bytes());
+        h[8..12].copy_from_slice(&2u32.to_be_bytes());
+        h[12..16].copy_from_slice(&(data.len() as u32).to_be_bytes());
+        h[16..24].copy_from_slice(&lsn.to_be_bytes());
+        // Every record's tail is the first forged record: recovery starts
+        // there.
+        h[24..32].copy_from_slice(&first_lsn.to_be_bytes());
+        h[36..40].copy_from_slice(&(prev as u32).to_be_bytes());
+        h[40..44].copy_from_slice(&nops.to_be_bytes());
+        for i in 0..data_bbs as usize {
+            let at = i * 512;
+            h[44 + i * 4..48 + i * 4].copy_from_slice(&data[at..at + 4]);
+            data[at..at + 4].copy_from_slice(&cycle.to_be_bytes());
+        }
+        h[300..304].copy_from_slice(&1u32.to_be_bytes());
+        h[304..320].copy_from_slice(&uuid);
+        h[320..324].copy_from_slice(&32768u32.to_be_bytes());
+        let mut c = crc32c::crc32c(&h[..328]);
+        c = crc32c::crc32c_append(c, &data);
+        h[32..36].copy_from_slice(&c.to_le_bytes());
+
+        f.seek(SeekFrom::Start((log_daddr + head) * 512)).unwrap();
+        f.write_all(&h).unwrap();
+        f.write_all(&data).unwrap();
+        println!(
+            "record at log block {head} (cycle {cycle}), {nops} ops, {} items, after the record at {prev}",
+            items.len()
+        );
+        prev = head;
+        head += 1 + data_bbs;
+    }
+}
+
+/// One checkpoint's record data (start, header, the items' regions,
+/// commit; padded to a sector) and its op count.
+fn checkpoint(tid: u32, items: &[Vec<Vec<u8>>]) -> (Vec<u8>, u32) {
     let mut data = Vec::new();
     let mut nops = 0u32;
     data.extend(op(tid, &[], 0x01));
@@ -380,7 +444,7 @@ fn main() {
     th.extend((nregions as u32).to_le_bytes());
     data.extend(op(tid, &th, 0));
     nops += 1;
-    for it in &items {
+    for it in items {
         for r in it {
             data.extend(op(tid, r, 0));
             nops += 1;
@@ -389,40 +453,5 @@ fn main() {
     data.extend(op(tid, &[], 0x02));
     nops += 1;
     data.resize(data.len().div_ceil(512) * 512, 0);
-    let data_bbs = data.len() as u64 / 512;
-    assert!(data_bbs <= 64, "one header sector holds 64 cycle words");
-    assert!(
-        head + 1 + data_bbs <= log_bbs,
-        "the record would wrap the log"
-    );
-
-    let lsn = u64::from(cycle) << 32 | head;
-    let mut h = vec![0u8; 512];
-    h[0..4].copy_from_slice(&0xFEED_BABEu32.to_be_bytes());
-    h[4..8].copy_from_slice(&cycle.to_be_bytes());
-    h[8..12].copy_from_slice(&2u32.to_be_bytes());
-    h[12..16].copy_from_slice(&(data.len() as u32).to_be_bytes());
-    h[16..24].copy_from_slice(&lsn.to_be_bytes());
-    h[24..32].copy_from_slice(&lsn.to_be_bytes());
-    h[36..40].copy_from_slice(&(prev as u32).to_be_bytes());
-    h[40..44].copy_from_slice(&nops.to_be_bytes());
-    for i in 0..data_bbs as usize {
-        let at = i * 512;
-        h[44 + i * 4..48 + i * 4].copy_from_slice(&data[at..at + 4]);
-        data[at..at + 4].copy_from_slice(&cycle.to_be_bytes());
-    }
-    h[300..304].copy_from_slice(&1u32.to_be_bytes());
-    h[304..320].copy_from_slice(&uuid);
-    h[320..324].copy_from_slice(&32768u32.to_be_bytes());
-    let mut c = crc32c::crc32c(&h[..328]);
-    c = crc32c::crc32c_append(c, &data);
-    h[32..36].copy_from_slice(&c.to_le_bytes());
-
-    f.seek(SeekFrom::Start((log_daddr + head) * 512)).unwrap();
-    f.write_all(&h).unwrap();
-    f.write_all(&data).unwrap();
-    println!(
-        "record at log block {head} (cycle {cycle}), {nops} ops, {} items, after the record at {prev}",
-        items.len()
-    );
+    (data, nops)
 }

@@ -321,8 +321,13 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // removals in the block, a shortform list moved into a new leaf block
     // allocated near the inode, leaves moved back into lists (and a fork
     // that goes), a block compacted to take an entry, remote values
-    // (a block after the leaf's, merged or not): the inodes, the leaf blocks and every AG block are the
-    // kernel's.
+    // (a block after the leaf's, merged or not): the inodes, the leaf
+    // blocks and every AG block are the kernel's. Remote values of one to
+    // five blocks set, replaced and removed on leaf blocks with value
+    // blocks after them (the kernel's node path): value blocks unmapped
+    // and freed, new ones allocated near the fork's blocks (into a hole it
+    // left, or past busy blocks), written with their headers; the inodes,
+    // the leaf and value blocks and every AG block are the kernel's.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -346,6 +351,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-rui",
         "replay-attri-leaf",
         "replay-xmi-nrext64",
+        "replay-attri-rmt",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1010,7 +1016,9 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // an empty one, a device inode, a directory, forks that must move) and
     // replay-pptr (8 parent-pointer sets, removals and replaces, one
     // removal before the add of a set of the same pointer) and
-    // replay-attri-leaf (leaf blocks, and a list that moves into one).
+    // replay-attri-leaf (leaf blocks, and a list that moves into one) and
+    // replay-attri-rmt (remote values of one to five blocks set, replaced
+    // and removed, on leaf blocks with value blocks after them).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {

@@ -13,6 +13,9 @@
 //! - [`AgStore::alloc_near_one`] (`xfs_alloc_vextent_near_bno` for one
 //!   block): the free block nearest a hint, taken out of free space and
 //!   mapped to its owner (refcountbt and inode btree blocks);
+//!   [`AgStore::alloc_near_unmapped`]: the same search for an extent of
+//!   several blocks (minimum and maximum length equal), its mapping left
+//!   to the caller (remote attribute values);
 //! - [`AgStore::rmap_map`] / [`AgStore::rmap_unmap`] (`xfs_rmap_map`,
 //!   `xfs_rmap_unmap`): a mapping added (merged with contiguous
 //!   neighbours of the same owner) or removed (trimming or splitting the
@@ -152,6 +155,9 @@ struct Best {
     len: u32,
     diff: u32,
     cur_len: u32,
+    /// The request's shortest and longest acceptable lengths.
+    minlen: u32,
+    maxlen: u32,
 }
 
 impl<R: ReadAt> AgStore<'_, R> {
@@ -534,7 +540,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     ) -> EditResult<Option<u32>> {
         self.fix_freelist(false)?;
         let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
-        let Some(bno) = self.near_one(hint)? else {
+        let Some((bno, _)) = self.near(hint, 1)? else {
             return Ok(None);
         };
         if let (true, Some(owner)) = (self.feat.rmapbt, owner) {
@@ -545,21 +551,50 @@ impl<R: ReadAt> AgStore<'_, R> {
         Ok(Some(bno))
     }
 
-    /// `xfs_alloc_cur_check` for a one-block request: is the record under
-    /// `c` a better candidate? Returns whether it was taken.
+    /// `xfs_alloc_vextent_start_ag` in this AG for `len` blocks, all or
+    /// none (minlen = maxlen, as `xfs_bmap_btalloc` asks when the AG's
+    /// longest free extent holds them), near `hint`; the reverse mapping
+    /// left to the caller. Returns the first block. A request the AG's
+    /// longest free extent cannot hold is refused (the kernel then asks
+    /// for less, or tries other AGs).
+    pub fn alloc_near_unmapped(&mut self, hint: u32, len: u32) -> EditResult<Option<u32>> {
+        if len == 1 {
+            return self.alloc_near_one_unmapped(hint);
+        }
+        let longest = self.agf_u32(56);
+        let need = self.min_freelist();
+        let flcount = self.agf_u32(48);
+        if longest.saturating_sub(need.saturating_sub(flcount)) < len {
+            return refuse(format!(
+                "AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)",
+                self.agno
+            ));
+        }
+        self.fix_freelist(false)?;
+        let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
+        let Some((bno, got)) = self.near(hint, len)? else {
+            return Ok(None);
+        };
+        let free = self.agf_u32(52).saturating_sub(got);
+        self.set_agf_u32(52, free);
+        Ok(Some(bno))
+    }
+
+    /// `xfs_alloc_cur_check` (no alignment, not user data): is the record
+    /// under `c` a better candidate? Returns whether it was taken.
     fn cur_check(&mut self, c: &mut ACur, hint: u32, best: &mut Best, bnobt: bool) -> bool {
         let Some(r) = self.get_rec(&c.cur) else {
             c.active = false;
             return false;
         };
         let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
-        if flen < 1 {
+        if flen < best.minlen {
             if !bnobt {
                 c.active = false;
             }
             return false;
         }
-        let Some((bnoa, lena)) = self.busy_trim(fbno, flen, 1, 1) else {
+        let Some((bnoa, lena)) = self.busy_trim(fbno, flen, best.minlen, best.maxlen) else {
             return false;
         };
         if bnoa > self.fs.geo.agblocks.saturating_sub(1) {
@@ -568,18 +603,22 @@ impl<R: ReadAt> AgStore<'_, R> {
             }
             return false;
         }
-        if best.len > 1 {
+        if lena < best.minlen {
             return false;
         }
-        // xfs_alloc_compute_diff, one block, no alignment.
+        let len = lena.min(best.maxlen);
+        if len < best.len {
+            return false;
+        }
+        // xfs_alloc_compute_diff, no alignment.
         let fend = bnoa.saturating_add(lena);
-        let want_end = hint.saturating_add(1);
+        let want_end = hint.saturating_add(len);
         let nb = if bnoa >= hint {
             bnoa
         } else if fend >= want_end {
             hint
         } else {
-            fend.saturating_sub(1)
+            fend.saturating_sub(len)
         };
         let diff = nb.abs_diff(hint);
         if diff > best.diff {
@@ -591,9 +630,9 @@ impl<R: ReadAt> AgStore<'_, R> {
         best.rec_bno = fbno;
         best.rec_len = flen;
         best.bno = nb;
-        best.len = 1;
+        best.len = len;
         best.diff = diff;
-        if diff == 0 {
+        if diff == 0 && len == best.maxlen {
             c.active = false;
         }
         true
@@ -642,18 +681,25 @@ impl<R: ReadAt> AgStore<'_, R> {
         Ok(stat)
     }
 
-    /// `xfs_alloc_ag_vextent_near` for one block; the chosen block is
-    /// taken out of the free-space btrees.
-    fn near_one(&mut self, hint: u32) -> EditResult<Option<u32>> {
+    /// `xfs_alloc_ag_vextent_near` for `len` blocks (minlen = maxlen); the
+    /// chosen extent is taken out of the free-space btrees. Returns its
+    /// first block and length.
+    fn near(&mut self, hint: u32, len: u32) -> EditResult<Option<(u32, u32)>> {
         let mut best = Best {
             rec_bno: 0,
             rec_len: 0,
             bno: 0,
             len: 0,
             diff: u32::MAX,
-            cur_len: 1,
+            cur_len: len,
+            minlen: len,
+            maxlen: len,
         };
-        let (cnt, ok) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, 1))?;
+        let (cnt, ok) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, len))?;
+        if !ok && len > 1 {
+            // xfs_alloc_ag_vextent_small: nothing as long as minlen.
+            return Ok(None);
+        }
         if !ok {
             return refuse(format!(
                 "AG {}: no free extent (the kernel would take a block from the free list)",
@@ -715,8 +761,8 @@ impl<R: ReadAt> AgStore<'_, R> {
                 return Ok(None);
             }
         }
-        self.fixup_trees(best.rec_bno, best.rec_len, best.bno, 1)?;
-        Ok(Some(best.bno))
+        self.fixup_trees(best.rec_bno, best.rec_len, best.bno, best.len)?;
+        Ok(Some((best.bno, best.len)))
     }
 
     /// `xfs_alloc_cntbt_iter`.

@@ -172,6 +172,33 @@ impl Leaf {
         )
     }
 
+    /// Entry `i`'s remote value: its first attr block and its length;
+    /// `None` for a local value.
+    pub fn remote(&self, i: usize) -> Option<(u32, u32)> {
+        let (_, nameidx, flags) = self.entry(i);
+        if flags & ATTR_LOCAL != 0 {
+            return None;
+        }
+        Some((
+            be32(&self.b, nameidx).unwrap_or(0),
+            be32(&self.b, nameidx.saturating_add(4)).unwrap_or(0),
+        ))
+    }
+
+    /// `xfs_attr3_leaf_setflag`: entry `i` marked INCOMPLETE; a remote
+    /// value's block and length are cleared.
+    pub fn set_incomplete(&mut self, i: usize) {
+        let (_, nameidx, flags) = self.entry(i);
+        let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
+        if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
+            *f = flags | ATTR_INCOMPLETE;
+        }
+        if flags & ATTR_LOCAL == 0 {
+            put_be32(&mut self.b, nameidx, 0);
+            put_be32(&mut self.b, nameidx.saturating_add(4), 0);
+        }
+    }
+
     /// The bytes entry `i`'s name record takes (local or remote).
     fn entsize_at(&self, i: usize) -> usize {
         let (_, nameidx, flags) = self.entry(i);
@@ -381,12 +408,18 @@ impl Leaf {
             self.hdr.firstused = nameidx;
         }
         // Free regions that began where the table ended move past the new
-        // slot.
+        // slot; a region left empty keeps no address (and the block is
+        // marked for compaction), as the kernel has done since it stopped
+        // leaving empty regions that a removal could match.
         let old_end = h.count.saturating_mul(ENTRY).saturating_add(self.lay.hdr);
         for f in self.hdr.freemap.iter_mut() {
             if f.0 == old_end {
                 f.0 = f.0.saturating_add(ENTRY);
                 f.1 = f.1.saturating_sub(f.1.min(ENTRY));
+            }
+            if f.1 == 0 && f.0 > 0 {
+                f.0 = 0;
+                self.hdr.holes = true;
             }
         }
         self.hdr.usedbytes = self.hdr.usedbytes.saturating_add(entsize);

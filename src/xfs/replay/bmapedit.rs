@@ -65,11 +65,11 @@ const MAX_LEVELS: u16 = 9;
 
 /// One extent record (`xfs_bmbt_irec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Rec {
-    off: u64,
-    start: u64,
-    len: u64,
-    unwritten: bool,
+pub(super) struct Rec {
+    pub(super) off: u64,
+    pub(super) start: u64,
+    pub(super) len: u64,
+    pub(super) unwritten: bool,
 }
 
 impl Rec {
@@ -94,7 +94,7 @@ impl Rec {
     /// The record cut by the range `[off, end)` it overlaps: what lies
     /// before the range, the overlap, and what lies after (either end may
     /// be empty).
-    fn cut(self, off: u64, end: u64) -> (Rec, Rec, Rec) {
+    pub(super) fn cut(self, off: u64, end: u64) -> (Rec, Rec, Rec) {
         let lo = self.off.max(off);
         let hi = self.end().min(end);
         let at = |o: u64| self.start.saturating_add(o.saturating_sub(self.off));
@@ -117,7 +117,7 @@ impl Rec {
         (front, piece, back)
     }
 
-    fn end(&self) -> u64 {
+    pub(super) fn end(&self) -> u64 {
         self.off.saturating_add(self.len)
     }
 }
@@ -974,6 +974,76 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 unwritten: false,
             },
         })
+    }
+
+    /// The attr fork's extent records (extents format only).
+    pub(super) fn attr_extents(&self, ino: u64) -> EditResult<Vec<Rec>> {
+        let f = self.fork(ino, true)?;
+        if f.format != FMT_EXTENTS {
+            return refuse(format!(
+                "inode {ino}: an attr fork of format {} (a bmbt) is not done by this tool",
+                f.format
+            ));
+        }
+        self.list(&f)
+    }
+
+    /// `rec` mapped into the attr fork's list as
+    /// `xfs_bmap_add_extent_hole_real` maps it (merged with contiguous
+    /// neighbours); di_nblocks grows by its length; the inode is logged.
+    pub(super) fn attr_map(&mut self, ino: u64, rec: Rec) -> EditResult<()> {
+        let mut f = self.fork(ino, true)?;
+        if f.format != FMT_EXTENTS {
+            return refuse(format!(
+                "inode {ino}: an attr fork of format {} (a bmbt) is not done by this tool",
+                f.format
+            ));
+        }
+        let mut no_bmbt = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> {
+            refuse(format!(
+                "inode {ino}: an attr fork outgrowing the inode (into a bmbt) is not done by this tool"
+            ))
+        };
+        self.map(&mut f, rec, &mut no_bmbt)?;
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(rec.len);
+        put_be64(&mut f.bytes, 64, nb);
+        self.log_inode(ino, f.ioff, f.bytes, 1);
+        Ok(())
+    }
+
+    /// One call of `__xfs_bunmapi` with one extent allowed, on the attr
+    /// fork's range `[off, end)`: the last extent in it is cut out (a
+    /// record trimmed, split or removed); di_nblocks drops by what left;
+    /// the inode is logged. Returns the piece and whether more of the
+    /// range is still mapped; `None` (nothing logged) when none of it is.
+    pub(super) fn attr_unmap_last(
+        &mut self,
+        ino: u64,
+        off: u64,
+        end: u64,
+    ) -> EditResult<Option<(Rec, bool)>> {
+        let mut f = self.fork(ino, true)?;
+        let mut recs = self.attr_extents(ino)?;
+        let Some(i) = recs.iter().rposition(|r| r.off < end && r.end() > off) else {
+            return Ok(None);
+        };
+        let Some(r) = recs.get(i).copied() else {
+            return Ok(None);
+        };
+        let (front, piece, back) = r.cut(off, end);
+        recs.remove(i);
+        if back.len > 0 {
+            recs.insert(i, back);
+        }
+        if front.len > 0 {
+            recs.insert(i, front);
+        }
+        let more = recs.iter().any(|r| r.off < piece.off && r.end() > off);
+        self.put_list(&mut f, &recs)?;
+        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(piece.len);
+        put_be64(&mut f.bytes, 64, nb);
+        self.log_inode(ino, f.ioff, f.bytes, 1);
+        Ok(Some((piece, more)))
     }
 
     /// The record list of an extents-format fork.

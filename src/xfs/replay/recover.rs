@@ -222,7 +222,7 @@ fn run_attr_chain<R: ReadAt>(
                 // not.
                 logged = logs;
                 if let AddOutcome::Remote(p) = out {
-                    queue.push_front(AttrTask::RemoteSet(p));
+                    queue.push_front(AttrTask::RemoteSet(p, None));
                     continue;
                 }
                 if let AddOutcome::ToLeaf { agno, rmap, then } = out {
@@ -239,17 +239,40 @@ fn run_attr_chain<R: ReadAt>(
             AttrTask::LeafAdd(p) => {
                 roll(forks, &mut logged)?;
                 if let AddOutcome::Remote(p) = forks.attr_leaf_add(&p)? {
-                    queue.push_front(AttrTask::RemoteSet(p));
+                    queue.push_front(AttrTask::RemoteSet(p, None));
                 }
             }
-            AttrTask::RemoteSet(p) => {
+            AttrTask::RemoteSet(p, at) => {
                 roll(forks, &mut logged)?;
-                let mut alloc =
-                    |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
-                let (agno, rmap) = forks.attr_remote_set(&p, &mut alloc)?;
+                let mut alloc = |agno: u32, hint: u32, len: u32| {
+                    engine.store(agno)?.alloc_near_unmapped(hint, len)
+                };
+                let (agno, rmap, more) = forks.attr_remote_step(&p, at, &mut alloc)?;
                 logged = true;
+                if let Some(at) = more {
+                    queue.push_front(AttrTask::RemoteSet(p, Some(at)));
+                }
                 queue.push_front(AttrTask::Work(rmap));
                 for w in engine.take_deferred_work(agno)?.into_iter().rev() {
+                    queue.push_front(AttrTask::Work(w));
+                }
+            }
+            AttrTask::RemoveRmt { ino, blk, count } => {
+                roll(forks, &mut logged)?;
+                let (work, more, logs) = forks.attr_remote_unmap(ino, blk, count)?;
+                logged = logs;
+                if more {
+                    queue.push_front(AttrTask::RemoveRmt { ino, blk, count });
+                }
+                for w in work.into_iter().rev() {
+                    queue.push_front(AttrTask::Work(w));
+                }
+            }
+            AttrTask::RemoveAttr(r) => {
+                roll(forks, &mut logged)?;
+                let (work, logs) = forks.attr_remove_incomplete(&r)?;
+                logged = logs;
+                for w in work.into_iter().rev() {
                     queue.push_front(AttrTask::Work(w));
                 }
             }
