@@ -1018,7 +1018,8 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // removal before the add of a set of the same pointer) and
     // replay-attri-leaf (leaf blocks, and a list that moves into one) and
     // replay-attri-rmt (remote values of one to five blocks set, replaced
-    // and removed, on leaf blocks with value blocks after them).
+    // and removed, on leaf blocks with value blocks after them; first
+    // attributes too big for a list).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {

@@ -73,11 +73,16 @@
 //! own, where a fork that is one leaf block again goes back to a
 //! shortform list if the rest fits; a set's add comes after that.
 //!
+//! A set into an empty fork whose entry does not fit a shortform list
+//! makes the empty list and moves it to a new leaf block in the intent's
+//! own transaction; the add into the block follows in the chain, before
+//! the block's reverse mapping and what the allocation let go of.
+//!
 //! Refused, with the reason: attr forks in a node (more than one leaf
 //! block) or a bmbt, a leaf that no longer holds an entry (the kernel
-//! splits it into a node), a first attribute too big for the inode, an
-//! allocation the AG's longest free extent cannot hold in one piece,
-//! intents the kernel's own checks reject (it then fails the mount).
+//! splits it into a node), an allocation the AG's longest free extent
+//! cannot hold in one piece, intents the kernel's own checks reject (it
+//! then fails the mount).
 
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, Leaf};
@@ -407,6 +412,16 @@ pub struct Removal {
     set: bool,
 }
 
+/// Free space for the attribute editor: blocks allocated near a hint
+/// (their reverse mapping left to the caller) and the free-list blocks an
+/// allocation let go of, as deferred work.
+pub trait AttrSpace {
+    /// `len` blocks in AG `agno` near `hint`: the first, or `None`.
+    fn near(&mut self, agno: u32, hint: u32, len: u32) -> EditResult<Option<u32>>;
+    /// What allocations in AG `agno` deferred.
+    fn let_go(&mut self, agno: u32) -> EditResult<Vec<Work>>;
+}
+
 /// An attr fork as this editor finds it.
 enum AttrFork {
     Short(SfFork),
@@ -621,6 +636,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         a: &AttriItem,
         regions: &[Vec<u8>],
         now: RecoveryTime,
+        space: &mut dyn AttrSpace,
     ) -> EditResult<Vec<AttrTask>> {
         let parent_fs = self.fs().sb.features_incompat & INCOMPAT_PARENT != 0;
         let req = checked(a, regions, parent_fs)?;
@@ -744,9 +760,19 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             // The add state straight away, in this transaction.
             if let Some(p) = pending {
                 if !self.sf_fits(&f, &p)? {
-                    return refuse(format!(
-                        "inode {ino}: the first attribute does not fit the inode; the kernel moves it to a leaf block in the intent's own transaction, which this tool does not do"
-                    ));
+                    // An empty list made (xfs_attr_shortform_create) and
+                    // moved to a new leaf block here; the add into the
+                    // block goes on, before what the move deferred.
+                    let mut alloc = |agno: u32, hint: u32| space.near(agno, hint, 1);
+                    let AddOutcome::ToLeaf { agno, rmap, then } =
+                        self.sf_to_leaf(f, &p, &mut alloc)?
+                    else {
+                        return refuse(format!("inode {ino}: the list did not move to a leaf"));
+                    };
+                    let mut tasks = vec![AttrTask::LeafAdd(then)];
+                    tasks.extend(space.let_go(agno)?.into_iter().map(AttrTask::Work));
+                    tasks.push(AttrTask::Work(rmap));
+                    return Ok(tasks);
                 }
                 self.sf_add(f, &p, now, 1)?;
             }
@@ -1538,6 +1564,17 @@ mod fixture_tests {
     use crate::xfs::image::Overlay;
     use crate::xfs::testutil::fixture_fs;
 
+    /// No free space: every allocation refused.
+    struct NoSpace;
+    impl AttrSpace for NoSpace {
+        fn near(&mut self, _: u32, _: u32, _: u32) -> EditResult<Option<u32>> {
+            refuse("no space in this test".into())
+        }
+        fn let_go(&mut self, _: u32) -> EditResult<Vec<Work>> {
+            Ok(Vec::new())
+        }
+    }
+
     fn item(ino: u64, op_flags: u32, filter: u32, name: &[u8], value_len: u32) -> AttriItem {
         AttriItem {
             id: 1,
@@ -1575,10 +1612,11 @@ mod fixture_tests {
             .find(|&i| ed.inode(i).is_ok_and(|(_, b)| be16(&b, 2) == Some(0)))
             .unwrap();
         let now = RecoveryTime::default();
-        let mut why = |a: AttriItem, regions: Vec<Vec<u8>>| match ed.attr(&a, &regions, now) {
-            Err(EditError::Unsupported(u)) => u.0,
-            other => panic!("not refused: {other:?}"),
-        };
+        let mut why =
+            |a: AttriItem, regions: Vec<Vec<u8>>| match ed.attr(&a, &regions, now, &mut NoSpace) {
+                Err(EditError::Unsupported(u)) => u.0,
+                other => panic!("not refused: {other:?}"),
+            };
         let nv = |n: &[u8], v: &[u8]| vec![pad(n), pad(v)];
         let cases: Vec<(AttriItem, Vec<Vec<u8>>, &str)> = vec![
             // The kernel's own checks: flag bits, namespaces, lengths, NULs.
@@ -1670,7 +1708,7 @@ mod fixture_tests {
         // Each set's add as its captured work does it: a roll that logs
         // the inode, then the add.
         let mut set = |a: AttriItem, r: Vec<Vec<u8>>| {
-            let tasks = ed.attr(&a, &r, now).unwrap();
+            let tasks = ed.attr(&a, &r, now, &mut NoSpace).unwrap();
             let [AttrTask::Add(add)] = tasks.as_slice() else {
                 panic!("an add waits: {tasks:?}");
             };
@@ -1687,7 +1725,12 @@ mod fixture_tests {
         let total = usize::from(be16(&mid, at).unwrap());
         assert_eq!(&mid[at + total - 11..at + total], b"\x03\x05\x00newabcde");
         assert!(ed
-            .attr(&item(small, 2, 0, b"new", 0), &[pad(b"new")], now)
+            .attr(
+                &item(small, 2, 0, b"new", 0),
+                &[pad(b"new")],
+                now,
+                &mut NoSpace,
+            )
             .unwrap()
             .is_empty());
         let (off2, after) = ed.inode(small).unwrap();

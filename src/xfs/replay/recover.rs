@@ -281,6 +281,15 @@ fn run_attr_chain<R: ReadAt>(
     Ok(())
 }
 
+impl<R: ReadAt> attredit::AttrSpace for Engine<'_, R> {
+    fn near(&mut self, agno: u32, hint: u32, len: u32) -> super::agedit::EditResult<Option<u32>> {
+        self.store(agno)?.alloc_near_unmapped(hint, len)
+    }
+    fn let_go(&mut self, agno: u32) -> super::agedit::EditResult<Vec<Work>> {
+        self.take_deferred_work(agno)
+    }
+}
+
 /// What an intent's recovery transaction left to finish afterwards.
 enum Capture {
     /// Deferred work, with the inodes it holds.
@@ -349,7 +358,7 @@ pub fn finish_all<R: ReadAt>(
                     )
                 })
             };
-            let tasks = forks.attr(a, &u.payload, now).map_err(within)?;
+            let tasks = forks.attr(a, &u.payload, now, engine).map_err(within)?;
             if !tasks.is_empty() {
                 captures.push(Capture::Attr(tasks, a.ino, u.id));
                 continue;
