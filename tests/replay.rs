@@ -327,7 +327,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // blocks after them (the kernel's node path): value blocks unmapped
     // and freed, new ones allocated near the fork's blocks (into a hole it
     // left, or past busy blocks), written with their headers; the inodes,
-    // the leaf and value blocks and every AG block are the kernel's.
+    // the leaf and value blocks and every AG block are the kernel's. The
+    // same on attr forks in node form: the leaf found through the node,
+    // its last hash carried up into the node.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -352,6 +354,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-leaf",
         "replay-xmi-nrext64",
         "replay-attri-rmt",
+        "replay-attri-node",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1019,7 +1022,8 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // replay-attri-leaf (leaf blocks, and a list that moves into one) and
     // replay-attri-rmt (remote values of one to five blocks set, replaced
     // and removed, on leaf blocks with value blocks after them; first
-    // attributes too big for a list).
+    // attributes too big for a list) and replay-attri-node (forks in node
+    // form).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {

@@ -172,6 +172,23 @@ impl Leaf {
         )
     }
 
+    /// The hash of the last entry (`xfs_attr_leaf_lasthash`); `None` when
+    /// the block is empty.
+    pub fn lasthash(&self) -> Option<u32> {
+        let n = self.hdr.count.checked_sub(1)?;
+        Some(self.entry(n).0)
+    }
+
+    /// Bytes the block's header takes.
+    pub fn hdr_size(&self) -> usize {
+        self.lay.hdr
+    }
+
+    /// The sibling leaves: forward and back attr block numbers (0: none).
+    pub fn siblings(&self) -> (u32, u32) {
+        (be32(&self.b, 0).unwrap_or(0), be32(&self.b, 4).unwrap_or(0))
+    }
+
     /// Entry `i`'s remote value: its first attr block and its length;
     /// `None` for a local value.
     pub fn remote(&self, i: usize) -> Option<(u32, u32)> {
