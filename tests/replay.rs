@@ -329,7 +329,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // left, or past busy blocks), written with their headers; the inodes,
     // the leaf and value blocks and every AG block are the kernel's. The
     // same on attr forks in node form: the leaf found through the node,
-    // its last hash carried up into the node.
+    // its last hash carried up into the node; and leaves that fill: a lone
+    // leaf turned into a node over a copy of itself, leaves split in two
+    // (entries balanced, siblings linked, the node given an entry).
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -355,6 +357,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-xmi-nrext64",
         "replay-attri-rmt",
         "replay-attri-node",
+        "replay-attri-split",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1022,8 +1025,8 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // replay-attri-leaf (leaf blocks, and a list that moves into one) and
     // replay-attri-rmt (remote values of one to five blocks set, replaced
     // and removed, on leaf blocks with value blocks after them; first
-    // attributes too big for a list) and replay-attri-node (forks in node
-    // form).
+    // attributes too big for a list), replay-attri-node (forks in node
+    // form) and replay-attri-split (leaves that fill and split).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {
@@ -1201,6 +1204,38 @@ fn bmap_intents_leave_the_kernels_inode() {
             assert_eq!(got, want, "{name} inode {ino}: mappings");
         }
     }
+}
+
+/// Two sets on one inode whose attributes fill a lone leaf: the kernel runs
+/// both intents' first steps before either add, so the second add still
+/// reads attr block 0 as a leaf after the first made it a node, and the
+/// mount fails (`replay-attri-stale.kernel.txt`: its messages). Replay
+/// leaves the intents unfinished and says why.
+#[test]
+fn an_add_whose_fork_changed_form_fails_as_the_kernel_fails() {
+    let name = "replay-attri-stale";
+    let facts = oracle(name, "kernel.txt");
+    let status: u64 = facts
+        .lines()
+        .find_map(|l| l.strip_prefix("mount_status "))
+        .expect("no mount status in the oracle")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(status, 0, "the kernel mounted it");
+    assert!(
+        facts.contains("xfs_attr3_leaf_read") && facts.contains("Failed to recover intents"),
+        "{facts}"
+    );
+    let v = replay_json(image(name).to_str().unwrap());
+    let why = v["mount"]["intents"]["not_finished"]
+        .as_str()
+        .unwrap_or_else(|| panic!("finished: {v}"));
+    assert!(why.contains("fails the mount"), "{why}");
+    assert!(v["mount"]["intents"]["finished"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 /// An XMI names its inodes with their generations; the kernel fails the

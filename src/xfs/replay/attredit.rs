@@ -84,16 +84,31 @@
 //! after an add or a removal the leaf's last hash carried up the nodes as
 //! far as it changes (`xfs_da3_fixhashpath`).
 //!
-//! Refused, with the reason: attr forks in a bmbt, a leaf that no longer
-//! holds an entry (the kernel splits it, or turns a lone leaf into a
-//! node), a removal after which the kernel joins a leaf with a sibling,
-//! an entry whose hash ends its leaf (the kernel looks in the next one
-//! too), an allocation the AG's longest free extent cannot hold in one
-//! piece, intents the kernel's own checks reject (it then fails the
-//! mount).
+//! A leaf with no room for an add (after a compaction, if it had holes):
+//! a lone leaf is copied to a new attr block and attr block 0 becomes a
+//! node over it (`xfs_attr3_leaf_to_node`), the add going on through the
+//! node after a roll; a leaf under a node splits (`xfs_da3_split`): a new
+//! leaf in a new attr block (the first unused, allocated near its
+//! neighbours as `xfs_da_grow_inode` does), the entries balanced between
+//! the two (`xfs_attr3_leaf_rebalance`), the new leaf linked in as a
+//! sibling, the entry added where it falls, and the node given an entry
+//! for the new leaf.
+//!
+//! The add state a set chose when its removal step ended is kept, as the
+//! kernel keeps it: every intent's first step runs before any intent's
+//! chain, so an earlier intent may change the fork's form under a later
+//! one's add; the kernel then reads a block of the wrong kind and fails
+//! the mount, and so is it refused here.
+//!
+//! Refused, with the reason: attr forks in a bmbt, a split whose node has
+//! no room (the kernel splits the node too) or whose entry fits neither
+//! half, a removal after which the kernel joins a leaf with a sibling, an
+//! entry whose hash ends its leaf (the kernel looks in the next one too),
+//! an allocation the AG's longest free extent cannot hold in one piece,
+//! intents the kernel's own checks reject (it then fails the mount).
 
 use super::agedit::{refuse, EditResult};
-use super::attrleaf::{entsize_local, Leaf};
+use super::attrleaf::{entsize_local, entsize_remote, Leaf};
 use super::bmapedit::{extent_count, ForkEditor, Rec};
 use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
@@ -397,6 +412,19 @@ pub struct PendingAdd {
     name: Vec<u8>,
     value: Vec<u8>,
     ns: u8,
+    /// The add state the kernel chose when the removal before it ended
+    /// (`xfs_attr_init_add_state`), which it keeps even when another
+    /// intent changes the fork's form in between.
+    state: AddState,
+}
+
+/// An add state: into a shortform list, into the leaf at attr block 0,
+/// or through the node path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddState {
+    Short,
+    Leaf,
+    Node,
 }
 
 /// Where a remote value's allocation stands: its first attr block, the
@@ -418,6 +446,8 @@ pub struct Removal {
     parent: bool,
     /// A set's add follows (the fork is kept for it).
     set: bool,
+    /// That add.
+    then: Option<PendingAdd>,
 }
 
 /// Free space for the attribute editor: blocks allocated near a hint
@@ -428,6 +458,19 @@ pub trait AttrSpace {
     fn near(&mut self, agno: u32, hint: u32, len: u32) -> EditResult<Option<u32>>;
     /// What allocations in AG `agno` deferred.
     fn let_go(&mut self, agno: u32) -> EditResult<Vec<Work>>;
+}
+
+impl Removal {
+    /// The set's add that follows, in the add state the fork is in now.
+    pub fn then_add<R: ReadAt>(&self, ed: &ForkEditor<'_, R>) -> EditResult<Option<PendingAdd>> {
+        let Some(p) = &self.then else {
+            return Ok(None);
+        };
+        Ok(Some(PendingAdd {
+            state: ed.add_state(self.ino)?,
+            ..p.clone()
+        }))
+    }
 }
 
 /// An attr fork as this editor finds it.
@@ -502,10 +545,14 @@ pub enum AddOutcome {
         rmap: Work,
         then: PendingAdd,
     },
-    /// A remote value's entry went into the leaf, INCOMPLETE: its block is
-    /// allocated and written, and the entry completed, in a transaction of
-    /// its own afterwards ([`ForkEditor::attr_remote_set`]).
+    /// A remote value's entry went into the leaf, INCOMPLETE: its blocks
+    /// are allocated and written, and the entry completed, in transactions
+    /// of their own afterwards ([`ForkEditor::attr_remote_step`]).
     Remote(PendingAdd),
+    /// A lone leaf with no room became a node over a copy of it
+    /// (`xfs_attr3_leaf_to_node`): the add goes on, in a transaction of
+    /// its own, through the node.
+    Again(PendingAdd),
 }
 
 /// An inode's shortform attr list as the kernel holds it in memory.
@@ -665,6 +712,35 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         now: RecoveryTime,
         space: &mut dyn AttrSpace,
     ) -> EditResult<Vec<AttrTask>> {
+        let mut tasks = self.attr_first(a, regions, now, space)?;
+        if tasks.iter().any(|t| matches!(t, AttrTask::Add(_))) {
+            let state = self.add_state(a.ino)?;
+            for t in &mut tasks {
+                if let AttrTask::Add(p) = t {
+                    p.state = state;
+                }
+            }
+        }
+        Ok(tasks)
+    }
+
+    /// `xfs_attr_init_add_state` for `ino`'s attr fork as it is now.
+    pub fn add_state(&self, ino: u64) -> EditResult<AddState> {
+        Ok(match self.attr_fork(ino)? {
+            None | Some(AttrFork::Short(_)) => AddState::Short,
+            Some(AttrFork::Leaf(LeafFork { single: true, .. })) => AddState::Leaf,
+            Some(AttrFork::Leaf(_) | AttrFork::Node) => AddState::Node,
+        })
+    }
+
+    /// [`Self::attr`] before the add states are filled in.
+    fn attr_first(
+        &mut self,
+        a: &AttriItem,
+        regions: &[Vec<u8>],
+        now: RecoveryTime,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<Vec<AttrTask>> {
         let parent_fs = self.fs().sb.features_incompat & INCOMPAT_PARENT != 0;
         let req = checked(a, regions, parent_fs)?;
         let ino = a.ino;
@@ -694,6 +770,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             name: n.to_vec(),
             value: v.to_vec(),
             ns,
+            state: AddState::Short,
         });
         let set = pending.is_some();
         let (name, value) = req.old;
@@ -733,9 +810,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                         value: value.to_vec(),
                         parent,
                         set,
+                        then: pending,
                     }));
+                } else {
+                    tasks.extend(pending.map(AttrTask::Add));
                 }
-                tasks.extend(pending.map(AttrTask::Add));
                 if !tasks.is_empty() {
                     // The capture holds the inode: logged once more.
                     self.log_inode_core(ino, 1)?;
@@ -997,19 +1076,34 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         &mut self,
         p: &PendingAdd,
         now: RecoveryTime,
-        alloc: &mut dyn FnMut(u32, u32) -> EditResult<Option<u32>>,
-    ) -> EditResult<(AddOutcome, bool)> {
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<(AddOutcome, bool, Vec<Work>)> {
         let ino = p.ino;
-        let f = match self.attr_fork(ino)? {
-            None => return refuse(format!("inode {ino}: the attr fork is gone")),
-            Some(AttrFork::Leaf(_) | AttrFork::Node) => return Ok((self.attr_leaf_add(p)?, false)),
-            Some(AttrFork::Short(f)) => f,
+        let f = match (p.state, self.attr_fork(ino)?) {
+            (_, None) => return refuse(format!("inode {ino}: the attr fork is gone")),
+            (AddState::Short, Some(AttrFork::Short(f))) => f,
+            (AddState::Short, Some(_)) => {
+                return refuse(format!(
+                    "inode {ino}: the kernel adds this attribute as into a shortform list, which another intent turned into blocks: not done by this tool"
+                ))
+            }
+            (_, Some(AttrFork::Short(_))) | (AddState::Leaf, Some(AttrFork::Node)) => {
+                return refuse(format!(
+                    "inode {ino}: another intent changed the attr fork's form after the kernel chose how to add this attribute; it reads a block that is no longer a leaf or node and fails the mount"
+                ))
+            }
+            (_, Some(AttrFork::Leaf(_) | AttrFork::Node)) => {
+                let (out, work) = self.attr_leaf_add(p, space)?;
+                let grew = !work.is_empty();
+                return Ok((out, grew, work));
+            }
         };
         if self.sf_fits(&f, p)? {
             self.sf_add(f, p, now, 1)?;
-            return Ok((AddOutcome::Done, true));
+            return Ok((AddOutcome::Done, true, Vec::new()));
         }
-        Ok((self.sf_to_leaf(f, p, alloc)?, true))
+        let mut alloc = |agno: u32, hint: u32| space.near(agno, hint, 1);
+        Ok((self.sf_to_leaf(f, p, &mut alloc)?, true, Vec::new()))
     }
 
     /// `xfs_attr_shortform_to_leaf`: the list leaves the inode (the fork
@@ -1081,7 +1175,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     "inode {ino}: the shortform list names an attribute twice"
                 ));
             };
-            leaf.add(i, hash, ns, &name, &value)?;
+            if !leaf.add(i, hash, ns, &name, &value)? {
+                return refuse(format!(
+                    "inode {ino}: the shortform list does not fit a leaf block"
+                ));
+            }
         }
         self.put_attr_block(boff, leaf.b);
         // The fork: one extent (file block 0 -> the new block), nblocks + 1.
@@ -1114,7 +1212,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         Ok(AddOutcome::ToLeaf {
             agno,
             rmap,
-            then: p.clone(),
+            then: PendingAdd {
+                state: AddState::Leaf,
+                ..p.clone()
+            },
         })
     }
 
@@ -1129,10 +1230,20 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
     }
 
-    /// `xfs_attr_leaf_addname` into a one-block fork: the entry goes in
-    /// by its hash; the inode is not logged here. A remote value's entry
-    /// goes in INCOMPLETE, its value to follow.
-    pub fn attr_leaf_add(&mut self, p: &PendingAdd) -> EditResult<AddOutcome> {
+    /// `xfs_attr_leaf_addname` / `xfs_attr_node_addname`: the entry goes
+    /// into its leaf by its hash (the node blocks' hashes following it); the
+    /// inode is not logged here. A remote value's entry goes in
+    /// INCOMPLETE, its value to follow. A leaf with no room (after a
+    /// compaction, if it had holes) is split (`xfs_da3_split`) when under a
+    /// node, or, alone, becomes a node over a copy of itself and the add
+    /// goes on after a roll. Returns what is left and the work the
+    /// transaction deferred (a new block's reverse mapping and what its
+    /// allocation let go of), which runs first.
+    pub fn attr_leaf_add(
+        &mut self,
+        p: &PendingAdd,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<(AddOutcome, Vec<Work>)> {
         let ino = p.ino;
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
         let (mut lf, mut path) = self.leaf_for(ino, hash)?;
@@ -1152,18 +1263,267 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         self.beyond_leaf(ino, &path, &lf.leaf, hash)?;
         let bs = usize::try_from(self.fs().geo.blocksize).unwrap_or(0);
         let remote = entsize_local(p.name.len(), p.value.len()) >= bs.saturating_mul(3) / 4;
-        if remote {
-            lf.leaf.add_remote(i, hash, p.ns, &p.name)?;
-        } else {
-            lf.leaf.add(i, hash, p.ns, &p.name, &p.value)?;
-        }
-        self.fix_hash_path(&mut path, &lf.leaf);
-        self.put_attr_block(lf.boff, lf.leaf.b);
-        Ok(if remote {
+        let done = if remote {
             AddOutcome::Remote(p.clone())
         } else {
             AddOutcome::Done
-        })
+        };
+        if Self::leaf_add_entry(&mut lf.leaf, i, hash, p, remote)? {
+            self.fix_hash_path(&mut path, &lf.leaf);
+            self.put_attr_block(lf.boff, lf.leaf.b);
+            return Ok((done, Vec::new()));
+        }
+        if path.is_empty() {
+            let work = self.leaf_to_node(ino, lf, space)?;
+            return Ok((
+                AddOutcome::Again(PendingAdd {
+                    state: AddState::Node,
+                    ..p.clone()
+                }),
+                work,
+            ));
+        }
+        let work = self.split_attr_leaf(ino, lf, path, i, p, remote, space)?;
+        Ok((done, work))
+    }
+
+    /// The entry of `p` into `leaf` at `i` (a remote value's, incomplete):
+    /// whether it fitted.
+    fn leaf_add_entry(
+        leaf: &mut Leaf,
+        i: usize,
+        hash: u32,
+        p: &PendingAdd,
+        remote: bool,
+    ) -> EditResult<bool> {
+        if remote {
+            leaf.add_remote(i, hash, p.ns, &p.name)
+        } else {
+            leaf.add(i, hash, p.ns, &p.name, &p.value)
+        }
+    }
+
+    /// `xfs_da_grow_inode` for one attr block: the first unused attr block
+    /// (`xfs_bmap_first_unused`), mapped to a block allocated near the one
+    /// `xfs_bmap_adjacent` picks (the inode logged). Returns the attr
+    /// block, its byte offset and the work deferred: what the allocation
+    /// let go of, then the block's reverse mapping.
+    fn da_grow(
+        &mut self,
+        ino: u64,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<(u64, u64, Vec<Work>)> {
+        let recs = self.attr_extents(ino)?;
+        let mut dablk = 0u64;
+        for r in &recs {
+            if r.off >= 1 && r.off.saturating_sub(dablk) >= 1 {
+                break;
+            }
+            dablk = dablk.max(r.end());
+        }
+        let got = recs.iter().find(|r| r.end() > dablk).copied();
+        let prev = recs.iter().rev().find(|r| r.end() <= dablk).copied();
+        let target = self.adjacent(ino, prev, got, dablk, 1);
+        let g = self.fs().geo;
+        let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(target));
+        let Some(bno) = space.near(agno.0, agbno.0, 1)? else {
+            return refuse(format!(
+                "inode {ino}: no free block for an attr block in AG {}",
+                agno.0
+            ));
+        };
+        let fsb = u64::from(agno.0)
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            | u64::from(bno);
+        self.attr_map(
+            ino,
+            Rec {
+                off: dablk,
+                start: fsb,
+                len: 1,
+                unwritten: false,
+            },
+        )?;
+        let mut work = space.let_go(agno.0)?;
+        work.push(Work::RmapMap {
+            agno: agno.0,
+            m: Rmap {
+                start: bno,
+                len: 1,
+                owner: ino,
+                offset: dablk,
+                attr: true,
+                bmbt: false,
+                unwritten: false,
+            },
+            shared: false,
+        });
+        let boff = self
+            .block_off("attr block", fsb)
+            .map_err(|e| e.within(|| format!("inode {ino}")))?;
+        Ok((dablk, boff, work))
+    }
+
+    /// `xfs_attr3_leaf_to_node`: the lone leaf copied to a new attr block
+    /// (its own address stamped in), and attr block 0 made a level-1 node
+    /// over the bytes the leaf leaves there (the header rewritten, one
+    /// entry: the leaf's last hash and the copy's block).
+    fn leaf_to_node(
+        &mut self,
+        ino: u64,
+        lf: LeafFork,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<Vec<Work>> {
+        let (dablk, nboff, work) = self.da_grow(ino, space)?;
+        let fs = self.fs();
+        let v5 = fs.geo.v5;
+        let last = lf.leaf.lasthash().unwrap_or(0);
+        let mut copy = lf.leaf.b.clone();
+        if v5 {
+            put_be64(&mut copy, 16, nboff / 512);
+        }
+        self.put_attr_block(nboff, copy);
+        let mut node = lf.leaf.b;
+        let (hdr, count_at, level_at) = node_layout(v5);
+        if v5 {
+            if let Some(h) = node.get_mut(..hdr) {
+                h.fill(0);
+            }
+            put_be64(&mut node, 16, lf.boff / 512);
+            if let Some(u) = node.get_mut(32..48) {
+                u.copy_from_slice(&fs.meta_uuid());
+            }
+            put_be64(&mut node, 48, ino);
+        } else {
+            put_be32(&mut node, 0, 0);
+            put_be32(&mut node, 4, 0);
+        }
+        put_be16(
+            &mut node,
+            8,
+            if v5 { DA3_NODE_MAGIC } else { DA_NODE_MAGIC },
+        );
+        put_be16(&mut node, count_at, 1);
+        put_be16(&mut node, level_at, 1);
+        put_be32(&mut node, hdr, last);
+        put_be32(
+            &mut node,
+            hdr.saturating_add(4),
+            u32::try_from(dablk).unwrap_or(0),
+        );
+        self.put_attr_block(lf.boff, node);
+        Ok(work)
+    }
+
+    /// `xfs_da3_split` of a leaf under a node: a new leaf made in a new
+    /// attr block, the entries balanced across the two
+    /// (`xfs_attr3_leaf_rebalance`), the new leaf linked in after the old
+    /// one (before it, if its hashes are lower), the entry added to the
+    /// one it falls in, the old leaf's last hash carried up, and an entry
+    /// for the new leaf added to the node after the old one's. Refused: a
+    /// node with no room (the kernel splits it too) or an entry that fits
+    /// neither half (a second split).
+    #[allow(clippy::too_many_arguments)]
+    fn split_attr_leaf(
+        &mut self,
+        ino: u64,
+        mut lf: LeafFork,
+        mut path: Vec<NodeStep>,
+        index: usize,
+        p: &PendingAdd,
+        remote: bool,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<Vec<Work>> {
+        let fs = self.fs();
+        let g = fs.geo;
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let (hdr, count_at, _) = node_layout(g.v5);
+        let node_ents = bs.saturating_sub(hdr) / 8;
+        let Some(bottom) = path.last() else {
+            return refuse(format!("inode {ino}: a leaf split with no node above"));
+        };
+        let count = usize::from(be16(&bottom.b, count_at).unwrap_or(0));
+        if count.saturating_add(1) > node_ents {
+            return refuse(format!(
+                "inode {ino}: an attr node with no room for another leaf: the kernel splits it, which this tool does not do"
+            ));
+        }
+        let old_dablk = be32(
+            &bottom.b,
+            hdr.saturating_add(bottom.index.saturating_mul(8))
+                .saturating_add(4),
+        )
+        .unwrap_or(0);
+        let (dablk, nboff, work) = self.da_grow(ino, space)?;
+        let new_dablk = u32::try_from(dablk).unwrap_or(0);
+        let mut new = Leaf::create(bs, g.v5, nboff / 512, ino, &fs.meta_uuid());
+        let entsize = if remote {
+            entsize_remote(p.name.len())
+        } else {
+            entsize_local(p.name.len(), p.value.len())
+        };
+        let (inleaf, idx) = lf.leaf.split_into(&mut new, index, entsize);
+        // xfs_da3_blk_link.
+        let (forw, back) = lf.leaf.siblings();
+        let first = |l: &Leaf| l.first_hash();
+        let before = lf.leaf.hdr.count > 0
+            && new.hdr.count > 0
+            && (first(&new) < first(&lf.leaf) || new.lasthash() < lf.leaf.lasthash());
+        let relink = |ed: &mut Self, sib: u32, set_forw: bool| -> EditResult<()> {
+            let off = ed.attr_block_off(ino, u64::from(sib))?;
+            let mut b = ed.read("attr block", off, bs)?;
+            put_be32(&mut b, if set_forw { 0 } else { 4 }, new_dablk);
+            ed.put_attr_block(off, b);
+            Ok(())
+        };
+        if before {
+            new.set_siblings(old_dablk, back);
+            if back != 0 {
+                relink(self, back, true)?;
+            }
+            lf.leaf.set_siblings(forw, new_dablk);
+        } else {
+            new.set_siblings(forw, old_dablk);
+            if forw != 0 {
+                relink(self, forw, false)?;
+            }
+            lf.leaf.set_siblings(new_dablk, back);
+        }
+        let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
+        let target = if inleaf { &mut lf.leaf } else { &mut new };
+        if !Self::leaf_add_entry(target, idx, hash, p, remote)? {
+            return refuse(format!(
+                "inode {ino}: the entry fits neither half of a split attr leaf: the kernel splits again, which this tool does not do"
+            ));
+        }
+        self.fix_hash_path(&mut path, &lf.leaf);
+        // xfs_da3_node_add: the new leaf after the old one's entry.
+        let new_last = new.lasthash().unwrap_or(0);
+        let depth = path.len();
+        if let Some(bottom) = path.last_mut() {
+            let at = hdr.saturating_add(bottom.index.saturating_add(1).saturating_mul(8));
+            let end = hdr.saturating_add(count.saturating_mul(8));
+            if at < end {
+                bottom.b.copy_within(at..end, at.saturating_add(8));
+            }
+            put_be32(&mut bottom.b, at, new_last);
+            put_be32(&mut bottom.b, at.saturating_add(4), new_dablk);
+            put_be16(
+                &mut bottom.b,
+                count_at,
+                u16::try_from(count.saturating_add(1)).unwrap_or(0),
+            );
+            self.put_attr_block(bottom.boff, bottom.b.clone());
+        }
+        if let (Some(bottom), Some(above)) = (path.last(), depth.checked_sub(1)) {
+            let last_at = hdr.saturating_add(count.saturating_mul(8));
+            let last = be32(&bottom.b, last_at).unwrap_or(0);
+            self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
+        }
+        self.put_attr_block(lf.boff, lf.leaf.b);
+        self.put_attr_block(nboff, new.b);
+        Ok(work)
     }
 
     /// The attr block at file block `dablk` of `ino`'s attr fork: its
@@ -1259,9 +1619,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// last hash again, as far up as they change; the changed node blocks
     /// are kept.
     fn fix_hash_path(&mut self, path: &mut [NodeStep], leaf: &Leaf) {
-        let Some(mut last) = leaf.lasthash() else {
-            return;
-        };
+        if let Some(last) = leaf.lasthash() {
+            self.fix_hash_up(path, last);
+        }
+    }
+
+    /// The hashes of `path`, from its bottom up, made `last` (the last hash
+    /// of what lies below) as far as they change.
+    fn fix_hash_up(&mut self, path: &mut [NodeStep], mut last: u32) {
         let (hdr, count_at, _) = node_layout(self.fs().geo.v5);
         for step in path.iter_mut().rev() {
             let at = hdr.saturating_add(step.index.saturating_mul(8));
@@ -1942,9 +2307,8 @@ mod fixture_tests {
                 panic!("an add waits: {tasks:?}");
             };
             ed.bump_change_count(small, 1).unwrap();
-            let mut no_alloc = |_: u32, _: u32| -> EditResult<Option<u32>> { Ok(None) };
-            let (out, logged) = ed.attr_add(add, now, &mut no_alloc).unwrap();
-            assert!(matches!(out, AddOutcome::Done) && logged);
+            let (out, logged, work) = ed.attr_add(add, now, &mut NoSpace).unwrap();
+            assert!(matches!(out, AddOutcome::Done) && logged && work.is_empty());
         };
         set(item(small, 1, 0, b"new", 3), nv(b"new", b"abc"));
         set(item(small, 3, 0, b"new", 5), nv(b"new", b"abcde"));

@@ -179,6 +179,11 @@ impl Leaf {
         Some(self.entry(n).0)
     }
 
+    /// The hash of the first entry; `None` when the block is empty.
+    pub fn first_hash(&self) -> Option<u32> {
+        (self.hdr.count > 0).then(|| self.entry(0).0)
+    }
+
     /// Bytes the block's header takes.
     pub fn hdr_size(&self) -> usize {
         self.lay.hdr
@@ -281,7 +286,8 @@ impl Leaf {
 
     /// `xfs_attr3_leaf_add` with `xfs_attr3_leaf_add_work`: the entry at
     /// `index`, its name in the first free region (from the last) that
-    /// holds it.
+    /// holds it. `false` when the block cannot take it (it may have been
+    /// compacted in trying, as the kernel leaves it).
     pub fn add(
         &mut self,
         index: usize,
@@ -289,7 +295,7 @@ impl Leaf {
         ns: u8,
         name: &[u8],
         value: &[u8],
-    ) -> EditResult<()> {
+    ) -> EditResult<bool> {
         let entsize = entsize_local(name.len(), value.len());
         if entsize >= self.b.len().saturating_mul(3) / 4 || name.len() > 255 || value.len() > 0xffff
         {
@@ -309,8 +315,9 @@ impl Leaf {
     }
 
     /// The entry of a remote value, INCOMPLETE with no value block yet
-    /// (`xfs_attr3_leaf_add_work` for a value that is not local).
-    pub fn add_remote(&mut self, index: usize, hash: u32, ns: u8, name: &[u8]) -> EditResult<()> {
+    /// (`xfs_attr3_leaf_add_work` for a value that is not local); `false`
+    /// as for [`Self::add`].
+    pub fn add_remote(&mut self, index: usize, hash: u32, ns: u8, name: &[u8]) -> EditResult<bool> {
         let mut rec = vec![0u8; 8];
         rec.push(u8::try_from(name.len()).unwrap_or(0));
         rec.extend_from_slice(name);
@@ -346,7 +353,7 @@ impl Leaf {
         flags: u8,
         rec: &[u8],
         entsize: usize,
-    ) -> EditResult<()> {
+    ) -> EditResult<bool> {
         let h = self.hdr;
         let tablesize = h
             .count
@@ -381,17 +388,11 @@ impl Leaf {
             Some(m) => m,
             None => {
                 if !h.holes && sum < entsize {
-                    return refuse(
-                        "the attr leaf block is full: the kernel splits it into a node, which this tool does not do"
-                            .into(),
-                    );
+                    return Ok(false);
                 }
                 self.compact();
                 if self.hdr.freemap[0].1 < entsize.saturating_add(ENTRY) {
-                    return refuse(
-                        "the attr leaf block is full even compacted: the kernel splits it into a node, which this tool does not do"
-                            .into(),
-                    );
+                    return Ok(false);
                 }
                 0
             }
@@ -441,7 +442,127 @@ impl Leaf {
         }
         self.hdr.usedbytes = self.hdr.usedbytes.saturating_add(entsize);
         self.write_hdr();
-        Ok(())
+        Ok(true)
+    }
+
+    /// `xfs_attr3_leaf_rebalance` into `new`, a leaf just made: the entries
+    /// split where the bytes of both blocks, with a new entry of
+    /// `entsize` bytes going in at `index`, come closest to half
+    /// (`xfs_attr3_leaf_figure_balance`), the upper ones moved to `new`
+    /// (`xfs_attr3_leaf_moveents`: packed from its end, zeroed here, this
+    /// block's free regions and first name left as they were, its holes
+    /// flag set). Returns whether the new entry goes into this block and
+    /// at which index of the block it goes into.
+    pub fn split_into(&mut self, new: &mut Leaf, index: usize, entsize: usize) -> (bool, usize) {
+        let max = self.hdr.count;
+        let half = max
+            .saturating_add(1)
+            .saturating_mul(ENTRY)
+            .saturating_add(self.hdr.usedbytes)
+            .saturating_add(new.hdr.usedbytes)
+            .saturating_add(entsize)
+            / 2;
+        let dist = |t: usize| half.abs_diff(t);
+        let mut lastdelta = self.b.len();
+        let mut totallen = 0usize;
+        let mut foundit = false;
+        let mut count = 0usize;
+        while count < max {
+            if count == index {
+                let t = totallen.saturating_add(ENTRY).saturating_add(entsize);
+                if dist(t) > lastdelta {
+                    break;
+                }
+                lastdelta = dist(t);
+                totallen = t;
+                foundit = true;
+            }
+            let t = totallen
+                .saturating_add(ENTRY)
+                .saturating_add(self.entsize_at(count));
+            if dist(t) > lastdelta {
+                break;
+            }
+            lastdelta = dist(t);
+            totallen = t;
+            count = count.saturating_add(1);
+        }
+        let inleaf = foundit;
+        if count < max {
+            self.move_to(new, count, max.saturating_sub(count));
+        }
+        let left = self.hdr.count;
+        if index > left {
+            (false, index.saturating_sub(left))
+        } else if index == left {
+            if inleaf {
+                (true, index)
+            } else {
+                (false, 0)
+            }
+        } else {
+            (true, index)
+        }
+    }
+
+    /// `xfs_attr3_leaf_moveents` of the last `n` entries, from `start`,
+    /// into the empty block `dst`.
+    fn move_to(&mut self, dst: &mut Leaf, start: usize, n: usize) {
+        for i in 0..n {
+            let src_i = start.saturating_add(i);
+            let (hash, nameidx, flags) = self.entry(src_i);
+            let size = self.entsize_at(src_i);
+            dst.hdr.firstused = dst.hdr.firstused.saturating_sub(size);
+            let fu = dst.hdr.firstused;
+            let at = dst.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
+            put_be32(&mut dst.b, at, hash);
+            put_be16(
+                &mut dst.b,
+                at.saturating_add(4),
+                u16::try_from(fu).unwrap_or(0),
+            );
+            if let Some(f) = dst.b.get_mut(at.saturating_add(6)..at.saturating_add(8)) {
+                f.copy_from_slice(&[flags, 0]);
+            }
+            if let (Some(d), Some(s)) = (
+                dst.b.get_mut(fu..fu.saturating_add(size)),
+                self.b.get(nameidx..nameidx.saturating_add(size)),
+            ) {
+                d.copy_from_slice(s);
+            }
+            if let Some(s) = self.b.get_mut(nameidx..nameidx.saturating_add(size)) {
+                s.fill(0);
+            }
+            self.hdr.usedbytes = self.hdr.usedbytes.saturating_sub(size);
+            dst.hdr.usedbytes = dst.hdr.usedbytes.saturating_add(size);
+            dst.hdr.count = dst.hdr.count.saturating_add(1);
+        }
+        self.hdr.count = self.hdr.count.saturating_sub(n);
+        let from = self.lay.hdr.saturating_add(start.saturating_mul(ENTRY));
+        if let Some(d) = self
+            .b
+            .get_mut(from..from.saturating_add(n.saturating_mul(ENTRY)))
+        {
+            d.fill(0);
+        }
+        let base = dst
+            .lay
+            .hdr
+            .saturating_add(dst.hdr.count.saturating_mul(ENTRY));
+        dst.hdr.freemap = [
+            (base, dst.hdr.firstused.saturating_sub(base)),
+            (0, 0),
+            (0, 0),
+        ];
+        self.hdr.holes = true;
+        self.write_hdr();
+        dst.write_hdr();
+    }
+
+    /// The sibling links (`forw`, `back`: attr block numbers, 0 none).
+    pub fn set_siblings(&mut self, forw: u32, back: u32) {
+        put_be32(&mut self.b, 0, forw);
+        put_be32(&mut self.b, 4, back);
     }
 
     /// `xfs_attr3_leaf_compact`: the block cleared past its header and the

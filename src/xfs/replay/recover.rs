@@ -215,32 +215,30 @@ fn run_attr_chain<R: ReadAt>(
             }
             AttrTask::Add(p) => {
                 roll(forks, &mut logged)?;
-                let mut alloc =
-                    |agno: u32, hint: u32| engine.store(agno)?.alloc_near_one_unmapped(hint);
-                let (out, logs) = forks.attr_add(&p, now, &mut alloc)?;
-                // A shortform add or move logs the inode; a leaf add does
-                // not.
+                let (out, logs, work) = forks.attr_add(&p, now, engine)?;
+                // A shortform add or move logs the inode, and a leaf add
+                // that took a new block; a plain leaf add does not.
                 logged = logs;
-                if let AddOutcome::Remote(p) = out {
-                    queue.push_front(AttrTask::RemoteSet(p, None));
-                    continue;
-                }
-                if let AddOutcome::ToLeaf { agno, rmap, then } = out {
-                    // The add goes on (the intent is logged again); what
-                    // the move created comes first: free-list blocks the
-                    // allocation let go of, the block's reverse mapping.
-                    queue.push_front(AttrTask::LeafAdd(then));
-                    queue.push_front(AttrTask::Work(rmap));
-                    for w in engine.take_deferred_work(agno)?.into_iter().rev() {
-                        queue.push_front(AttrTask::Work(w));
+                match out {
+                    AddOutcome::ToLeaf { agno, rmap, then } => {
+                        // The add goes on (the intent is logged again);
+                        // what the move created comes first: free-list
+                        // blocks the allocation let go of, the block's
+                        // reverse mapping.
+                        queue.push_front(AttrTask::LeafAdd(then));
+                        queue.push_front(AttrTask::Work(rmap));
+                        for w in engine.take_deferred_work(agno)?.into_iter().rev() {
+                            queue.push_front(AttrTask::Work(w));
+                        }
                     }
+                    other => next_add(&mut queue, other, work),
                 }
             }
             AttrTask::LeafAdd(p) => {
                 roll(forks, &mut logged)?;
-                if let AddOutcome::Remote(p) = forks.attr_leaf_add(&p)? {
-                    queue.push_front(AttrTask::RemoteSet(p, None));
-                }
+                let (out, logs, work) = forks.attr_add(&p, now, engine)?;
+                logged = logs;
+                next_add(&mut queue, out, work);
             }
             AttrTask::RemoteSet(p, at) => {
                 roll(forks, &mut logged)?;
@@ -272,6 +270,9 @@ fn run_attr_chain<R: ReadAt>(
                 roll(forks, &mut logged)?;
                 let (work, logs) = forks.attr_remove_incomplete(&r)?;
                 logged = logs;
+                if let Some(p) = r.then_add(forks)? {
+                    queue.push_front(AttrTask::Add(p));
+                }
                 for w in work.into_iter().rev() {
                     queue.push_front(AttrTask::Work(w));
                 }
@@ -287,6 +288,25 @@ impl<R: ReadAt> attredit::AttrSpace for Engine<'_, R> {
     }
     fn let_go(&mut self, agno: u32) -> super::agedit::EditResult<Vec<Work>> {
         self.take_deferred_work(agno)
+    }
+}
+
+/// What follows an add into a leaf: the work its transaction deferred
+/// first, then a remote value's blocks, or the add again through the node
+/// a lone leaf just became.
+fn next_add(
+    queue: &mut std::collections::VecDeque<attredit::AttrTask>,
+    out: attredit::AddOutcome,
+    work: Vec<Work>,
+) {
+    use attredit::{AddOutcome, AttrTask};
+    match out {
+        AddOutcome::Remote(p) => queue.push_front(AttrTask::RemoteSet(p, None)),
+        AddOutcome::Again(p) => queue.push_front(AttrTask::LeafAdd(p)),
+        AddOutcome::Done | AddOutcome::ToLeaf { .. } => {}
+    }
+    for w in work.into_iter().rev() {
+        queue.push_front(AttrTask::Work(w));
     }
 }
 
