@@ -331,7 +331,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // same on attr forks in node form: the leaf found through the node,
     // its last hash carried up into the node; and leaves that fill: a lone
     // leaf turned into a node over a copy of itself, leaves split in two
-    // (entries balanced, siblings linked, the node given an entry).
+    // (entries balanced, siblings linked, the node given an entry); and
+    // leaves that empty: merged with a sibling, the dropped block freed,
+    // the node's last leaf moved into attr block 0.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -358,6 +360,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-rmt",
         "replay-attri-node",
         "replay-attri-split",
+        "replay-attri-join",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1026,7 +1029,8 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // replay-attri-rmt (remote values of one to five blocks set, replaced
     // and removed, on leaf blocks with value blocks after them; first
     // attributes too big for a list), replay-attri-node (forks in node
-    // form) and replay-attri-split (leaves that fill and split).
+    // form), replay-attri-split (leaves that fill and split) and
+    // replay-attri-join (leaves that empty and merge).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {

@@ -489,7 +489,7 @@ impl Leaf {
         }
         let inleaf = foundit;
         if count < max {
-            self.move_to(new, count, max.saturating_sub(count));
+            self.move_to(new, count, 0, max.saturating_sub(count));
         }
         let left = self.hdr.count;
         if index > left {
@@ -505,16 +505,32 @@ impl Leaf {
         }
     }
 
-    /// `xfs_attr3_leaf_moveents` of the last `n` entries, from `start`,
-    /// into the empty block `dst`.
-    fn move_to(&mut self, dst: &mut Leaf, start: usize, n: usize) {
+    /// `xfs_attr3_leaf_moveents`: `n` entries from `start` of this block
+    /// to `dst` at `start_d` (its entries there moved up to make room),
+    /// their names packed down from `dst`'s first name; this block's names
+    /// zeroed and its entries closed up, its free regions and first name
+    /// left as they were, its holes flag set; `dst`'s free regions made
+    /// one, between its table and its names.
+    pub fn move_to(&mut self, dst: &mut Leaf, start: usize, start_d: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let ent_at = |l: &Leaf, i: usize| l.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
+        if start_d < dst.hdr.count {
+            let from = ent_at(dst, start_d);
+            let to = ent_at(dst, start_d.saturating_add(n));
+            let len = dst.hdr.count.saturating_sub(start_d).saturating_mul(ENTRY);
+            if to.saturating_add(len) <= dst.b.len() && from.saturating_add(len) <= dst.b.len() {
+                dst.b.copy_within(from..from.saturating_add(len), to);
+            }
+        }
         for i in 0..n {
             let src_i = start.saturating_add(i);
             let (hash, nameidx, flags) = self.entry(src_i);
             let size = self.entsize_at(src_i);
             dst.hdr.firstused = dst.hdr.firstused.saturating_sub(size);
             let fu = dst.hdr.firstused;
-            let at = dst.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
+            let at = ent_at(dst, start_d.saturating_add(i));
             put_be32(&mut dst.b, at, hash);
             put_be16(
                 &mut dst.b,
@@ -537,18 +553,26 @@ impl Leaf {
             dst.hdr.usedbytes = dst.hdr.usedbytes.saturating_add(size);
             dst.hdr.count = dst.hdr.count.saturating_add(1);
         }
-        self.hdr.count = self.hdr.count.saturating_sub(n);
-        let from = self.lay.hdr.saturating_add(start.saturating_mul(ENTRY));
+        let old = self.hdr.count;
+        self.hdr.count = old.saturating_sub(n);
+        if start.saturating_add(n) < old {
+            let from = ent_at(self, start.saturating_add(n));
+            let len = old
+                .saturating_sub(start.saturating_add(n))
+                .saturating_mul(ENTRY);
+            let to = ent_at(self, start);
+            if from.saturating_add(len) <= self.b.len() {
+                self.b.copy_within(from..from.saturating_add(len), to);
+            }
+        }
+        let top = ent_at(self, self.hdr.count);
         if let Some(d) = self
             .b
-            .get_mut(from..from.saturating_add(n.saturating_mul(ENTRY)))
+            .get_mut(top..top.saturating_add(n.saturating_mul(ENTRY)))
         {
             d.fill(0);
         }
-        let base = dst
-            .lay
-            .hdr
-            .saturating_add(dst.hdr.count.saturating_mul(ENTRY));
+        let base = ent_at(dst, dst.hdr.count);
         dst.hdr.freemap = [
             (base, dst.hdr.firstused.saturating_sub(base)),
             (0, 0),
@@ -557,6 +581,39 @@ impl Leaf {
         self.hdr.holes = true;
         self.write_hdr();
         dst.write_hdr();
+    }
+
+    /// A new, empty block for [`Self::move_to`] that keeps this block's
+    /// header bytes (its address, owner, siblings) but no entries and no
+    /// free regions (`xfs_attr3_leaf_unbalance`'s temporary leaf).
+    pub fn emptied(&self) -> Leaf {
+        let bs = self.b.len();
+        let mut b = vec![0u8; bs];
+        let h = self.lay.hdr.min(bs);
+        if let (Some(d), Some(s)) = (b.get_mut(..h), self.b.get(..h)) {
+            d.copy_from_slice(s);
+        }
+        let mut leaf = Leaf {
+            b,
+            hdr: Hdr {
+                count: 0,
+                usedbytes: 0,
+                firstused: bs,
+                holes: false,
+                freemap: [(0, 0); MAPSIZE],
+            },
+            lay: self.lay,
+        };
+        leaf.write_hdr();
+        leaf
+    }
+
+    /// `xfs_attr3_leaf_order`: do `other`'s entries go before this
+    /// block's?
+    pub fn goes_after(&self, other: &Leaf) -> bool {
+        self.hdr.count > 0
+            && other.hdr.count > 0
+            && (other.first_hash() < self.first_hash() || other.lasthash() < self.lasthash())
     }
 
     /// The sibling links (`forw`, `back`: attr block numbers, 0 none).

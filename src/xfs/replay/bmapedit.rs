@@ -559,6 +559,18 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(out)
     }
 
+    /// The change count of an inode this editor changed, set to `cc` (a
+    /// transaction that logged the inode more than once raised it once).
+    pub(super) fn set_change_count(&mut self, ino: u64, cc: u64) -> EditResult<()> {
+        let off = self.fs.inode_offset(Ino(ino))?;
+        if let Some(b) = self.inodes.get_mut(&off) {
+            if b.get(4) == Some(&3) {
+                put_be64(b, 104, cc);
+            }
+        }
+        Ok(())
+    }
+
     /// Add `n` to the change count of an inode this editor changed.
     pub fn bump_change_count(&mut self, ino: u64, n: u64) -> EditResult<()> {
         if n > 0 {

@@ -1071,6 +1071,17 @@ impl Work {
 }
 
 /// The AG stores the work changes, with a snapshot over all of them.
+/// The deferred-op type an item goes to (`xfs_defer_op_type`): items of
+/// one type logged one after another in a transaction share one intent.
+pub fn defer_kind(w: &Work) -> u8 {
+    match w {
+        Work::RmapMap { .. } | Work::RmapUnmap { .. } | Work::RmapConvert { .. } => 0,
+        Work::Refcount { .. } | Work::RefcountCow { .. } => 1,
+        Work::Free { .. } => 2,
+        Work::AgflFree { .. } => 3,
+    }
+}
+
 pub struct Engine<'a, R: ReadAt> {
     pub fs: &'a Fs<R>,
     base: &'a Overlay,
@@ -1302,6 +1313,16 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         }
         self.last_agfl = agfl;
         Ok(out)
+    }
+
+    /// Whether `w` is deferred work at all on this filesystem (reverse
+    /// mappings are not without the rmapbt).
+    pub fn defers(&self, w: &Work) -> bool {
+        self.rmapbt
+            || !matches!(
+                w,
+                Work::RmapMap { .. } | Work::RmapUnmap { .. } | Work::RmapConvert { .. }
+            )
     }
 
     /// Finish one item of a captured chain: the work it creates, and

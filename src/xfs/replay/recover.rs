@@ -24,7 +24,7 @@ use super::agedit::refuse;
 use super::alloc::RmapOwner;
 use super::attredit;
 use super::bmapedit::ForkEditor;
-use super::defer::{Engine, FreeOwner, Rmap, Work};
+use super::defer::{defer_kind, Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
 use super::xmiedit;
 use super::RecoveryTime;
@@ -174,7 +174,8 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
 /// The captured chain of an attribute intent, finished as
 /// `xfs_defer_finish_noroll` does: one item per transaction, each after a
 /// roll that logs the held inode unless the transaction ending logged it
-/// already; what an item creates goes first; a set's add that moved its
+/// already; what an item creates goes first, the items of one type that a
+/// transaction left side by side sharing one deferred op (one roll); a set's add that moved its
 /// list into a leaf block comes back for the add into the block after the
 /// block's reverse mapping.
 fn run_attr_chain<R: ReadAt>(
@@ -185,7 +186,15 @@ fn run_attr_chain<R: ReadAt>(
     now: RecoveryTime,
 ) -> std::result::Result<(), EditError> {
     use attredit::{AddOutcome, AttrTask};
-    let mut queue: std::collections::VecDeque<AttrTask> = tasks.into();
+    // Work items the first transaction left side by side are one batch.
+    let mut queue: std::collections::VecDeque<AttrTask> = std::collections::VecDeque::new();
+    for t in tasks {
+        match (t, queue.back_mut()) {
+            (AttrTask::Work(w), Some(AttrTask::Group(g))) => g.push(w),
+            (AttrTask::Work(w), _) => queue.push_back(AttrTask::Group(vec![w])),
+            (t, _) => queue.push_back(t),
+        }
+    }
     // The first transaction of the chain logs nothing before its roll.
     let mut logged = false;
     let roll = |forks: &mut ForkEditor<'_, R>, logged: &mut bool| {
@@ -204,14 +213,28 @@ fn run_attr_chain<R: ReadAt>(
             return refuse("the attribute intent's deferred work does not end".into());
         }
         match t {
-            AttrTask::Work(w) => {
-                let (more, rolled) = engine.finish_in_chain(&w)?;
-                if rolled {
-                    roll(forks, &mut logged)?;
+            AttrTask::Work(w) => push_group(&mut queue, vec![w]),
+            AttrTask::Group(ws) => {
+                // One transaction's work: a run of items of one type is one
+                // deferred op (one roll before it); what they create comes
+                // before the next run.
+                let ws: Vec<Work> = ws.into_iter().filter(|w| engine.defers(w)).collect();
+                let Some(kind) = ws.first().map(defer_kind) else {
+                    continue;
+                };
+                let n = ws.iter().take_while(|w| defer_kind(w) == kind).count();
+                let mut ws = ws;
+                let rest = ws.split_off(n);
+                let mut created = Vec::new();
+                for (i, w) in ws.iter().enumerate() {
+                    let (more, rolled) = engine.finish_in_chain(w)?;
+                    if i == 0 && rolled {
+                        roll(forks, &mut logged)?;
+                    }
+                    created.extend(more);
                 }
-                for n in more.into_iter().rev() {
-                    queue.push_front(AttrTask::Work(n));
-                }
+                push_group(&mut queue, rest);
+                push_group(&mut queue, created);
             }
             AttrTask::Add(p) => {
                 roll(forks, &mut logged)?;
@@ -226,10 +249,9 @@ fn run_attr_chain<R: ReadAt>(
                         // blocks the allocation let go of, the block's
                         // reverse mapping.
                         queue.push_front(AttrTask::LeafAdd(then));
-                        queue.push_front(AttrTask::Work(rmap));
-                        for w in engine.take_deferred_work(agno)?.into_iter().rev() {
-                            queue.push_front(AttrTask::Work(w));
-                        }
+                        let mut work = engine.take_deferred_work(agno)?;
+                        work.push(rmap);
+                        push_group(&mut queue, work);
                     }
                     other => next_add(&mut queue, other, work),
                 }
@@ -250,10 +272,9 @@ fn run_attr_chain<R: ReadAt>(
                 if let Some(at) = more {
                     queue.push_front(AttrTask::RemoteSet(p, Some(at)));
                 }
-                queue.push_front(AttrTask::Work(rmap));
-                for w in engine.take_deferred_work(agno)?.into_iter().rev() {
-                    queue.push_front(AttrTask::Work(w));
-                }
+                let mut work = engine.take_deferred_work(agno)?;
+                work.push(rmap);
+                push_group(&mut queue, work);
             }
             AttrTask::RemoveRmt { ino, blk, count } => {
                 roll(forks, &mut logged)?;
@@ -262,9 +283,7 @@ fn run_attr_chain<R: ReadAt>(
                 if more {
                     queue.push_front(AttrTask::RemoveRmt { ino, blk, count });
                 }
-                for w in work.into_iter().rev() {
-                    queue.push_front(AttrTask::Work(w));
-                }
+                push_group(&mut queue, work);
             }
             AttrTask::RemoveAttr(r) => {
                 roll(forks, &mut logged)?;
@@ -273,9 +292,7 @@ fn run_attr_chain<R: ReadAt>(
                 if let Some(p) = r.then_add(forks)? {
                     queue.push_front(AttrTask::Add(p));
                 }
-                for w in work.into_iter().rev() {
-                    queue.push_front(AttrTask::Work(w));
-                }
+                push_group(&mut queue, work);
             }
         }
     }
@@ -305,8 +322,13 @@ fn next_add(
         AddOutcome::Again(p) => queue.push_front(AttrTask::LeafAdd(p)),
         AddOutcome::Done | AddOutcome::ToLeaf { .. } => {}
     }
-    for w in work.into_iter().rev() {
-        queue.push_front(AttrTask::Work(w));
+    push_group(queue, work);
+}
+
+/// One transaction's deferred work, to run before what is queued.
+fn push_group(queue: &mut std::collections::VecDeque<attredit::AttrTask>, work: Vec<Work>) {
+    if !work.is_empty() {
+        queue.push_front(attredit::AttrTask::Group(work));
     }
 }
 
