@@ -1310,32 +1310,48 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
     }
 
-    /// `xfs_da_grow_inode` for one attr block: the first unused attr block
-    /// (`xfs_bmap_first_unused`), mapped to a block allocated near the one
-    /// `xfs_bmap_adjacent` picks (the inode logged). Returns the attr
-    /// block, its byte offset and the work deferred: what the allocation
-    /// let go of, then the block's reverse mapping.
-    fn da_grow(
-        &mut self,
-        ino: u64,
-        space: &mut dyn AttrSpace,
-    ) -> EditResult<(u64, u64, Vec<Work>)> {
-        let recs = self.attr_extents(ino)?;
-        let mut dablk = 0u64;
-        for r in &recs {
-            if r.off >= 1 && r.off.saturating_sub(dablk) >= 1 {
+    /// `xfs_bmap_first_unused` in an attr fork's extents `recs`: the first
+    /// hole of at least `count` blocks, or the end of the last extent.
+    fn first_unused(recs: &[Rec], count: u64) -> u64 {
+        let mut max = 0u64;
+        for r in recs {
+            if r.off >= count && r.off.saturating_sub(max) >= count {
                 break;
             }
-            dablk = dablk.max(r.end());
+            max = max.max(r.end());
         }
-        let got = recs.iter().find(|r| r.end() > dablk).copied();
-        let prev = recs.iter().rev().find(|r| r.end() <= dablk).copied();
-        let target = self.adjacent(ino, prev, got, dablk, 1);
+        max
+    }
+
+    /// One `xfs_bmapi_write` into the attr fork hole at `off`: `length`
+    /// blocks (fewer if the next extent comes sooner) allocated in one
+    /// piece near the block `xfs_bmap_adjacent` picks, mapped there (merged
+    /// with contiguous neighbours; the inode logged). Returns the AG, the
+    /// blocks mapped and the deferred reverse mapping.
+    fn attr_alloc_map(
+        &mut self,
+        ino: u64,
+        off: u64,
+        length: u64,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<(u32, u64, Work)> {
+        let recs = self.attr_extents(ino)?;
+        let got = recs.iter().find(|r| r.end() > off).copied();
+        if got.is_some_and(|r| r.off <= off) {
+            return refuse(format!("inode {ino}: attr block {off} is already mapped"));
+        }
+        let mut length = length.min(MAXEXTLEN);
+        if let Some(r) = got {
+            length = length.min(r.off.saturating_sub(off));
+        }
+        let prev = recs.iter().rev().find(|r| r.end() <= off).copied();
+        let target = self.adjacent(ino, prev, got, off, length);
         let g = self.fs().geo;
         let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(target));
-        let Some(bno) = space.near(agno.0, agbno.0, 1)? else {
+        let len32 = u32::try_from(length).unwrap_or(u32::MAX);
+        let Some(bno) = space.near(agno.0, agbno.0, len32)? else {
             return refuse(format!(
-                "inode {ino}: no free block for an attr block in AG {}",
+                "inode {ino}: no {length} free blocks for the attr fork in AG {}",
                 agno.0
             ));
         };
@@ -1346,29 +1362,43 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         self.attr_map(
             ino,
             Rec {
-                off: dablk,
+                off,
                 start: fsb,
-                len: 1,
+                len: length,
                 unwritten: false,
             },
         )?;
-        let mut work = space.let_go(agno.0)?;
-        work.push(Work::RmapMap {
+        let rmap = Work::RmapMap {
             agno: agno.0,
             m: Rmap {
                 start: bno,
-                len: 1,
+                len: len32,
                 owner: ino,
-                offset: dablk,
+                offset: off,
                 attr: true,
                 bmbt: false,
                 unwritten: false,
             },
             shared: false,
-        });
-        let boff = self
-            .block_off("attr block", fsb)
-            .map_err(|e| e.within(|| format!("inode {ino}")))?;
+        };
+        Ok((agno.0, length, rmap))
+    }
+
+    /// `xfs_da_grow_inode` for one attr block: the first unused attr block
+    /// (`xfs_bmap_first_unused`), mapped to a block allocated near the one
+    /// `xfs_bmap_adjacent` picks (the inode logged). Returns the attr
+    /// block, its byte offset and the work deferred: what the allocation
+    /// let go of, then the block's reverse mapping.
+    fn da_grow(
+        &mut self,
+        ino: u64,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<(u64, u64, Vec<Work>)> {
+        let dablk = Self::first_unused(&self.attr_extents(ino)?, 1);
+        let (agno, _, rmap) = self.attr_alloc_map(ino, dablk, 1, space)?;
+        let mut work = space.let_go(agno)?;
+        work.push(rmap);
+        let boff = self.attr_block_off(ino, dablk)?;
         Ok((dablk, boff, work))
     }
 
@@ -1948,84 +1978,30 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         &mut self,
         p: &PendingAdd,
         at: Option<RemoteAt>,
-        alloc: &mut dyn FnMut(u32, u32, u32) -> EditResult<Option<u32>>,
+        space: &mut dyn AttrSpace,
     ) -> EditResult<(u32, Work, Option<RemoteAt>)> {
         let ino = p.ino;
         let valuelen = u32::try_from(p.value.len()).unwrap_or(u32::MAX);
-        let recs = self.attr_extents(ino)?;
         let at = match at {
             Some(a) => a,
             None => {
                 let count = self.rmt_blocks(valuelen);
-                let mut max = 0u64;
-                for r in &recs {
-                    if r.off >= count && r.off.saturating_sub(max) >= count {
-                        break;
-                    }
-                    max = max.max(r.end());
-                }
+                let first = Self::first_unused(&self.attr_extents(ino)?, count);
                 RemoteAt {
-                    first: max,
-                    next: max,
+                    first,
+                    next: first,
                     left: count,
                 }
             }
         };
-        let got = recs.iter().find(|r| r.end() > at.next).copied();
-        if got.is_some_and(|r| r.off <= at.next) {
-            return refuse(format!(
-                "inode {ino}: attr block {} of a remote value is already mapped",
-                at.next
-            ));
-        }
-        let mut length = at.left.min(MAXEXTLEN);
-        if let Some(r) = got {
-            length = length.min(r.off.saturating_sub(at.next));
-        }
-        let prev = recs.iter().rev().find(|r| r.end() <= at.next).copied();
-        let target = self.adjacent(ino, prev, got, at.next, length);
-        let g = self.fs().geo;
-        let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(target));
-        let len32 = u32::try_from(length).unwrap_or(u32::MAX);
-        let Some(bno) = alloc(agno.0, agbno.0, len32)? else {
-            return refuse(format!(
-                "inode {ino}: no {length} free blocks for a remote attr value in AG {}",
-                agno.0
-            ));
-        };
-        let fsb = u64::from(agno.0)
-            .checked_shl(u32::from(g.agblklog))
-            .unwrap_or(0)
-            | u64::from(bno);
-        self.attr_map(
-            ino,
-            Rec {
-                off: at.next,
-                start: fsb,
-                len: length,
-                unwritten: false,
-            },
-        )?;
-        let rmap = Work::RmapMap {
-            agno: agno.0,
-            m: Rmap {
-                start: bno,
-                len: len32,
-                owner: ino,
-                offset: at.next,
-                attr: true,
-                bmbt: false,
-                unwritten: false,
-            },
-            shared: false,
-        };
+        let (agno, length, rmap) = self.attr_alloc_map(ino, at.next, at.left, space)?;
         let now = RemoteAt {
             first: at.first,
             next: at.next.saturating_add(length),
             left: at.left.saturating_sub(length),
         };
         if now.left > 0 {
-            return Ok((agno.0, rmap, Some(now)));
+            return Ok((agno, rmap, Some(now)));
         }
         self.write_remote_value(ino, at.first, &p.value)?;
         // The entry completed (`xfs_attr3_leaf_clearflag`).
@@ -2042,7 +2018,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         lf.leaf
             .clear_incomplete(i, u32::try_from(at.first).unwrap_or(0), valuelen);
         self.put_attr_block(lf.boff, lf.leaf.b);
-        Ok((agno.0, rmap, None))
+        Ok((agno, rmap, None))
     }
 
     /// `xfs_attr_rmtval_set_value`: `value` written to the attr blocks

@@ -264,10 +264,7 @@ fn run_attr_chain<R: ReadAt>(
             }
             AttrTask::RemoteSet(p, at) => {
                 roll(forks, &mut logged)?;
-                let mut alloc = |agno: u32, hint: u32, len: u32| {
-                    engine.store(agno)?.alloc_near_unmapped(hint, len)
-                };
-                let (agno, rmap, more) = forks.attr_remote_step(&p, at, &mut alloc)?;
+                let (agno, rmap, more) = forks.attr_remote_step(&p, at, engine)?;
                 logged = true;
                 if let Some(at) = more {
                     queue.push_front(AttrTask::RemoteSet(p, Some(at)));
