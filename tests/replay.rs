@@ -155,7 +155,11 @@ fn export(name: &str) -> (PathBuf, Value) {
     let img = image(name);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay-export");
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}.recovered.img"));
+    // Tests run side by side and may export one fixture at once: each
+    // export has a file of its own.
+    static EXPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = EXPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = dir.join(format!("{name}.{n}.recovered.img"));
     let _ = std::fs::remove_file(&out);
     // The kernel stamps the time of its recovery on inodes whose
     // attributes it sets; where a fixture records it, the export uses it.
