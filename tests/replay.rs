@@ -365,6 +365,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-node",
         "replay-attri-split",
         "replay-attri-join",
+        "replay-pptr-node",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1034,7 +1035,8 @@ fn attribute_intents_leave_the_kernels_inodes() {
     // and removed, on leaf blocks with value blocks after them; first
     // attributes too big for a list), replay-attri-node (forks in node
     // form), replay-attri-split (leaves that fill and split) and
-    // replay-attri-join (leaves that empty and merge).
+    // replay-attri-join (leaves that empty and merge), and replay-pptr-node
+    // (parent pointers in a fork in node form).
     let names = fixtures_with("recovered-attr.txt");
     assert!(names.len() >= 2, "{names:?}");
     for name in &names {
