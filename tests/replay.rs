@@ -317,7 +317,8 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // bmbt leaves whose siblings are full: each leaf split, a new leaf
     // allocated near it, the root in the inode given a key and pointer;
     // and unmaps from bmbts (a record trimmed at either end, deleted, cut
-    // in two with the leaf splitting).
+    // in two with the leaf splitting; a fork that goes back to a list
+    // midway through an unmap of several extents).
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
@@ -355,6 +356,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-bui-convert",
         "replay-bui-split",
         "replay-bui-unmap",
+        "replay-bui-tolist",
         "replay-attri",
         "replay-xmi",
         "replay-pptr",

@@ -29,7 +29,8 @@
 //! A leaf that a delete leaves below half full borrows a record from a
 //! sibling that can spare one, else joins one (xfs_btree_delrec).
 //! A split whose root in the inode is full moves the root into a new node
-//! block (the tree grows a level, xfs_btree_new_iroot).
+//! block (the tree grows a level, xfs_btree_new_iroot). An unmap of several
+//! extents whose fork goes back to a list on the way goes on on the list.
 //! A leaf under a node block splits too, the node taking the new key and
 //! pointer. Refused, with the reason: a split whose node is full, or two
 //! or more levels under the root; a borrow or join under a node block; a
@@ -1626,14 +1627,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 self.later_core_steps = self.later_core_steps.saturating_add(1);
             }
             if f.nextents <= f.maxext() {
-                // xfs_bmap_wants_extents at the end of the step.
+                // xfs_bmap_wants_extents at the end of the step; what is
+                // left of the range goes on on the list, a step (which logs
+                // the core) per extent.
                 self.btree_to_extents(f)?;
-                let rest = self.list(f)?;
-                if rest.iter().any(|r| r.off < end && r.end() > off) {
-                    return refuse(
-                        "the fork went back to a list in the middle of an unmap, which this tool does not follow"
-                            .into(),
-                    );
+                if end > off {
+                    let later = self.later_core_steps;
+                    let more = self.unmap(f, off, end.saturating_sub(off), alloc)?;
+                    self.later_core_steps =
+                        later.saturating_add(u64::try_from(more.len()).unwrap_or(u64::MAX));
+                    pieces.extend(more);
                 }
                 break;
             }
