@@ -2395,6 +2395,76 @@ mod fixture_tests {
 
     /// Set, replace and remove on one real inode: back where it started,
     /// but for the change count and time the kernel's rules move.
+    /// Hostile attr blocks: replay-attri-node's nodeadd (a node over three
+    /// leaves) with bytes of its node or a leaf changed at random (the
+    /// header most often). Sets and removals through the node path, and
+    /// their later steps, finish or are refused with a reason; none
+    /// panics.
+    #[test]
+    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
+    fn damaged_attr_nodes_and_leaves_are_refused_without_panics() {
+        use crate::xfs::testutil::Rng;
+        let fs = fixture_fs("replay-attri-node");
+        let ino = 131;
+        let clean = Overlay::default();
+        let base = ForkEditor::new(&fs, &clean);
+        let offs: Vec<u64> = base
+            .attr_extents(ino)
+            .unwrap()
+            .iter()
+            .flat_map(|rec| (0..rec.len).map(move |i| rec.start + i))
+            .map(|fsb| base.block_off("attr block", fsb).unwrap())
+            .collect();
+        assert!(offs.len() >= 4, "{offs:?}");
+        let bs = usize::try_from(fs.geo.blocksize).unwrap();
+        let mut r = Rng(0xa77e_0001);
+        let now = RecoveryTime::default();
+        let (mut finished, mut refused) = (0, 0);
+        for round in 0..400 {
+            let off = offs[round % offs.len()];
+            let mut b = base.read("attr block", off, bs).unwrap();
+            for _ in 0..1 + round % 6 {
+                let at = if r.next() % 3 == 0 {
+                    (r.next() % bs as u64) as usize
+                } else {
+                    (r.next() % 96) as usize
+                };
+                b[at] = r.next() as u8;
+            }
+            let mut ov = Overlay::default();
+            ov.put(off / 512, &b);
+            let mut ed = ForkEditor::new(&fs, &ov);
+            let value = vec![b'q'; 40];
+            let ops: [(u32, &[u8], &[u8]); 3] =
+                [(1, b"zz", &value), (2, b"n05", b""), (2, b"n17", b"")];
+            for (op, name, v) in ops {
+                let regions = if op == 2 {
+                    vec![pad(name)]
+                } else {
+                    vec![pad(name), pad(v)]
+                };
+                let a = item(ino, op, 0, name, u32::try_from(v.len()).unwrap());
+                let Ok(tasks) = ed.attr(&a, &regions, now, &mut NoSpace) else {
+                    refused += 1;
+                    continue;
+                };
+                for t in tasks {
+                    let step = match t {
+                        AttrTask::Add(p) => ed.attr_add(&p, now, &mut NoSpace).map(|_| ()),
+                        AttrTask::RemoveAttr(rm) => ed.attr_remove_incomplete(&rm).map(|_| ()),
+                        _ => Ok(()),
+                    };
+                    if step.is_ok() {
+                        finished += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(finished > 0 && refused > 0, "{finished} {refused}");
+    }
+
     #[test]
     fn set_then_remove_restores_a_shortform_list() {
         let fs = fixture_fs("v5-formats");
