@@ -538,43 +538,47 @@ impl<R: ReadAt> AgStore<'_, R> {
         hint: u32,
         owner: Option<RmapOwner>,
     ) -> EditResult<Option<u32>> {
-        self.fix_freelist(false)?;
-        let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
-        let Some((bno, _)) = self.near(hint, 1)? else {
-            return Ok(None);
-        };
-        if let (true, Some(owner)) = (self.feat.rmapbt, owner) {
-            self.rmap_map(bno, 1, false, owner)?;
-        }
-        let free = self.agf_u32(52).saturating_sub(1);
-        self.set_agf_u32(52, free);
-        Ok(Some(bno))
+        self.alloc_near(hint, 1, owner)
     }
 
     /// `xfs_alloc_vextent_start_ag` in this AG for `len` blocks, all or
     /// none (minlen = maxlen, as `xfs_bmap_btalloc` asks when the AG's
     /// longest free extent holds them), near `hint`; the reverse mapping
-    /// left to the caller. Returns the first block. A request the AG's
-    /// longest free extent cannot hold is refused (the kernel then asks
-    /// for less, or tries other AGs).
+    /// left to the caller. Returns the first block. A request of several
+    /// blocks the AG's longest free extent cannot hold is refused (the
+    /// kernel then asks for less, or tries other AGs).
     pub fn alloc_near_unmapped(&mut self, hint: u32, len: u32) -> EditResult<Option<u32>> {
-        if len == 1 {
-            return self.alloc_near_one_unmapped(hint);
+        if len > 1 {
+            let longest = self.agf_u32(56);
+            let need = self.min_freelist();
+            let flcount = self.agf_u32(48);
+            if longest.saturating_sub(need.saturating_sub(flcount)) < len {
+                return refuse(format!(
+                    "AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)",
+                    self.agno
+                ));
+            }
         }
-        let longest = self.agf_u32(56);
-        let need = self.min_freelist();
-        let flcount = self.agf_u32(48);
-        if longest.saturating_sub(need.saturating_sub(flcount)) < len {
-            return refuse(format!(
-                "AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)",
-                self.agno
-            ));
-        }
+        self.alloc_near(hint, len, None)
+    }
+
+    /// The free list fixed, `len` blocks nearest `hint` taken out of free
+    /// space, mapped to `owner` in the rmapbt (when it has one and an owner
+    /// is given), and counted out of `agf_freeblks`.
+    fn alloc_near(
+        &mut self,
+        hint: u32,
+        len: u32,
+        owner: Option<RmapOwner>,
+    ) -> EditResult<Option<u32>> {
         self.fix_freelist(false)?;
         let hint = hint.min(self.fs.geo.agblocks.saturating_sub(1));
         let Some((bno, got)) = self.near(hint, len)? else {
             return Ok(None);
         };
+        if let (true, Some(owner)) = (self.feat.rmapbt, owner) {
+            self.rmap_map(bno, got, false, owner)?;
+        }
         let free = self.agf_u32(52).saturating_sub(got);
         self.set_agf_u32(52, free);
         Ok(Some(bno))

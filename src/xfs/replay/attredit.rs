@@ -518,10 +518,9 @@ struct LeafFork {
 /// chain, in order.
 #[derive(Clone, Debug)]
 pub enum AttrTask {
-    /// A set's add (`XFS_DAS_SF_ADD` or `XFS_DAS_LEAF_ADD`).
+    /// A set's add, in the add state it holds (`XFS_DAS_SF_ADD`,
+    /// `XFS_DAS_LEAF_ADD`, `XFS_DAS_NODE_ADD`).
     Add(PendingAdd),
-    /// The add into the leaf block a shortform list just moved into.
-    LeafAdd(PendingAdd),
     /// A remote value's blocks allocated (one extent per transaction) and
     /// written, its entry completed; `at`: where the allocation stands
     /// (none before the first).
@@ -533,9 +532,8 @@ pub enum AttrTask {
     /// to a shortform list if it is one leaf block again and the rest fits
     /// (`XFS_DAS_NODE_REMOVE_ATTR`, `xfs_attr_leaf_shrink`).
     RemoveAttr(Removal),
-    /// Deferred work (reverse mappings, frees).
-    Work(Work),
-    /// The deferred work one transaction left, in order.
+    /// The deferred work one transaction left (reverse mappings, frees),
+    /// in order.
     Group(Vec<Work>),
 }
 
@@ -543,22 +541,14 @@ pub enum AttrTask {
 pub enum AddOutcome {
     /// Done.
     Done,
-    /// The list moved to a new leaf block (`xfs_attr_shortform_to_leaf`):
-    /// the block's reverse mapping is deferred work (with the free-list
-    /// blocks the allocation let go of, in AG `agno`), and the entry goes
-    /// into the leaf in a transaction of its own afterwards.
-    ToLeaf {
-        agno: u32,
-        rmap: Work,
-        then: PendingAdd,
-    },
     /// A remote value's entry went into the leaf, INCOMPLETE: its blocks
     /// are allocated and written, and the entry completed, in transactions
     /// of their own afterwards ([`ForkEditor::attr_remote_step`]).
     Remote(PendingAdd),
-    /// A lone leaf with no room became a node over a copy of it
-    /// (`xfs_attr3_leaf_to_node`): the add goes on, in a transaction of
-    /// its own, through the node.
+    /// The fork changed form first: a shortform list moved to a new leaf
+    /// block (`xfs_attr_shortform_to_leaf`), or a lone leaf with no room
+    /// became a node over a copy of it (`xfs_attr3_leaf_to_node`). The add
+    /// goes on, in a transaction of its own, in the state it now holds.
     Again(PendingAdd),
 }
 
@@ -852,7 +842,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                         // block's reverse mapping and free are deferred,
                         // after a set's add.
                         let work = self.leaf_to_sf(ino, lf, forkoff, set)?;
-                        tasks.extend(work.into_iter().map(AttrTask::Work));
+                        tasks.push(AttrTask::Group(work));
                         return Ok(tasks);
                     }
                     self.put_attr_block(lf.boff, lf.leaf.b);
@@ -881,16 +871,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     // An empty list made (xfs_attr_shortform_create) and
                     // moved to a new leaf block here; the add into the
                     // block goes on, before what the move deferred.
-                    let mut alloc = |agno: u32, hint: u32| space.near(agno, hint, 1);
-                    let AddOutcome::ToLeaf { agno, rmap, then } =
-                        self.sf_to_leaf(f, &p, &mut alloc)?
-                    else {
-                        return refuse(format!("inode {ino}: the list did not move to a leaf"));
-                    };
-                    let mut tasks = vec![AttrTask::LeafAdd(then)];
-                    tasks.extend(space.let_go(agno)?.into_iter().map(AttrTask::Work));
-                    tasks.push(AttrTask::Work(rmap));
-                    return Ok(tasks);
+                    let (then, work) = self.sf_to_leaf(f, &p, space)?;
+                    return Ok(vec![AttrTask::Add(then), AttrTask::Group(work)]);
                 }
                 self.sf_add(f, &p, now, 1)?;
             }
@@ -1109,8 +1091,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             self.sf_add(f, p, now, 1)?;
             return Ok((AddOutcome::Done, true, Vec::new()));
         }
-        let mut alloc = |agno: u32, hint: u32| space.near(agno, hint, 1);
-        Ok((self.sf_to_leaf(f, p, &mut alloc)?, true, Vec::new()))
+        let (then, work) = self.sf_to_leaf(f, p, space)?;
+        Ok((AddOutcome::Again(then), true, work))
     }
 
     /// `xfs_attr_shortform_to_leaf`: the list leaves the inode (the fork
@@ -1121,8 +1103,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         &mut self,
         mut f: SfFork,
         p: &PendingAdd,
-        alloc: &mut dyn FnMut(u32, u32) -> EditResult<Option<u32>>,
-    ) -> EditResult<AddOutcome> {
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<(PendingAdd, Vec<Work>)> {
         let ino = p.ino;
         let fs = self.fs();
         let g = fs.geo;
@@ -1147,7 +1129,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 u32::try_from(agbno).unwrap_or(u32::MAX),
             )
         };
-        let Some(bno) = alloc(agno, agbno)? else {
+        let Some(bno) = space.near(agno, agbno, 1)? else {
             return refuse(format!(
                 "inode {ino}: no block for an attr leaf in AG {agno}"
             ));
@@ -1216,14 +1198,16 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             },
             shared: false,
         };
-        Ok(AddOutcome::ToLeaf {
-            agno,
-            rmap,
-            then: PendingAdd {
+        // What the allocation let go of, then the block's reverse mapping.
+        let mut work = space.let_go(agno)?;
+        work.push(rmap);
+        Ok((
+            PendingAdd {
                 state: AddState::Leaf,
                 ..p.clone()
             },
-        })
+            work,
+        ))
     }
 
     /// Bytes of value one remote block holds (v5: less its header).
@@ -1845,7 +1829,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         self.put_attr_block(save.boff, save.leaf.b);
         // xfs_da_shrink_inode: the dropped leaf unmapped, never written.
-        let (mut work, _, _) = self.attr_remote_unmap(ino, u64::from(drop_blk), 1)?;
+        let (mut work, _, _) = self.attr_unmap_blocks(ino, u64::from(drop_blk), 1)?;
         self.drop_attr_block(drop.boff);
         // xfs_da3_node_remove.
         let Some(root) = path.first_mut() else {
@@ -1874,7 +1858,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         let root_off = root.boff;
         self.put_attr_block(root_off, bytes);
-        let (more, _, _) = self.attr_remote_unmap(ino, u64::from(child), 1)?;
+        let (more, _, _) = self.attr_unmap_blocks(ino, u64::from(child), 1)?;
         work.extend(more);
         self.drop_attr_block(child_off);
         Ok(work)
@@ -2068,12 +2052,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         Ok(())
     }
 
-    /// One transaction of `XFS_DAS_NODE_REMOVE_RMT`: the last extent of an
-    /// old remote value's blocks `[blk, blk + count)` unmapped
-    /// (`xfs_bunmapi`, one extent), its reverse mapping and free deferred.
-    /// Returns that work, whether more of the value is mapped, and whether
-    /// the inode was logged (not when nothing was mapped).
-    pub fn attr_remote_unmap(
+    /// `xfs_bunmapi` of one extent of the attr blocks `[blk, blk + count)`
+    /// (an old remote value's, one per transaction of
+    /// `XFS_DAS_NODE_REMOVE_RMT`; a dropped da block's, in
+    /// `xfs_da_shrink_inode`): the last extent in the range unmapped, its
+    /// reverse mapping and free deferred. Returns that work, whether more
+    /// of the range is mapped, and whether the inode was logged (not when
+    /// nothing was mapped).
+    pub fn attr_unmap_blocks(
         &mut self,
         ino: u64,
         blk: u64,

@@ -175,9 +175,9 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
 /// `xfs_defer_finish_noroll` does: one item per transaction, each after a
 /// roll that logs the held inode unless the transaction ending logged it
 /// already; what an item creates goes first, the items of one type that a
-/// transaction left side by side sharing one deferred op (one roll); a set's add that moved its
-/// list into a leaf block comes back for the add into the block after the
-/// block's reverse mapping.
+/// transaction left side by side sharing one deferred op (one roll); an
+/// add that changed the fork's form first comes back, after what that
+/// deferred, for the add in the new form.
 fn run_attr_chain<R: ReadAt>(
     forks: &mut ForkEditor<'_, R>,
     engine: &mut Engine<'_, R>,
@@ -185,16 +185,8 @@ fn run_attr_chain<R: ReadAt>(
     ino: u64,
     now: RecoveryTime,
 ) -> std::result::Result<(), EditError> {
-    use attredit::{AddOutcome, AttrTask};
-    // Work items the first transaction left side by side are one batch.
-    let mut queue: std::collections::VecDeque<AttrTask> = std::collections::VecDeque::new();
-    for t in tasks {
-        match (t, queue.back_mut()) {
-            (AttrTask::Work(w), Some(AttrTask::Group(g))) => g.push(w),
-            (AttrTask::Work(w), _) => queue.push_back(AttrTask::Group(vec![w])),
-            (t, _) => queue.push_back(t),
-        }
-    }
+    use attredit::AttrTask;
+    let mut queue: std::collections::VecDeque<AttrTask> = tasks.into();
     // The first transaction of the chain logs nothing before its roll.
     let mut logged = false;
     let roll = |forks: &mut ForkEditor<'_, R>, logged: &mut bool| {
@@ -213,7 +205,6 @@ fn run_attr_chain<R: ReadAt>(
             return refuse("the attribute intent's deferred work does not end".into());
         }
         match t {
-            AttrTask::Work(w) => push_group(&mut queue, vec![w]),
             AttrTask::Group(ws) => {
                 // One transaction's work: a run of items of one type is one
                 // deferred op (one roll before it); what they create comes
@@ -238,26 +229,8 @@ fn run_attr_chain<R: ReadAt>(
             }
             AttrTask::Add(p) => {
                 roll(forks, &mut logged)?;
-                let (out, logs, work) = forks.attr_add(&p, now, engine)?;
                 // A shortform add or move logs the inode, and a leaf add
                 // that took a new block; a plain leaf add does not.
-                logged = logs;
-                match out {
-                    AddOutcome::ToLeaf { agno, rmap, then } => {
-                        // The add goes on (the intent is logged again);
-                        // what the move created comes first: free-list
-                        // blocks the allocation let go of, the block's
-                        // reverse mapping.
-                        queue.push_front(AttrTask::LeafAdd(then));
-                        let mut work = engine.take_deferred_work(agno)?;
-                        work.push(rmap);
-                        push_group(&mut queue, work);
-                    }
-                    other => next_add(&mut queue, other, work),
-                }
-            }
-            AttrTask::LeafAdd(p) => {
-                roll(forks, &mut logged)?;
                 let (out, logs, work) = forks.attr_add(&p, now, engine)?;
                 logged = logs;
                 next_add(&mut queue, out, work);
@@ -275,7 +248,7 @@ fn run_attr_chain<R: ReadAt>(
             }
             AttrTask::RemoveRmt { ino, blk, count } => {
                 roll(forks, &mut logged)?;
-                let (work, more, logs) = forks.attr_remote_unmap(ino, blk, count)?;
+                let (work, more, logs) = forks.attr_unmap_blocks(ino, blk, count)?;
                 logged = logs;
                 if more {
                     queue.push_front(AttrTask::RemoveRmt { ino, blk, count });
@@ -305,9 +278,8 @@ impl<R: ReadAt> attredit::AttrSpace for Engine<'_, R> {
     }
 }
 
-/// What follows an add into a leaf: the work its transaction deferred
-/// first, then a remote value's blocks, or the add again through the node
-/// a lone leaf just became.
+/// What follows an add: the work its transaction deferred first, then a
+/// remote value's blocks, or the add again in the fork's new form.
 fn next_add(
     queue: &mut std::collections::VecDeque<attredit::AttrTask>,
     out: attredit::AddOutcome,
@@ -316,8 +288,8 @@ fn next_add(
     use attredit::{AddOutcome, AttrTask};
     match out {
         AddOutcome::Remote(p) => queue.push_front(AttrTask::RemoteSet(p, None)),
-        AddOutcome::Again(p) => queue.push_front(AttrTask::LeafAdd(p)),
-        AddOutcome::Done | AddOutcome::ToLeaf { .. } => {}
+        AddOutcome::Again(p) => queue.push_front(AttrTask::Add(p)),
+        AddOutcome::Done => {}
     }
     push_group(queue, work);
 }
