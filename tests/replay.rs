@@ -318,7 +318,10 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // allocated near it, the root in the inode given a key and pointer;
     // and unmaps from bmbts (a record trimmed at either end, deleted, cut
     // in two with the leaf splitting; a fork that goes back to a list
-    // midway through an unmap of several extents).
+    // midway through an unmap of several extents; leaves under a node
+    // block that fall below half full, borrowing from either sibling or
+    // joining one, the node that then fits the inode moved into it, and
+    // the frees one step makes sharing one deferred op).
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
@@ -357,6 +360,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-bui-split",
         "replay-bui-unmap",
         "replay-bui-tolist",
+        "replay-bui-deep",
         "replay-attri",
         "replay-xmi",
         "replay-pptr",

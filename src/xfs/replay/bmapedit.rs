@@ -247,7 +247,10 @@ pub struct ForkEditor<'a, R: ReadAt> {
     /// `true`: freed before the reverse mappings of the pieces (a block a
     /// join lets go of mid-delete), else after (a leaf a fork back to a
     /// list lets go of at the end of the step).
-    let_go: Vec<(u32, u32, Rmap, bool)>,
+    let_go: Vec<(u32, u32, Rmap, bool, usize)>,
+    /// The step of the unmap being finished (`__xfs_bunmapi` calls, one
+    /// transaction each) that blocks let go of now belong to.
+    step: usize,
     /// Steps after the first of the unmap being finished that log the
     /// inode's core before its bmbt root.
     later_core_steps: u64,
@@ -266,6 +269,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bumped: std::collections::BTreeSet::new(),
             first_log: None,
             let_go: Vec::new(),
+            step: 0,
             later_core_steps: 0,
         }
     }
@@ -337,33 +341,44 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bmbt: true,
             unwritten: false,
         };
-        self.let_go.push((agno.0, agbno.0, m, before_rmaps));
+        self.let_go
+            .push((agno.0, agbno.0, m, before_rmaps, self.step));
     }
 
-    /// The deferred work of one extent with the bmbt blocks it let go of
+    /// The deferred work of one extent, a list per transaction (`w` holds
+    /// one item per step), with the bmbt blocks each step let go of
     /// (freed later, xfs_free_extent_later): a joined leaf before the
     /// reverse mappings (the btree delete comes before them in
     /// xfs_bmap_del_extent_real and xfs_bmapi_remap), a leaf given up for
     /// a list after them.
-    fn with_let_go(&mut self, w: Vec<Work>) -> Vec<Work> {
-        let mut before = Vec::new();
-        let mut after = Vec::new();
-        for (agno, agbno, m, first) in std::mem::take(&mut self.let_go) {
-            let free = Work::Free {
-                agno,
-                agbno,
-                len: 1,
-                owner: FreeOwner::Known(m),
-            };
-            if first {
-                before.push(free);
-            } else {
-                after.push(free);
-            }
-        }
-        before.extend(w);
-        before.extend(after);
-        before
+    fn with_let_go(&mut self, w: Vec<Work>) -> Vec<Vec<Work>> {
+        let let_go = std::mem::take(&mut self.let_go);
+        let steps = let_go
+            .iter()
+            .map(|l| l.4.saturating_add(1))
+            .max()
+            .unwrap_or(0)
+            .max(w.len());
+        let mut w = w.into_iter();
+        (0..steps)
+            .map(|step| {
+                let free = |first: bool| {
+                    let_go
+                        .iter()
+                        .filter(move |l| l.3 == first && l.4 == step)
+                        .map(|&(agno, agbno, m, _, _)| Work::Free {
+                            agno,
+                            agbno,
+                            len: 1,
+                            owner: FreeOwner::Known(m),
+                        })
+                };
+                let mut t: Vec<Work> = free(true).collect();
+                t.extend(w.next());
+                t.extend(free(false));
+                t
+            })
+            .collect()
     }
 
     /// Keep a changed attribute leaf block until [`Self::into_changes`].
@@ -449,7 +464,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// Finish one extent of a BUI; returns the reverse-mapping work it
     /// defers.
-    pub fn finish(&mut self, x: &MapExtent, alloc: &mut Alloc<'_>) -> EditResult<Vec<Work>> {
+    pub fn finish(&mut self, x: &MapExtent, alloc: &mut Alloc<'_>) -> EditResult<Vec<Vec<Work>>> {
         let attr = x.flags & XFS_BMAP_EXTENT_ATTR_FORK != 0;
         let unwritten = x.flags & XFS_BMAP_EXTENT_UNWRITTEN != 0;
         if x.flags & XFS_BMAP_EXTENT_REALTIME != 0 {
@@ -472,6 +487,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         // xfs_bmapi_remap logs the core before anything else; __xfs_bunmapi
         // logs it at the end, after the btree's own logging.
         self.first_log = (x.flags & 0xff == 1).then_some(true);
+        self.step = 0;
         let rmap = |off: u64, start: u32, n: u32| Rmap {
             start,
             len: n,
@@ -1319,35 +1335,42 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.blocks.insert(off, b);
         let first = recs.first().map_or(old_first, |r| r.off);
         if first != old_first {
-            // Update the key for this block in each parent while the
-            // block is its parent's first child.
-            let (_, bs) = self.hdr_bs();
-            for lvl in (0..path.len().saturating_sub(1)).rev() {
-                let Some(step) = path.get(lvl).copied() else {
-                    break;
-                };
-                match step.block {
-                    None => {
-                        let at = f
-                            .fork_off
-                            .saturating_add(4)
-                            .saturating_add(step.idx.saturating_mul(8));
-                        put_be64(&mut f.bytes, at, first);
-                        self.first_log.get_or_insert(false);
-                    }
-                    Some(boff) => {
-                        let mut nb = self.read("bmbt block", boff, bs)?;
-                        put_be64(
-                            &mut nb,
-                            hdr.saturating_add(step.idx.saturating_mul(8)),
-                            first,
-                        );
-                        self.blocks.insert(boff, nb);
-                    }
+            self.carry_first_key(f, path, first)?;
+        }
+        Ok(())
+    }
+
+    /// The key of the block at the end of `path` becomes `first` in each
+    /// parent while the block is its parent's first child (a key in the
+    /// root in the inode logs the root).
+    fn carry_first_key(&mut self, f: &mut ForkAt, path: &[Step], first: u64) -> EditResult<()> {
+        let (hdr, _, _) = self.bmbt_geometry(f);
+        let (_, bs) = self.hdr_bs();
+        for lvl in (0..path.len().saturating_sub(1)).rev() {
+            let Some(step) = path.get(lvl).copied() else {
+                break;
+            };
+            match step.block {
+                None => {
+                    let at = f
+                        .fork_off
+                        .saturating_add(4)
+                        .saturating_add(step.idx.saturating_mul(8));
+                    put_be64(&mut f.bytes, at, first);
+                    self.first_log.get_or_insert(false);
                 }
-                if step.idx != 0 {
-                    break;
+                Some(boff) => {
+                    let mut nb = self.read("bmbt block", boff, bs)?;
+                    put_be64(
+                        &mut nb,
+                        hdr.saturating_add(step.idx.saturating_mul(8)),
+                        first,
+                    );
+                    self.blocks.insert(boff, nb);
                 }
+            }
+            if step.idx != 0 {
+                break;
             }
         }
         Ok(())
@@ -1611,6 +1634,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let mut first_step_log = None;
         while end > off && u64::try_from(pieces.len()).unwrap_or(u64::MAX) < limit {
             let step = pieces.len();
+            self.step = step;
             if step > 0 {
                 self.first_log = None;
             }
@@ -1645,18 +1669,19 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(pieces)
     }
 
-    /// The end of xfs_btree_delrec for a leaf under the root in the inode
-    /// that fell below half full: a record borrowed from the right sibling
-    /// (its first, when it can spare one), else from the left (its last),
-    /// else the leaf joined with its left sibling, else with its right
-    /// (the emptied block freed later, its key and pointer taken out of
-    /// the root, the siblings relinked). With no sibling nothing moves.
+    /// The end of xfs_btree_delrec for a leaf that fell below half full: a
+    /// record borrowed from the right sibling (its first, when it can
+    /// spare one), else from the left (its last), else the leaf joined
+    /// with its left sibling, else with its right (the emptied block freed
+    /// later, its key and pointer taken out of the parent, the siblings
+    /// relinked; see [`Self::parent_delete`]). With no sibling nothing
+    /// moves.
     fn rebalance(&mut self, f: &mut ForkAt, ino: u64, path: &[Step], off: u64) -> EditResult<()> {
-        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let (hdr, maxrecs, _) = self.bmbt_geometry(f);
         let minrecs = maxrecs / 2;
         let (_, bs) = self.hdr_bs();
         let b = self.read("bmbt block", off, bs)?;
-        let mut ours = recs_of(&b, hdr, usize::from(be16(&b, 6).unwrap_or(0)));
+        let ours = recs_of(&b, hdr, usize::from(be16(&b, 6).unwrap_or(0)));
         let n = ours.len();
         if n >= minrecs {
             return Ok(());
@@ -1666,12 +1691,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         if left.is_none() && right.is_none() {
             return Ok(());
         }
-        let [root_step, _] = path else {
-            return refuse(
-                "a bmbt leaf under a node block falls below half full: the kernel rebalances it, which this tool does not"
-                    .into(),
-            );
-        };
+        let mut ours = ours;
         // Borrow the right sibling's first record.
         if let Some(r) = right
             .as_ref()
@@ -1699,34 +1719,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return self.write_leaf(f, path, off, b, &ours);
         }
         // Join: what survives takes the other's records and right sibling;
-        // the other is freed and leaves the root.
-        let our_fsb = be64(
-            &f.bytes,
-            f.fork_off
-                .saturating_add(4)
-                .saturating_add(root_max.saturating_mul(8))
-                .saturating_add(root_step.idx.saturating_mul(8)),
-        )
-        .unwrap_or(0);
-        let (keep_off, mut keep, keep_fsb, gone_off, next, gone_fsb, gone_idx, merged) =
-            match (left, right) {
-                (Some(l), _) if l.recs.len().saturating_add(n) <= maxrecs => {
-                    let fsb = be64(&b, 8).unwrap_or(0);
-                    let next = be64(&b, 16).unwrap_or(u64::MAX);
-                    let mut m = l.recs.clone();
-                    m.extend_from_slice(&ours);
-                    (l.off, l.bytes, fsb, off, next, our_fsb, root_step.idx, m)
-                }
-                (_, Some(r)) if r.recs.len().saturating_add(n) <= maxrecs => {
-                    let fsb = be64(&b, 16).unwrap_or(0);
-                    let next = be64(&r.bytes, 16).unwrap_or(u64::MAX);
-                    let mut m = ours.clone();
-                    m.extend_from_slice(&r.recs);
-                    let idx = root_step.idx.saturating_add(1);
-                    (off, b, our_fsb, r.off, next, fsb, idx, m)
-                }
-                _ => return Ok(()),
-            };
+        // the other is freed and leaves its parent.
+        let (keep_off, mut keep, keep_fsb, gone_path, next, merged) = match (left, right) {
+            (Some(l), _) if l.recs.len().saturating_add(n) <= maxrecs => {
+                let fsb = be64(&b, 8).unwrap_or(0);
+                let next = be64(&b, 16).unwrap_or(u64::MAX);
+                let mut m = l.recs.clone();
+                m.extend_from_slice(&ours);
+                (l.off, l.bytes, fsb, path.to_vec(), next, m)
+            }
+            (_, Some(r)) if r.recs.len().saturating_add(n) <= maxrecs => {
+                let next = be64(&r.bytes, 16).unwrap_or(u64::MAX);
+                let rpath = self.path_to(f, ino, r.recs.first().map_or(0, |x| x.off), r.off)?;
+                let our_fsb = be64(&r.bytes, 8).unwrap_or(0);
+                let mut m = ours.clone();
+                m.extend_from_slice(&r.recs);
+                (off, b, our_fsb, rpath, next, m)
+            }
+            _ => return Ok(()),
+        };
         put_be16(
             &mut keep,
             6,
@@ -1742,25 +1753,135 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             put_be64(&mut nb, 8, keep_fsb);
             self.blocks.insert(noff, nb);
         }
+        let Some(gone_off) = gone_path.last().and_then(|s| s.block) else {
+            return refuse(format!("inode {ino}: a bmbt join without a block"));
+        };
+        let gone_fsb = self.child_ptr(f, &gone_path)?;
         // xfs_bmbt_free_block: freed later, di_nblocks - 1, the core logged.
         self.first_log.get_or_insert(true);
         self.let_go_of(f, gone_off, gone_fsb, true);
-        // The root loses the entry (what lay past the last one stays).
+        self.parent_delete(f, ino, &gone_path)
+    }
+
+    /// The block pointer the parent of the last step of `path` holds for it.
+    fn child_ptr(&self, f: &ForkAt, path: &[Step]) -> EditResult<u64> {
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let (_, bs) = self.hdr_bs();
+        let Some(parent) = path.len().checked_sub(2).and_then(|i| path.get(i)) else {
+            return refuse("a bmbt block without a parent".into());
+        };
+        Ok(match parent.block {
+            None => be64(
+                &f.bytes,
+                f.fork_off
+                    .saturating_add(4)
+                    .saturating_add(root_max.saturating_add(parent.idx).saturating_mul(8)),
+            )
+            .unwrap_or(0),
+            Some(poff) => {
+                let pb = self.read("bmbt block", poff, bs)?;
+                be64(
+                    &pb,
+                    hdr.saturating_add(maxrecs.saturating_add(parent.idx).saturating_mul(8)),
+                )
+                .unwrap_or(0)
+            }
+        })
+    }
+
+    /// xfs_btree_delrec one level up from a block that left the tree (the
+    /// last step of `path`): its key and pointer leave the parent (what
+    /// lay past the last entry stays). In the root in the inode that is
+    /// all (xfs_btree_kill_iroot gives up under a root of level 1, or over
+    /// more than one child). A node block whose first entry went passes
+    /// its new first key up; one left below half full with no sibling,
+    /// right under the root, moves into the inode when its entries fit
+    /// there (xfs_btree_kill_iroot: the root takes its keys and pointers a
+    /// level lower, the node is freed later); one with siblings would be
+    /// rebalanced, which is refused.
+    fn parent_delete(&mut self, f: &mut ForkAt, ino: u64, path: &[Step]) -> EditResult<()> {
+        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let (_, bs) = self.hdr_bs();
+        let Some(pi) = path.len().checked_sub(2) else {
+            return refuse("a bmbt block without a parent".into());
+        };
+        let Some(parent) = path.get(pi).copied() else {
+            return refuse("a bmbt block without a parent".into());
+        };
+        let gone = parent.idx;
+        let Some(noff) = parent.block else {
+            let root = f.fork_off;
+            let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
+            let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
+            let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
+            for k in gone.saturating_add(1)..nroot {
+                let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
+                let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
+                put_be64(&mut f.bytes, key_at(k.saturating_sub(1)), key);
+                put_be64(&mut f.bytes, ptr_at(k.saturating_sub(1)), ptr);
+            }
+            put_be16(
+                &mut f.bytes,
+                root.saturating_add(2),
+                u16::try_from(nroot.saturating_sub(1)).unwrap_or(0),
+            );
+            return Ok(());
+        };
+        let mut nb = self.read("bmbt block", noff, bs)?;
+        let n = usize::from(be16(&nb, 6).unwrap_or(0));
+        if gone >= n || n < 2 {
+            return refuse(format!(
+                "inode {ino}: bmbt node entry {gone} of {n} cannot be taken out"
+            ));
+        }
+        let nkey = |k: usize| hdr.saturating_add(k.saturating_mul(8));
+        let nptr = |k: usize| nkey(maxrecs.saturating_add(k));
+        for k in gone.saturating_add(1)..n {
+            let key = be64(&nb, nkey(k)).unwrap_or(0);
+            let ptr = be64(&nb, nptr(k)).unwrap_or(0);
+            put_be64(&mut nb, nkey(k.saturating_sub(1)), key);
+            put_be64(&mut nb, nptr(k.saturating_sub(1)), ptr);
+        }
+        let left = n.saturating_sub(1);
+        put_be16(&mut nb, 6, u16::try_from(left).unwrap_or(0));
+        let first = be64(&nb, nkey(0)).unwrap_or(0);
+        let siblings = be64(&nb, 8) != Some(u64::MAX) || be64(&nb, 16) != Some(u64::MAX);
+        self.blocks.insert(noff, nb.clone());
+        let npath = path.get(..=pi).unwrap_or(&[]);
+        if gone == 0 {
+            self.carry_first_key(f, npath, first)?;
+        }
+        if left >= maxrecs / 2 {
+            return Ok(());
+        }
+        if siblings {
+            return refuse(
+                "a bmbt node block falls below half full: the kernel rebalances it with its siblings, which this tool does not"
+                    .into(),
+            );
+        }
+        // xfs_btree_kill_iroot, for the only child of the root.
         let root = f.fork_off;
         let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
+        if npath.len() != 2 || nroot != 1 || left > root_max {
+            return Ok(());
+        }
+        let node_fsb = self.child_ptr(f, npath)?;
         let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
         let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
-        for k in gone_idx.saturating_add(1)..nroot {
-            let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
-            let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
-            put_be64(&mut f.bytes, key_at(k.saturating_sub(1)), key);
-            put_be64(&mut f.bytes, ptr_at(k.saturating_sub(1)), ptr);
+        for k in 0..left {
+            put_be64(&mut f.bytes, key_at(k), be64(&nb, nkey(k)).unwrap_or(0));
+            put_be64(&mut f.bytes, ptr_at(k), be64(&nb, nptr(k)).unwrap_or(0));
         }
+        let level = be16(&f.bytes, root).unwrap_or(1);
+        put_be16(&mut f.bytes, root, level.saturating_sub(1));
         put_be16(
             &mut f.bytes,
             root.saturating_add(2),
-            u16::try_from(nroot.saturating_sub(1)).unwrap_or(0),
+            u16::try_from(left).unwrap_or(0),
         );
+        self.first_log.get_or_insert(true);
+        self.let_go_of(f, noff, node_fsb, true);
         Ok(())
     }
 
@@ -1998,6 +2119,7 @@ fn contiguity(left: Option<Rec>, right: Option<Rec>, new: Rec) -> (bool, bool) {
 mod fixture_tests {
     use super::super::agedit::EditError;
     use super::*;
+    use crate::xfs::bmap::Fork;
     use crate::xfs::testutil::fixture_fs;
 
     fn x(owner: u64, startoff: u64, startblock: u64, len: u32, flags: u32) -> MapExtent {
@@ -2018,10 +2140,9 @@ mod fixture_tests {
         let fs = fixture_fs("v5-formats");
         let ov = Overlay::default();
         let multi = fs.lookup_path(b"/files/multi-extent").unwrap();
-        let btree = fs.lookup_path(b"/files/btree").unwrap();
         let small = fs.lookup_path(b"/files/small").unwrap();
         let first = multi.data.extents()[0];
-        let why = |r: EditResult<Vec<Work>>| match r {
+        let why = |r: EditResult<Vec<Vec<Work>>>| match r {
             Err(EditError::Unsupported(u)) => u.0,
             other => panic!("not refused: {other:?}"),
         };
@@ -2052,13 +2173,70 @@ mod fixture_tests {
 
         assert_eq!(ed.done, 0);
         assert!(ed.into_changes(Lsn::from_raw(1)).unwrap().is_empty());
-        // Unmapping from a bmbt with node blocks so much that a leaf falls
-        // below half full (the kernel would rebalance it under its node
-        // block, which this tool does not); the steps before the refusal
-        // are dropped with it by the caller (all or nothing).
+    }
+
+    /// Unmapping everything from a bmbt with a node block: the leaves fall
+    /// below half full under the node, borrow and join, the node moves
+    /// into the inode, the last leaf gives way to a list. Every record
+    /// goes, a step each, last first, and every bmbt block the file had
+    /// is freed.
+    #[test]
+    fn unmapping_a_three_level_bmbt_frees_every_block() {
+        let fs = fixture_fs("v5-formats");
+        let ov = Overlay::default();
+        let btree = fs.lookup_path(b"/files/btree").unwrap();
+        let mut none = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> { Ok(None) };
+        let Fork::Btree { blocks, .. } = &btree.data else {
+            panic!("/files/btree has no bmbt");
+        };
+        let n = btree.data.extents().len();
+        let end = btree.data.extents().last().unwrap().file_end();
         let mut ed = ForkEditor::new(&fs, &ov);
-        let m = why(ed.finish(&x(btree.ino.0, 0, 100, 32 * 200, 2), &mut none));
-        assert!(m.contains("under a node block"), "{m}");
+        // In pieces a BUI can name (its blocks inside one AG), last first.
+        let mut steps = Vec::new();
+        let mut at = end;
+        while at > 0 {
+            let from = at.saturating_sub(2048);
+            let len = (at - from) as u32;
+            steps.extend(
+                ed.finish(&x(btree.ino.0, from, 100, len, 2), &mut none)
+                    .unwrap(),
+            );
+            at = from;
+        }
+        assert_eq!(steps.len(), n);
+        let unmapped: Vec<u64> = steps
+            .iter()
+            .flatten()
+            .filter_map(|w| match w {
+                Work::RmapUnmap { m, .. } => Some(m.offset),
+                _ => None,
+            })
+            .collect();
+        let mut want: Vec<u64> = btree.data.extents().iter().map(|e| e.file_block).collect();
+        want.reverse();
+        assert_eq!(unmapped, want);
+        let mut freed: Vec<(u32, u32)> = steps
+            .iter()
+            .flatten()
+            .filter_map(|w| match w {
+                Work::Free { agno, agbno, .. } => Some((*agno, *agbno)),
+                _ => None,
+            })
+            .collect();
+        freed.sort_unstable();
+        let mut had: Vec<(u32, u32)> = blocks
+            .iter()
+            .map(|b| {
+                let (a, g) = fs.geo.split_fsb(*b);
+                (a.0, g.0)
+            })
+            .collect();
+        had.sort_unstable();
+        assert_eq!(freed, had);
+        let f = ed.fork(btree.ino.0, false).unwrap();
+        assert_eq!((f.format, f.nextents), (FMT_EXTENTS, 0));
+        assert_eq!(be64(&f.bytes, 64), Some(0));
     }
 
     /// A mapping into a hole past the end of an extent list, then its
@@ -2078,7 +2256,7 @@ mod fixture_tests {
             .unwrap();
         assert!(matches!(
             work.as_slice(),
-            [Work::RmapMap { m, .. }] if m.len == 4 && m.offset == off && m.owner == multi.ino.0
+            [t] if matches!(t.as_slice(), [Work::RmapMap { m, .. }] if m.len == 4 && m.offset == off && m.owner == multi.ino.0)
         ));
         let f = ed.fork(multi.ino.0, false).unwrap();
         assert_eq!(f.nextents, before.len() as u64 + 1);

@@ -1082,6 +1082,32 @@ pub fn defer_kind(w: &Work) -> u8 {
     }
 }
 
+/// Items one deferred op holds at most (`max_items` of the extent-free,
+/// rmap and refcount op types).
+pub const DEFER_MAX_ITEMS: usize = 16;
+
+/// `work` split into deferred ops (runs of one [`defer_kind`], at most
+/// [`DEFER_MAX_ITEMS`] each: `xfs_defer_add` appends to the last op when it
+/// is of the same type and not full), put at the front of `queue` in
+/// their order.
+fn push_runs(queue: &mut VecDeque<Vec<Work>>, work: Vec<Work>) {
+    let mut runs: Vec<Vec<Work>> = Vec::new();
+    for w in work {
+        match runs.last_mut() {
+            Some(r)
+                if r.len() < DEFER_MAX_ITEMS
+                    && r.first().map(defer_kind) == Some(defer_kind(&w)) =>
+            {
+                r.push(w)
+            }
+            _ => runs.push(vec![w]),
+        }
+    }
+    for r in runs.into_iter().rev() {
+        queue.push_front(r);
+    }
+}
+
 pub struct Engine<'a, R: ReadAt> {
     pub fs: &'a Fs<R>,
     base: &'a Overlay,
@@ -1334,20 +1360,28 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         Ok((more, self.dfps > before))
     }
 
-    /// Finish `work` and everything it creates, depth first as
-    /// `xfs_defer_finish` does.
+    /// Finish `work` and everything it creates as `xfs_defer_finish`
+    /// does: a run of items of one type (at most [`DEFER_MAX_ITEMS`]) is
+    /// one deferred op, finished item after item in one transaction (one
+    /// roll before it); what its items create is grouped the same way and
+    /// goes before the ops that were pending.
     pub fn run(&mut self, work: Vec<Work>) -> EditResult<()> {
-        let mut queue: VecDeque<Work> = work.into();
+        let mut queue: VecDeque<Vec<Work>> = VecDeque::new();
+        push_runs(&mut queue, work);
         let mut guard = 0u64;
-        while let Some(w) = queue.pop_front() {
-            guard = guard.saturating_add(1);
-            if guard > 1 << 24 {
-                return refuse("deferred work does not end".into());
+        while let Some(run) = queue.pop_front() {
+            let dfps = self.dfps;
+            let mut created = Vec::new();
+            for w in &run {
+                guard = guard.saturating_add(1);
+                if guard > 1 << 24 {
+                    return refuse("deferred work does not end".into());
+                }
+                created.extend(self.finish(w).map_err(|e| e.within(|| w.describe()))?);
             }
-            let new = self.finish(&w).map_err(|e| e.within(|| w.describe()))?;
-            for n in new.into_iter().rev() {
-                queue.push_front(n);
-            }
+            self.dfps = dfps.saturating_add(1);
+            self.last_agfl = false;
+            push_runs(&mut queue, created);
         }
         Ok(())
     }

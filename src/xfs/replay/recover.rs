@@ -303,8 +303,9 @@ fn push_group(queue: &mut std::collections::VecDeque<attredit::AttrTask>, work: 
 
 /// What an intent's recovery transaction left to finish afterwards.
 enum Capture {
-    /// Deferred work, with the inodes it holds.
-    Work(Vec<Work>, Vec<u64>),
+    /// Deferred work, a list per transaction that made it, with the
+    /// inodes it holds.
+    Work(Vec<Vec<Work>>, Vec<u64>),
     /// An attribute intent's chain (`attredit`), its inode and the intent
     /// id.
     Attr(Vec<attredit::AttrTask>, u64, u64),
@@ -375,11 +376,16 @@ pub fn finish_all<R: ReadAt>(
                 continue;
             }
         }
+        // What the intent's own transaction defers.
+        let mut own = Vec::new();
         for w in &work {
             let more = engine.finish(w).map_err(|e| {
                 e.within(|| format!("{} intent {:#x}: {}", u.kind.name(), u.id, w.describe()))
             })?;
-            captured.extend(more);
+            own.extend(more);
+        }
+        if !own.is_empty() {
+            captured.push(own);
         }
         captures.push(Capture::Work(captured, held));
     }
@@ -400,7 +406,9 @@ pub fn finish_all<R: ReadAt>(
         // The inodes a capture holds are logged again at each roll of its
         // deferred work (xfs_defer_save_resources): one change count each.
         let before = engine.dfps;
-        engine.run(c)?;
+        for t in c {
+            engine.run(t)?;
+        }
         let rolls = engine.dfps.saturating_sub(before);
         for ino in held {
             forks.bump_change_count(ino, rolls)?;

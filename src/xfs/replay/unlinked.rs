@@ -325,16 +325,12 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             txs = txs.saturating_add(1);
             for call in calls {
                 // Work queued one after another of the same kind shares a
-                // deferred-op group (xfs_defer_add appends to the last).
-                let merged = call
-                    .windows(2)
-                    .filter(|p| matches!(p, [Work::Free { .. }, Work::Free { .. }]))
-                    .count();
+                // deferred-op group (xfs_defer_add appends to the last):
+                // one roll each.
                 let before = self.engine.dfps;
                 self.engine.run(call)?;
                 txs = txs
                     .saturating_add(self.engine.dfps.saturating_sub(before))
-                    .saturating_sub(u64::try_from(merged).unwrap_or(0))
                     .saturating_add(1);
             }
         }

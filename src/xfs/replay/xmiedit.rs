@@ -427,6 +427,7 @@ pub fn run_chain<R: ReadAt>(
                     })
                 })?;
                 tx.insert(b.owner);
+                let more: Vec<Work> = more.into_iter().flatten().collect();
                 for n in more.into_iter().rev() {
                     queue.push_front(Task::Work(n));
                 }
