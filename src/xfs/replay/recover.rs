@@ -354,6 +354,14 @@ pub fn finish_all<R: ReadAt>(
                         )
                     })
                 })?;
+                // The first step is the recovery transaction's; the
+                // intent, put back at the head of the captured work, goes
+                // on step by step (what each step defers done before the
+                // next), and what the first step deferred comes last.
+                let mut more = more;
+                if more.len() > 1 {
+                    more.rotate_left(1);
+                }
                 captured.extend(more);
                 held.push(x.owner);
             }
