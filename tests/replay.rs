@@ -323,8 +323,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // joining one, the node that then fits the inode moved into it, and
     // the frees one step makes sharing one deferred op; with 1 KiB blocks,
     // full node blocks that split, the root in the inode taking the new
-    // node, and nodes that fall below half full, borrowing an entry from
-    // a sibling node or joining it).
+    // node, a full node giving an entry to its sibling, and nodes that
+    // fall below half full, borrowing an entry from a sibling node or
+    // joining it).
     // Attribute intents (forged, recovered by the kernel) finished in
     // shortform lists, the recovery time taken from the kernel's: the
     // inodes are the kernel's.
