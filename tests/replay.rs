@@ -345,7 +345,10 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // leaf turned into a node over a copy of itself, leaves split in two
     // (entries balanced, siblings linked, the node given an entry); and
     // leaves that empty: merged with a sibling, the dropped block freed,
-    // the node's last leaf moved into attr block 0.
+    // the node's last leaf moved into attr block 0. The same on attr forks
+    // of more extents than the inode holds: remote values mapped into and
+    // unmapped from the bmbt, a full list turned into a bmbt, a bmbt
+    // whose records fit the inode again turned back into a list.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -377,6 +380,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-split",
         "replay-attri-join",
         "replay-pptr-node",
+        "replay-attri-bmbt",
     ] {
         assert!(
             exact.contains(&name.to_string()),

@@ -461,6 +461,14 @@ pub struct Removal {
 pub trait AttrSpace {
     /// `len` blocks in AG `agno` near `hint`: the first, or `None`.
     fn near(&mut self, agno: u32, hint: u32, len: u32) -> EditResult<Option<u32>>;
+    /// One block for the attr fork's bmbt in AG `agno` near `hint`, its
+    /// reverse mapping added (`xfs_bmbt_alloc_block`), or `None`.
+    fn bmbt_block(
+        &mut self,
+        agno: u32,
+        hint: u32,
+        owner: super::alloc::RmapOwner,
+    ) -> EditResult<Option<u32>>;
     /// What allocations in AG `agno` deferred.
     fn let_go(&mut self, agno: u32) -> EditResult<Vec<Work>>;
 }
@@ -587,7 +595,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let anext = extent_count(&b, true);
         let empty = aformat == XFS_DINODE_FMT_EXTENTS && anext == 0;
         let fork_at = core.saturating_add(forkoff.saturating_mul(8));
-        if aformat == XFS_DINODE_FMT_EXTENTS && anext > 0 {
+        if (aformat == XFS_DINODE_FMT_EXTENTS && anext > 0) || aformat == XFS_DINODE_FMT_BTREE {
             let recs = self.attr_extents(ino)?;
             if recs.iter().any(|r| r.unwritten) {
                 return refuse(format!("inode {ino}: an unwritten attr fork extent"));
@@ -612,9 +620,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             return Ok(Some(AttrFork::Leaf(LeafFork { boff, leaf, single })));
         }
         if aformat != XFS_DINODE_FMT_LOCAL && !empty {
-            return refuse(format!(
-                "inode {ino}: an attr fork of format {aformat} (a bmbt: many blocks) is not done by this tool"
-            ));
+            return refuse(format!("inode {ino}: an attr fork of format {aformat}"));
         }
         let sf = if empty {
             vec![0, 4, 0, 0]
@@ -1343,6 +1349,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             .checked_shl(u32::from(g.agblklog))
             .unwrap_or(0)
             | u64::from(bno);
+        let mut bmbt = |a: u32, h: u32, o| space.bmbt_block(a, h, o);
         self.attr_map(
             ino,
             Rec {
@@ -1351,6 +1358,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 len: length,
                 unwritten: false,
             },
+            &mut bmbt,
         )?;
         let rmap = Work::RmapMap {
             agno: agno.0,
@@ -2080,23 +2088,22 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             bmbt: false,
             unwritten: false,
         };
-        Ok((
-            vec![
-                Work::RmapUnmap {
-                    agno: agno.0,
-                    m,
-                    shared: false,
-                },
-                Work::Free {
-                    agno: agno.0,
-                    agbno: agbno.0,
-                    len,
-                    owner: FreeOwner::Skip,
-                },
-            ],
-            more,
-            true,
-        ))
+        // Joined bmbt leaves go first (the btree delete), a leaf given up
+        // for a list last (the end of the call).
+        let (mut work, after) = self.take_let_go();
+        work.push(Work::RmapUnmap {
+            agno: agno.0,
+            m,
+            shared: false,
+        });
+        work.push(Work::Free {
+            agno: agno.0,
+            agbno: agbno.0,
+            len,
+            owner: FreeOwner::Skip,
+        });
+        work.extend(after);
+        Ok((work, more, true))
     }
 
     /// `XFS_DAS_NODE_REMOVE_ATTR`: the old entry, marked incomplete, leaves
@@ -2265,6 +2272,14 @@ mod fixture_tests {
     struct NoSpace;
     impl AttrSpace for NoSpace {
         fn near(&mut self, _: u32, _: u32, _: u32) -> EditResult<Option<u32>> {
+            refuse("no space in this test".into())
+        }
+        fn bmbt_block(
+            &mut self,
+            _: u32,
+            _: u32,
+            _: crate::xfs::replay::alloc::RmapOwner,
+        ) -> EditResult<Option<u32>> {
             refuse("no space in this test".into())
         }
         fn let_go(&mut self, _: u32) -> EditResult<Vec<Work>> {

@@ -1150,35 +1150,68 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         })
     }
 
-    /// The attr fork's extent records (extents format only).
+    /// The attr fork's extent records (a list or a bmbt's).
     pub(super) fn attr_extents(&self, ino: u64) -> EditResult<Vec<Rec>> {
         let f = self.fork(ino, true)?;
-        if f.format != FMT_EXTENTS {
-            return refuse(format!(
-                "inode {ino}: an attr fork of format {} (a bmbt) is not done by this tool",
-                f.format
-            ));
-        }
-        self.list(&f)
+        self.records(&f, ino)
     }
 
-    /// `rec` mapped into the attr fork's list as
-    /// `xfs_bmap_add_extent_hole_real` maps it (merged with contiguous
-    /// neighbours); di_nblocks grows by its length; the inode is logged.
-    pub(super) fn attr_map(&mut self, ino: u64, rec: Rec) -> EditResult<()> {
-        let mut f = self.fork(ino, true)?;
-        if f.format != FMT_EXTENTS {
+    /// The records of fork `f`: its list, or its bmbt's leaves from the
+    /// leftmost along the right siblings, as many as the fork counts, in
+    /// order.
+    fn records(&self, f: &ForkAt, ino: u64) -> EditResult<Vec<Rec>> {
+        if f.format == FMT_EXTENTS {
+            return self.list(f);
+        }
+        if f.format != FMT_BTREE {
             return refuse(format!(
-                "inode {ino}: an attr fork of format {} (a bmbt) is not done by this tool",
+                "inode {ino}: a fork of format {} has no extents",
                 f.format
             ));
         }
-        let mut no_bmbt = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> {
-            refuse(format!(
-                "inode {ino}: an attr fork outgrowing the inode (into a bmbt) is not done by this tool"
-            ))
-        };
-        self.map(&mut f, rec, &mut no_bmbt)?;
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
+        let (_, mut leaf) = self.descend(f, ino, 0)?;
+        let mut recs = std::mem::take(&mut leaf.recs);
+        let limit = usize::try_from(f.nextents).unwrap_or(usize::MAX);
+        while let Some(mut next) = self.sibling(ino, &leaf.bytes, true, maxrecs)? {
+            if recs.len() >= limit {
+                return refuse(format!(
+                    "inode {ino}: the bmbt leaves hold more than the {limit} records the fork counts"
+                ));
+            }
+            recs.append(&mut next.recs);
+            leaf = next;
+        }
+        if recs.len() != limit {
+            return refuse(format!(
+                "inode {ino}: the bmbt leaves hold {} records, the fork counts {limit}",
+                recs.len()
+            ));
+        }
+        if recs.windows(2).any(|w| match w {
+            [a, b] => a.end() > b.off,
+            _ => false,
+        }) {
+            return refuse(format!(
+                "inode {ino}: the bmbt's records overlap or are out of order"
+            ));
+        }
+        Ok(recs)
+    }
+
+    /// `rec` mapped into the attr fork as `xfs_bmap_add_extent_hole_real`
+    /// maps it (merged with contiguous neighbours; a full list turned into
+    /// a bmbt, a full leaf split, their blocks from `alloc`); di_nblocks
+    /// grows by its length; the inode is logged.
+    pub(super) fn attr_map(&mut self, ino: u64, rec: Rec, alloc: &mut Alloc<'_>) -> EditResult<()> {
+        let mut f = self.fork(ino, true)?;
+        if f.format != FMT_EXTENTS && f.format != FMT_BTREE {
+            return refuse(format!(
+                "inode {ino}: a mapping into an attr fork of format {}",
+                f.format
+            ));
+        }
+        self.map(&mut f, rec, alloc)?;
         let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(rec.len);
         put_be64(&mut f.bytes, 64, nb);
         self.log_inode(ino, f.ioff, f.bytes, 1);
@@ -1187,9 +1220,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// One call of `__xfs_bunmapi` with one extent allowed, on the attr
     /// fork's range `[off, end)`: the last extent in it is cut out (a
-    /// record trimmed, split or removed); di_nblocks drops by what left;
-    /// the inode is logged. Returns the piece and whether more of the
-    /// range is still mapped; `None` (nothing logged) when none of it is.
+    /// record trimmed, split or removed; in a bmbt, a leaf left short
+    /// rebalanced, a tree whose records fit the inode again turned back
+    /// into a list, the blocks let go of freed later, see
+    /// [`Self::take_let_go`]); di_nblocks drops by what left; the inode is
+    /// logged. Returns the piece and whether more of the range is still
+    /// mapped; `None` (nothing logged) when none of it is.
     pub(super) fn attr_unmap_last(
         &mut self,
         ino: u64,
@@ -1197,27 +1233,69 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         end: u64,
     ) -> EditResult<Option<(Rec, bool)>> {
         let mut f = self.fork(ino, true)?;
-        let mut recs = self.attr_extents(ino)?;
-        let Some(i) = recs.iter().rposition(|r| r.off < end && r.end() > off) else {
-            return Ok(None);
+        let piece = if f.format == FMT_BTREE {
+            let mut no_split = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> {
+                refuse(format!(
+                    "inode {ino}: an attr block cut out of the middle of an extent in a full bmbt leaf"
+                ))
+            };
+            self.step = 0;
+            let Some(piece) = self.unmap_btree_one(&mut f, off, end, &mut no_split)? else {
+                return Ok(None);
+            };
+            if f.nextents <= f.maxext() {
+                self.btree_to_extents(&mut f)?;
+            }
+            piece
+        } else {
+            let mut recs = self.records(&f, ino)?;
+            let Some(i) = recs.iter().rposition(|r| r.off < end && r.end() > off) else {
+                return Ok(None);
+            };
+            let Some(r) = recs.get(i).copied() else {
+                return Ok(None);
+            };
+            let (front, piece, back) = r.cut(off, end);
+            recs.remove(i);
+            if back.len > 0 {
+                recs.insert(i, back);
+            }
+            if front.len > 0 {
+                recs.insert(i, front);
+            }
+            self.put_list(&mut f, &recs)?;
+            piece
         };
-        let Some(r) = recs.get(i).copied() else {
-            return Ok(None);
-        };
-        let (front, piece, back) = r.cut(off, end);
-        recs.remove(i);
-        if back.len > 0 {
-            recs.insert(i, back);
-        }
-        if front.len > 0 {
-            recs.insert(i, front);
-        }
-        let more = recs.iter().any(|r| r.off < piece.off && r.end() > off);
-        self.put_list(&mut f, &recs)?;
+        let more = self
+            .records(&f, ino)?
+            .iter()
+            .any(|r| r.off < piece.off && r.end() > off);
         let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(piece.len);
         put_be64(&mut f.bytes, 64, nb);
         self.log_inode(ino, f.ioff, f.bytes, 1);
         Ok(Some((piece, more)))
+    }
+
+    /// The frees of the bmbt blocks an attr-fork unmap let go of: those
+    /// before its reverse mapping (joined leaves) and those after it (a
+    /// leaf given up for a list).
+    pub(super) fn take_let_go(&mut self) -> (Vec<Work>, Vec<Work>) {
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for (agno, agbno, m, first, _) in std::mem::take(&mut self.let_go) {
+            let free = Work::Free {
+                agno,
+                agbno,
+                len: 1,
+                owner: FreeOwner::Known(m),
+            };
+            if first {
+                before.push(free);
+            } else {
+                after.push(free);
+            }
+        }
+        (before, after)
     }
 
     /// The record list of an extents-format fork.

@@ -273,6 +273,14 @@ impl<R: ReadAt> attredit::AttrSpace for Engine<'_, R> {
     fn near(&mut self, agno: u32, hint: u32, len: u32) -> super::agedit::EditResult<Option<u32>> {
         self.store(agno)?.alloc_near_unmapped(hint, len)
     }
+    fn bmbt_block(
+        &mut self,
+        agno: u32,
+        hint: u32,
+        owner: super::alloc::RmapOwner,
+    ) -> super::agedit::EditResult<Option<u32>> {
+        self.store(agno)?.alloc_near_one_for(hint, owner)
+    }
     fn let_go(&mut self, agno: u32) -> super::agedit::EditResult<Vec<Work>> {
         self.take_deferred_work(agno)
     }
