@@ -21,8 +21,12 @@
 //!                                   generations and sizes are read from
 //!                                   the inodes (sizes exchanged when FLAGS
 //!                                   has SET_SIZES, 2; else -1)
-//! forge-log IMAGE --incompat BITS | --clear-incompat BITS
-//!   only sets or clears bits of sb_features_incompat (no checkpoint)
+//!     dquot:DADDR:ID                a logged user dquot (ID) of the dquot
+//!                                   buffer at DADDR (one block, at its
+//!                                   start), its counters zero
+//! forge-log IMAGE --incompat BITS | --clear-incompat BITS | --qflags BITS
+//!   only sets or clears bits of sb_features_incompat, or sets bits of
+//!   sb_qflags (decimal; no checkpoint)
 //! ```
 //!
 //! Written after the last record (an unmount record): one record per
@@ -58,6 +62,9 @@ struct Args {
     /// Bits to clear in sb_features_incompat (CRC fixed).
     #[arg(long, default_value_t = 0)]
     clear_incompat: u32,
+    /// Bits to set in sb_qflags (CRC fixed).
+    #[arg(long, default_value_t = 0)]
+    qflags: u16,
 }
 
 /// Sets `set` and clears `clear` in the superblock word at `at`, the
@@ -286,6 +293,28 @@ fn extent_item(s: &str, id: u64) -> Vec<Vec<u8>> {
     vec![f]
 }
 
+/// A DQUOT item: `xfs_dq_logformat` (host order), then the dquot as it is
+/// on disk (big-endian `xfs_disk_dquot`, 104 bytes).
+fn dquot_item(s: &str) -> Vec<Vec<u8>> {
+    let p: Vec<u64> = s.split(':').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(p.len(), 2, "dquot:DADDR:ID");
+    let id = p[1] as u32;
+    let mut f = Vec::new();
+    f.extend(0x123du16.to_le_bytes());
+    f.extend(2u16.to_le_bytes());
+    f.extend(id.to_le_bytes());
+    f.extend(p[0].to_le_bytes());
+    f.extend(1i32.to_le_bytes());
+    f.extend(0u32.to_le_bytes());
+    assert_eq!(f.len(), 24);
+    let mut d = vec![0u8; 104];
+    d[0..2].copy_from_slice(&0x4451u16.to_be_bytes());
+    d[2] = 1;
+    d[3] = 1;
+    d[4..8].copy_from_slice(&id.to_be_bytes());
+    vec![f, d]
+}
+
 fn op(tid: u32, data: &[u8], flags: u8) -> Vec<u8> {
     let mut o = Vec::new();
     o.extend(tid.to_be_bytes());
@@ -324,6 +353,10 @@ fn main() {
     }
     if args.incompat != 0 || args.clear_incompat != 0 {
         patch_sb(&mut f, 216, args.incompat, args.clear_incompat);
+    }
+    if args.qflags != 0 {
+        // sb_qflags is the high half of the word at 176.
+        patch_sb(&mut f, 176, u32::from(args.qflags) << 16, 0);
     }
     if args.item.is_empty() {
         return;
@@ -365,6 +398,8 @@ fn main() {
             attri_regions(&a, id, igen)
         } else if let Some(x) = s.strip_prefix("xmi:") {
             xmi_item(&mut f, &sb, x, id)
+        } else if let Some(q) = s.strip_prefix("dquot:") {
+            dquot_item(q)
         } else {
             extent_item(s, id)
         });

@@ -381,6 +381,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-join",
         "replay-pptr-node",
         "replay-attri-bmbt",
+        "replay-quota",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -546,6 +547,49 @@ fn superblock_counters_after_export_are_the_kernels() {
             );
         }
     }
+}
+
+/// A filesystem whose superblock says quotas were accounted, recovered by
+/// a kernel mounted without quota options: the logged dquot is skipped,
+/// the quota flags are cleared, as in the kernel's copy.
+#[test]
+fn a_mount_without_quota_options_skips_dquots_and_clears_the_quota_flags() {
+    let name = "replay-quota";
+    let kernel = oracle(name, "kernel.txt");
+    assert!(kernel.contains("resetting quota flags"), "{kernel}");
+    let before = std::fs::read(image(name)).unwrap();
+    assert_eq!(u16::from_be_bytes([before[176], before[177]]), 0x60f);
+    let (out, v) = export(name);
+    let after = std::fs::read(&out).unwrap();
+    let sb = oracle(name, "recovered-sb.txt");
+    assert_eq!(
+        u64::from(u16::from_be_bytes([after[176], after[177]])),
+        db_field(&sb, "qflags")
+    );
+    assert_eq!(v["mount"]["quota_flags_reset"], 0x60f, "{v}");
+    assert_eq!(v["replay"]["counts"]["dquots_skipped"], 1, "{v}");
+    // The block the dquot names is the kernel's: not in its list of
+    // changed blocks, and unchanged here.
+    let mkfs = oracle(name, "mkfs.txt");
+    let daddr: usize = mkfs
+        .lines()
+        .find_map(|l| l.strip_prefix("file qblock "))
+        .and_then(|l| l.split("(daddr ").nth(1))
+        .and_then(|d| d.trim_end_matches(')').parse().ok())
+        .unwrap();
+    let blocks = oracle(name, "recovered-blocks.txt");
+    let bs = 4096;
+    let blk = daddr * 512 / bs;
+    assert!(
+        !blocks
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(&blk.to_string())),
+        "the kernel changed block {blk}"
+    );
+    assert_eq!(
+        before[blk * bs..(blk + 1) * bs],
+        after[blk * bs..(blk + 1) * bs]
+    );
 }
 
 /// What `replay --json` says replay changed, against the kernel's two

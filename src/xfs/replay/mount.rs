@@ -6,13 +6,17 @@
 //!   `ifree = sum agi_freecount`,
 //!   `fdblocks = sum (agf_freeblks + agf_flcount + agf_btreeblks)`;
 //! * quota inode numbers of 0 written as null, log-incompatible feature
-//!   bits cleared (a clean unmount clears them), a new `sb_lsn` and CRC.
+//!   bits cleared (a clean unmount clears them), a new `sb_lsn` and CRC;
+//! * the quota flags cleared when they say quotas were accounted: this tool
+//!   replays as a mount without quota options does (dquot items and dquot
+//!   buffers skipped), and such a mount revokes the quota-checked state
+//!   (`xfs_mount_reset_sbqflags`).
 //!
 //! Unfinished intents and the inodes on the AGI unlinked lists are dealt
 //! with before (`recover.rs`, `unlinked.rs`); what they leave undone is
 //! listed here.
 
-use super::{put_be32, put_be64, put_crc};
+use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::sb::{XfsDsb, XFS_SB_CRC_OFF};
 use crate::xfs::fs::{be32, Fs};
@@ -64,6 +68,9 @@ pub struct MountChanges {
     /// Intents left unfinished by this tool.
     pub intents_left: Vec<super::intents::Unfinished>,
     pub notes: Vec<String>,
+    /// The quota flags cleared (they said quotas were accounted), as the
+    /// kernel clears them when mounted without quota options.
+    pub quota_flags_reset: Option<u16>,
 }
 
 /// Read `len` bytes at byte `off` as replay left them.
@@ -158,6 +165,13 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         after.ifree.min(after.icount),
     );
     put_be64(&mut sb, offset_of!(XfsDsb, sb_fdblocks), after.fdblocks);
+    // XFS_ALL_QUOTA_ACCT: user, project, group accounting.
+    let qoff = offset_of!(XfsDsb, sb_qflags);
+    let qflags = crate::xfs::fs::be16(&sb, qoff).unwrap_or(0);
+    let quota_flags_reset = (qflags & 0x0049 != 0).then(|| {
+        put_be16(&mut sb, qoff, 0);
+        qflags
+    });
     if fs.geo.v5 {
         for off in [
             offset_of!(XfsDsb, sb_uquotino),
@@ -185,5 +199,6 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         unlinked_freed: None,
         intents_left: Vec::new(),
         notes: Vec::new(),
+        quota_flags_reset,
     })
 }

@@ -41,6 +41,12 @@ pub fn lines(rep: &ReplayReport, mount: Option<&MountChanges>) -> Vec<String> {
         }
         t.extend(m.notes.iter().map(|n| format!("note: {n}")));
     }
+    if rep.counts.dquots_skipped > 0 {
+        t.push(format!(
+            "{} dquot items and dquot buffers skipped, as a mount without quota options skips them (a mount with them replays them)",
+            rep.counts.dquots_skipped
+        ));
+    }
     for u in left {
         t.push(format!(
             "NOT FINISHED: {} intent {:#x} from transaction {:#x} (LSN {}): {}",
@@ -61,6 +67,11 @@ pub fn lines(rep: &ReplayReport, mount: Option<&MountChanges>) -> Vec<String> {
             m.before.fdblocks,
             m.after.fdblocks
         ));
+        if let Some(q) = m.quota_flags_reset {
+            t.push(format!(
+                "quota flags {q:#x} cleared: a mount without quota options revokes the quota-checked state"
+            ));
+        }
         for c in &m.cow.freed {
             t.push(format!(
                 "freed CoW staging extent: AG {} block {}, {} blocks (as the kernel does at mount)",
