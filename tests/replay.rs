@@ -348,7 +348,10 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // the node's last leaf moved into attr block 0. The same on attr forks
     // of more extents than the inode holds: remote values mapped into and
     // unmapped from the bmbt, a full list turned into a bmbt, a bmbt
-    // whose records fit the inode again turned back into a list.
+    // whose records fit the inode again turned back into a list, a bmbt
+    // leaf that falls below half full when a da block goes taking a
+    // record from its sibling (that transaction first logs the root only:
+    // the change count does not rise).
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.

@@ -1272,8 +1272,23 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .any(|r| r.off < piece.off && r.end() > off);
         let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(piece.len);
         put_be64(&mut f.bytes, 64, nb);
-        self.log_inode(ino, f.ioff, f.bytes, 1);
+        let bumps = u64::from(!self.root_logged_first(ino));
+        self.log_inode(ino, f.ioff, f.bytes, bumps);
         Ok(Some((piece, more)))
+    }
+
+    /// A new transaction begins: how it first logs an inode is not known
+    /// yet (see [`Self::root_logged_first`]).
+    pub(super) fn begin_transaction(&mut self) {
+        self.first_log = None;
+    }
+
+    /// Whether the transaction under way first logged `ino` through its
+    /// bmbt root only (a key carried up) after its change count last rose:
+    /// such a transaction does not raise the count again (the count is no
+    /// longer marked queried; only a log of the core forces it).
+    pub(super) fn root_logged_first(&self, ino: u64) -> bool {
+        self.first_log == Some(false) && self.bumped.contains(&ino)
     }
 
     /// The frees of the bmbt blocks an attr-fork unmap let go of: those

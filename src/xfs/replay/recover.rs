@@ -248,6 +248,7 @@ fn run_attr_chain<R: ReadAt>(
             }
             AttrTask::RemoveRmt { ino, blk, count } => {
                 roll(forks, &mut logged)?;
+                forks.begin_transaction();
                 let (work, more, logs) = forks.attr_unmap_blocks(ino, blk, count)?;
                 logged = logs;
                 if more {
