@@ -2306,6 +2306,25 @@ mod fixture_tests {
         }
     }
 
+    /// The first step of a user-namespace attribute intent (`op` 1 set, 2
+    /// remove) on `ino`, the recovery time zero: the tasks left.
+    fn start<R: ReadAt>(
+        ed: &mut ForkEditor<'_, R>,
+        ino: u64,
+        op: u32,
+        name: &[u8],
+        value: &[u8],
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<Vec<AttrTask>> {
+        let regions = if op == 2 {
+            vec![pad(name)]
+        } else {
+            vec![pad(name), pad(value)]
+        };
+        let a = item(ino, op, 0, name, u32::try_from(value.len()).unwrap());
+        ed.attr(&a, &regions, RecoveryTime::default(), space)
+    }
+
     fn pad(b: &[u8]) -> Vec<u8> {
         let mut v = b.to_vec();
         v.resize(b.len().div_ceil(4) * 4, 0);
@@ -2442,13 +2461,7 @@ mod fixture_tests {
             let ops: [(u32, &[u8], &[u8]); 3] =
                 [(1, b"zz", &value), (2, b"n05", b""), (2, b"n17", b"")];
             for (op, name, v) in ops {
-                let regions = if op == 2 {
-                    vec![pad(name)]
-                } else {
-                    vec![pad(name), pad(v)]
-                };
-                let a = item(ino, op, 0, name, u32::try_from(v.len()).unwrap());
-                let Ok(tasks) = ed.attr(&a, &regions, now, &mut NoSpace) else {
+                let Ok(tasks) = start(&mut ed, ino, op, name, v, &mut NoSpace) else {
                     refused += 1;
                     continue;
                 };
@@ -2544,13 +2557,7 @@ mod fixture_tests {
             } else {
                 (2, b"r10", b"")
             };
-            let regions = if op == 2 {
-                vec![pad(name)]
-            } else {
-                vec![pad(name), pad(v)]
-            };
-            let a = item(ino, op, 0, name, u32::try_from(v.len()).unwrap());
-            let Ok(tasks) = ed.attr(&a, &regions, now, &mut space) else {
+            let Ok(tasks) = start(&mut ed, ino, op, name, v, &mut space) else {
                 refused += 1;
                 continue;
             };

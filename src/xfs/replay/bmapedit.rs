@@ -789,29 +789,13 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         if !g.v5 {
             return refuse("a bmbt split on a v4 filesystem is not done by this tool".into());
         }
-        let Some(parent) = path.len().checked_sub(2).and_then(|p| path.get(p)).copied() else {
-            return refuse(format!("inode {ino}: a bmbt leaf without a parent"));
-        };
         // The split block's own address is the allocation target.
         let left_fsb = self.child_ptr(f, path)?;
         let (agno, hint) = g.split_fsb(FsBlock(left_fsb));
         let (new_fsb, new_off) = self.alloc_bmbt_block(f, ino, agno.0, hint.0, "leaf", alloc)?;
-        // Which records move: the upper half, one more when the count is
-        // odd and the new record's place (1-based) is in the lower half.
-        let lrecs = recs.len();
-        let mut rrecs = lrecs / 2;
-        if lrecs % 2 == 1 && i.saturating_add(1) <= rrecs.saturating_add(1) {
-            rrecs = rrecs.saturating_add(1);
-        }
-        let keep = lrecs.saturating_sub(rrecs);
+        let keep = split_keep(recs.len(), i);
         let mut moved = recs.split_off(keep);
-        let old_right = be64(&b, 16).unwrap_or(u64::MAX);
-        put_be64(&mut b, 16, new_fsb);
-        if old_right != u64::MAX {
-            let (roff, mut rb, _) = self.bmbt_block(ino, old_right, 0, maxrecs)?;
-            put_be64(&mut rb, 8, new_fsb);
-            self.blocks.insert(roff, rb);
-        }
+        let old_right = self.link_right(ino, &mut b, 0, new_fsb, maxrecs)?;
         let new_key = moved.first().map_or(0, |r| r.off);
         // The new record goes where its place is.
         if i > keep {
@@ -828,15 +812,45 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         // The split leaf keeps the lower half (its key follows a new first
         // record) before the parent takes the new leaf's entry.
         self.write_leaf(f, path, off, b, &recs)?;
+        self.insert_after(f, ino, path, (new_key, new_fsb), alloc)
+    }
+
+    /// The entry of a block split off the one at the end of `path` goes
+    /// into the parent right after that one's ([`Self::insert_entry`]).
+    fn insert_after(
+        &mut self,
+        f: &mut ForkAt,
+        ino: u64,
+        path: &[Step],
+        entry: (u64, u64),
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<()> {
+        let Some(parent) = path.len().checked_sub(2).and_then(|p| path.get(p)).copied() else {
+            return refuse(format!("inode {ino}: a bmbt block without a parent"));
+        };
         let prefix = path.get(..path.len().saturating_sub(1)).unwrap_or(&[]);
-        self.insert_entry(
-            f,
-            ino,
-            prefix,
-            parent.idx.saturating_add(1),
-            (new_key, new_fsb),
-            alloc,
-        )
+        self.insert_entry(f, ino, prefix, parent.idx.saturating_add(1), entry, alloc)
+    }
+
+    /// A new block `new_fsb` becomes the right sibling of block `b` (at
+    /// `level`): `b`'s old right sibling, if any, points back at it.
+    /// Returns that old right sibling (or null).
+    fn link_right(
+        &mut self,
+        ino: u64,
+        b: &mut [u8],
+        level: u16,
+        new_fsb: u64,
+        maxrecs: usize,
+    ) -> EditResult<u64> {
+        let old_right = be64(b, 16).unwrap_or(u64::MAX);
+        put_be64(b, 16, new_fsb);
+        if old_right != u64::MAX {
+            let (roff, mut rb, _) = self.bmbt_block(ino, old_right, level, maxrecs)?;
+            put_be64(&mut rb, 8, new_fsb);
+            self.blocks.insert(roff, rb);
+        }
+        Ok(old_right)
     }
 
     /// The entries (key, pointer) of a bmbt node block at byte `off`.
@@ -1054,27 +1068,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
         }
         // xfs_btree_split of the node.
-        let Some(parent) = path.len().checked_sub(2).and_then(|p| path.get(p)).copied() else {
-            return refuse(format!("inode {ino}: a bmbt node without a parent"));
-        };
         let left_fsb = self.child_ptr(f, path)?;
         let (agno, hint) = g.split_fsb(FsBlock(left_fsb));
         let (new_fsb, new_off) = self.alloc_bmbt_block(f, ino, agno.0, hint.0, "node", alloc)?;
-        let mut rrecs = n / 2;
-        if n % 2 == 1 && at.saturating_add(1) <= rrecs.saturating_add(1) {
-            rrecs = rrecs.saturating_add(1);
-        }
-        let keep = n.saturating_sub(rrecs);
+        let keep = split_keep(n, at);
         let mut moved = entries.split_off(keep);
         let mut nb = nb;
-        let old_right = be64(&nb, 16).unwrap_or(u64::MAX);
-        put_be64(&mut nb, 16, new_fsb);
         let lvl = u16::try_from(node_level).unwrap_or(u16::MAX);
-        if old_right != u64::MAX {
-            let (roff, mut rb, _) = self.bmbt_block(ino, old_right, lvl, maxrecs)?;
-            put_be64(&mut rb, 8, new_fsb);
-            self.blocks.insert(roff, rb);
-        }
+        let old_right = self.link_right(ino, &mut nb, lvl, new_fsb, maxrecs)?;
         let new_key = moved.first().map_or(0, |e| e.0);
         if at > keep {
             moved.insert(at.saturating_sub(keep), entry);
@@ -1094,15 +1095,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         // The node keeps the lower half before the parent takes the new
         // node's entry.
         self.write_node(f, path, noff, nb, &entries)?;
-        let prefix = path.get(..path.len().saturating_sub(1)).unwrap_or(&[]);
-        self.insert_entry(
-            f,
-            ino,
-            prefix,
-            parent.idx.saturating_add(1),
-            (new_key, new_fsb),
-            alloc,
-        )
+        self.insert_after(f, ino, path, (new_key, new_fsb), alloc)
     }
 
     /// The data-fork mapping at file block `off`, at most `max` blocks, as
@@ -2390,6 +2383,17 @@ fn keep_unflushed_bytes(b: &mut [u8], base: &[u8]) {
             _ => {}
         }
     }
+}
+
+/// How many of `n` entries a splitting block keeps (xfs_btree_split): the
+/// upper half moves, one more when `n` is odd and the new entry's place
+/// `at` (0-based) is in the lower half.
+fn split_keep(n: usize, at: usize) -> usize {
+    let mut moved = n / 2;
+    if n % 2 == 1 && at.saturating_add(1) <= moved.saturating_add(1) {
+        moved = moved.saturating_add(1);
+    }
+    n.saturating_sub(moved)
 }
 
 /// The mapping must go into a hole.
