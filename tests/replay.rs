@@ -351,7 +351,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // whose records fit the inode again turned back into a list, a bmbt
     // leaf that falls below half full when a da block goes taking a
     // record from its sibling (that transaction first logs the root only:
-    // the change count does not rise).
+    // the change count does not rise). And a leaf split under a full root
+    // node (1 KiB blocks): the node splits, the root moves into a new
+    // block under a new root one level higher.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -385,6 +387,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-pptr-node",
         "replay-attri-bmbt",
         "replay-quota",
+        "replay-attri-rootsplit",
     ] {
         assert!(
             exact.contains(&name.to_string()),

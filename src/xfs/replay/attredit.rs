@@ -1467,17 +1467,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let fs = self.fs();
         let g = fs.geo;
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
-        let (hdr, count_at, _) = node_layout(g.v5);
-        let node_ents = bs.saturating_sub(hdr) / 8;
+        let (hdr, _, _) = node_layout(g.v5);
+        let cc0 = be64(&self.inode(ino)?.1, 104).unwrap_or(0);
         let Some(bottom) = path.last() else {
             return refuse(format!("inode {ino}: a leaf split with no node above"));
         };
-        let count = usize::from(be16(&bottom.b, count_at).unwrap_or(0));
-        if count.saturating_add(1) > node_ents {
-            return refuse(format!(
-                "inode {ino}: an attr node with no room for another leaf: the kernel splits it, which this tool does not do"
-            ));
-        }
         let old_dablk = be32(
             &bottom.b,
             hdr.saturating_add(bottom.index.saturating_mul(8))
@@ -1527,31 +1521,187 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             ));
         }
         self.fix_hash_path(&mut path, &lf.leaf);
-        // xfs_da3_node_add: the new leaf after the old one's entry.
+        // xfs_da3_node_add: the new leaf after the old one's entry, the
+        // nodes splitting on the way up when full.
         let new_last = new.lasthash().unwrap_or(0);
-        let depth = path.len();
-        if let Some(bottom) = path.last_mut() {
-            let at = hdr.saturating_add(bottom.index.saturating_add(1).saturating_mul(8));
-            let end = hdr.saturating_add(count.saturating_mul(8));
-            if at < end {
-                bottom.b.copy_within(at..end, at.saturating_add(8));
-            }
-            put_be32(&mut bottom.b, at, new_last);
-            put_be32(&mut bottom.b, at.saturating_add(4), new_dablk);
-            put_be16(
-                &mut bottom.b,
-                count_at,
-                u16::try_from(count.saturating_add(1)).unwrap_or(0),
-            );
-            self.put_attr_block(bottom.boff, bottom.b.clone());
-        }
-        if let (Some(bottom), Some(above)) = (path.last(), depth.checked_sub(1)) {
-            let last_at = hdr.saturating_add(count.saturating_mul(8));
-            let last = be32(&bottom.b, last_at).unwrap_or(0);
-            self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
-        }
+        let mut work = work;
+        work.extend(self.da_add_up(ino, &mut path, (new_last, new_dablk), space)?);
+        // One transaction, however many blocks it added: the change count
+        // rose once.
+        self.set_change_count(ino, cc0.wrapping_add(1))?;
         self.put_attr_block(lf.boff, lf.leaf.b);
         self.put_attr_block(nboff, new.b);
+        Ok(work)
+    }
+
+    /// The entries (hash, block) of a da node's bytes.
+    fn da_entries(b: &[u8], v5: bool) -> Vec<(u32, u32)> {
+        let (hdr, count_at, _) = node_layout(v5);
+        let n = usize::from(be16(b, count_at).unwrap_or(0));
+        (0..n)
+            .map_while(|k| {
+                let at = hdr.saturating_add(k.saturating_mul(8));
+                Some((be32(b, at)?, be32(b, at.saturating_add(4))?))
+            })
+            .collect()
+    }
+
+    /// A da node's count and entries written into `b` (what lay past them
+    /// stays).
+    fn put_node_entries(b: &mut [u8], v5: bool, entries: &[(u32, u32)]) {
+        let (hdr, count_at, _) = node_layout(v5);
+        put_be16(b, count_at, u16::try_from(entries.len()).unwrap_or(0));
+        for (k, (h, blk)) in entries.iter().enumerate() {
+            let at = hdr.saturating_add(k.saturating_mul(8));
+            put_be32(b, at, *h);
+            put_be32(b, at.saturating_add(4), *blk);
+        }
+    }
+
+    /// A da node header for attr block `dablk` at byte `boff` of `ino`
+    /// (`xfs_da3_node_create`) written over `b`'s first bytes: no
+    /// siblings, `level`, no entries yet.
+    fn node_header(&self, b: &mut [u8], boff: u64, ino: u64, level: u16) {
+        let fs = self.fs();
+        let v5 = fs.geo.v5;
+        let (hdr, count_at, level_at) = node_layout(v5);
+        if let Some(h) = b.get_mut(..hdr) {
+            h.fill(0);
+        }
+        if v5 {
+            put_be64(b, 16, boff / 512);
+            if let Some(u) = b.get_mut(32..48) {
+                u.copy_from_slice(&fs.meta_uuid());
+            }
+            put_be64(b, 48, ino);
+        }
+        put_be16(b, 8, if v5 { DA3_NODE_MAGIC } else { DA_NODE_MAGIC });
+        put_be16(b, count_at, 0);
+        put_be16(b, level_at, level);
+    }
+
+    /// The rest of `xfs_da3_split` once a leaf has split: the entry `add`
+    /// (the new leaf's last hash and block) goes into the node above,
+    /// after the old leaf's. A node with no room splits first
+    /// (`xfs_da3_node_split`: a new node in a new attr block, the upper
+    /// half of the entries moved there, the two linked, the entry added to
+    /// the half its place is in, the old node's last hash carried up), and
+    /// the new node's entry goes one level up in turn; a root that splits
+    /// moves (`xfs_da3_root_split`: its header and entries copied to a new
+    /// attr block, block 0 made a node one level higher over the copy and
+    /// the new node). Returns the work the new blocks' allocations
+    /// deferred.
+    fn da_add_up(
+        &mut self,
+        ino: u64,
+        path: &mut [NodeStep],
+        add: (u32, u32),
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<Vec<Work>> {
+        let fs = self.fs();
+        let v5 = fs.geo.v5;
+        let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+        let (hdr, _, level_at) = node_layout(v5);
+        let node_ents = bs.saturating_sub(hdr) / 8;
+        let mut work = Vec::new();
+        let mut add = add;
+        let mut i = path.len();
+        while let Some(at) = i.checked_sub(1) {
+            i = at;
+            let my_dablk = match at.checked_sub(1).and_then(|p| path.get(p)) {
+                Some(parent) => Self::da_entries(&parent.b, v5)
+                    .get(parent.index)
+                    .map_or(0, |e| e.1),
+                None => 0,
+            };
+            let Some(step) = path.get_mut(at) else {
+                break;
+            };
+            let mut entries = Self::da_entries(&step.b, v5);
+            let idx = step.index;
+            if idx >= entries.len() {
+                return refuse(format!(
+                    "inode {ino}: attr node entry {idx} of {}",
+                    entries.len()
+                ));
+            }
+            if entries.len() < node_ents {
+                entries.insert(idx.saturating_add(1), add);
+                Self::put_node_entries(&mut step.b, v5, &entries);
+                let (boff, b) = (step.boff, step.b.clone());
+                self.put_attr_block(boff, b);
+                let last = entries.last().map_or(0, |e| e.0);
+                self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last);
+                return Ok(work);
+            }
+            // xfs_da3_node_split.
+            let level = be16(&step.b, level_at).unwrap_or(1);
+            let (boff, mut b) = (step.boff, step.b.clone());
+            let (ndablk, nboff, w) = self.da_grow(ino, space)?;
+            work.extend(w);
+            let ndablk = u32::try_from(ndablk).unwrap_or(0);
+            let keep = entries.len().saturating_sub(entries.len() / 2);
+            let mut moved = entries.split_off(keep);
+            if idx >= keep {
+                moved.insert(idx.saturating_sub(keep).saturating_add(1), add);
+            } else {
+                entries.insert(idx.saturating_add(1), add);
+            }
+            let mut nb = vec![0u8; bs];
+            self.node_header(&mut nb, nboff, ino, level);
+            Self::put_node_entries(&mut nb, v5, &moved);
+            // xfs_da3_blk_link: the new node after the old one.
+            let forw = be32(&b, 0).unwrap_or(0);
+            put_be32(&mut nb, 0, forw);
+            put_be32(&mut nb, 4, my_dablk);
+            if forw != 0 {
+                let off = self.attr_block_off(ino, u64::from(forw))?;
+                let mut fb = self.read("attr node block", off, bs)?;
+                put_be32(&mut fb, 4, ndablk);
+                self.put_attr_block(off, fb);
+            }
+            put_be32(&mut b, 0, ndablk);
+            Self::put_node_entries(&mut b, v5, &entries);
+            self.put_attr_block(nboff, nb);
+            self.put_attr_block(boff, b.clone());
+            if let Some(step) = path.get_mut(at) {
+                step.b = b;
+            }
+            let last = entries.last().map_or(0, |e| e.0);
+            self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last);
+            add = (moved.last().map_or(0, |e| e.0), ndablk);
+        }
+        // xfs_da3_root_split: the root split above; it moves.
+        let Some(root) = path.first() else {
+            return refuse(format!("inode {ino}: a leaf split with no node above"));
+        };
+        let (rboff, rb) = (root.boff, root.b.clone());
+        let entries = Self::da_entries(&rb, v5);
+        let level = be16(&rb, level_at).unwrap_or(1);
+        let (cdablk, cboff, w) = self.da_grow(ino, space)?;
+        work.extend(w);
+        let cdablk = u32::try_from(cdablk).unwrap_or(0);
+        let size = hdr.saturating_add(entries.len().saturating_mul(8)).min(bs);
+        let mut copy = vec![0u8; bs];
+        if let (Some(d), Some(src)) = (copy.get_mut(..size), rb.get(..size)) {
+            d.copy_from_slice(src);
+        }
+        if v5 {
+            put_be64(&mut copy, 16, cboff / 512);
+        }
+        let forw = be32(&copy, 0).unwrap_or(0);
+        if forw != 0 {
+            let off = self.attr_block_off(ino, u64::from(forw))?;
+            let mut fb = self.read("attr node block", off, bs)?;
+            put_be32(&mut fb, 4, cdablk);
+            self.put_attr_block(off, fb);
+        }
+        self.put_attr_block(cboff, copy);
+        let mut nr = rb;
+        self.node_header(&mut nr, rboff, ino, level.saturating_add(1));
+        let last = entries.last().map_or(0, |e| e.0);
+        Self::put_node_entries(&mut nr, v5, &[(last, cdablk), add]);
+        self.put_attr_block(rboff, nr);
         Ok(work)
     }
 
@@ -2596,6 +2746,62 @@ mod fixture_tests {
                 }
             }
             if ok {
+                finished += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(finished > 0 && refused > 0, "{finished} {refused}");
+    }
+
+    /// Hostile da nodes under a split: replay-attri-rootsplit's full root
+    /// node (or the leaf the set lands in) with bytes changed at random
+    /// (its header and first entries most often). The set that splits the
+    /// leaf, the node and the root finishes or is refused with a reason;
+    /// none panics.
+    #[test]
+    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
+    fn damaged_full_nodes_under_a_split_are_refused_without_panics() {
+        use crate::xfs::testutil::Rng;
+        let fs = fixture_fs("replay-attri-rootsplit");
+        let ino = 67;
+        let bs = usize::try_from(fs.geo.blocksize).unwrap();
+        let clean = Overlay::default();
+        let base = ForkEditor::new(&fs, &clean);
+        let recs = base.attr_extents(ino).unwrap();
+        let at_blk = |blk: u64| {
+            let r = recs.iter().find(|r| r.off <= blk && r.end() > blk).unwrap();
+            base.block_off("attr block", r.start + (blk - r.off))
+                .unwrap()
+        };
+        let root = at_blk(0);
+        let mut r = Rng(0xda5b_0001);
+        let (mut finished, mut refused) = (0, 0);
+        for round in 0..200 {
+            let off = if round % 3 == 0 {
+                at_blk(1 + r.next() % 120)
+            } else {
+                root
+            };
+            let mut b = base.read("attr block", off, bs).unwrap();
+            for _ in 0..1 + round % 3 {
+                let at = (r.next() % 160) as usize;
+                b[at] = r.next() as u8;
+            }
+            let mut ov = Overlay::default();
+            ov.put(off / 512, &b);
+            let mut ed = ForkEditor::new(&fs, &ov);
+            let mut space = SomeSpace(3000);
+            let value = vec![b'q'; 460];
+            let done = start(&mut ed, ino, 1, b"z00000", &value, &mut space).and_then(|tasks| {
+                for t in tasks {
+                    if let AttrTask::Add(p) = t {
+                        ed.attr_add(&p, RecoveryTime::default(), &mut space)?;
+                    }
+                }
+                Ok(())
+            });
+            if done.is_ok() {
                 finished += 1;
             } else {
                 refused += 1;
