@@ -2679,6 +2679,23 @@ mod fixture_tests {
             }
             targets.push((ino, fs.inode_offset(Ino(ino)).unwrap(), isize as usize));
         }
+        // A leaf whose right sibling is itself: refused, not walked for
+        // ever.
+        {
+            let (_, off, len) = targets[0];
+            let mut b = fs.img.read_disk("block", off, len as u64).unwrap();
+            let Some(Fork::Btree { blocks, .. }) = &fs.inode(Ino(131)).unwrap().attr else {
+                panic!("inode 131: no attr bmbt");
+            };
+            b[16..24].copy_from_slice(&blocks[0].0.to_be_bytes());
+            let mut ov = Overlay::default();
+            ov.put(off / 512, &b);
+            let ed = ForkEditor::new(&fs, &ov);
+            match ed.attr_extents(131) {
+                Err(EditError::Unsupported(u)) => assert!(u.0.contains("loop"), "{}", u.0),
+                other => panic!("not refused: {other:?}"),
+            }
+        }
         let mut r = Rng(0xab7b_0001);
         let now = RecoveryTime::default();
         let (mut finished, mut refused) = (0, 0);

@@ -1166,7 +1166,13 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let (_, mut leaf) = self.descend(f, ino, 0)?;
         let mut recs = std::mem::take(&mut leaf.recs);
         let limit = usize::try_from(f.nextents).unwrap_or(usize::MAX);
+        let mut seen = std::collections::BTreeSet::from([leaf.off]);
         while let Some(mut next) = self.sibling(ino, &leaf.bytes, true, maxrecs)? {
+            if !seen.insert(next.off) {
+                return refuse(format!(
+                    "inode {ino}: the bmbt leaves' sibling pointers loop"
+                ));
+            }
             if recs.len() >= limit {
                 return refuse(format!(
                     "inode {ino}: the bmbt leaves hold more than the {limit} records the fork counts"
