@@ -353,7 +353,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // record from its sibling (that transaction first logs the root only:
     // the change count does not rise). And a leaf split under a full root
     // node (1 KiB blocks): the node splits, the root moves into a new
-    // block under a new root one level higher.
+    // block under a new root one level higher; and removals in a tree of
+    // three levels: a leaf joins its sibling under a node below the root,
+    // whose last hash goes up.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -388,6 +390,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-bmbt",
         "replay-quota",
         "replay-attri-rootsplit",
+        "replay-attri-deepjoin",
     ] {
         assert!(
             exact.contains(&name.to_string()),

@@ -1832,8 +1832,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// chain and the fork (its block unmapped and freed, never written),
     /// and its entry leaves the node. A root node left with one entry
     /// takes its child's bytes (`xfs_da3_root_join`), the child's block
-    /// going the same way. Returns the deferred reverse mappings and
-    /// frees. Refused: a join under a node that is not the root.
+    /// going the same way; a node below the root carries its new last
+    /// hash up. Returns the deferred reverse mappings and frees. Refused:
+    /// a node left too small that the kernel would join with a sibling
+    /// node.
     fn join_leaf(
         &mut self,
         ino: u64,
@@ -1848,7 +1850,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             ed.put_attr_block(lf.boff, lf.leaf.b);
             Ok(Vec::new())
         };
-        let Some(root) = path.first() else {
+        let Some(root) = path.last() else {
             return keep(self, lf);
         };
         let idx = root.index;
@@ -1917,11 +1919,6 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let Some((si, drop_sibling)) = pick else {
             return keep(self, lf);
         };
-        if path.len() > 1 {
-            return refuse(format!(
-                "inode {ino}: a removal leaves an attr leaf the kernel joins with a sibling under a node below the root, which this tool does not do"
-            ));
-        }
         let sib = before_of(&root.b, si);
         let sib_off = self.attr_block_off(ino, u64::from(sib))?;
         let sib_leaf = Leaf::parse(self.read("attr block", sib_off, bs)?, v5, "attr leaf block")
@@ -1957,7 +1954,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             save.leaf = tmp;
         }
         // The kept leaf's last hash into the node (the path to it).
-        if let (Some(last), Some(root)) = (save.leaf.lasthash(), path.first_mut()) {
+        if let (Some(last), Some(root)) = (save.leaf.lasthash(), path.last_mut()) {
             put_be32(
                 &mut root.b,
                 hdr.saturating_add(save_idx.saturating_mul(8)),
@@ -1990,7 +1987,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (mut work, _, _) = self.attr_unmap_blocks(ino, u64::from(drop_blk), 1)?;
         self.drop_attr_block(drop.boff);
         // xfs_da3_node_remove.
-        let Some(root) = path.first_mut() else {
+        let depth = path.len();
+        let Some(root) = path.last_mut() else {
             return Ok(work);
         };
         let at = hdr.saturating_add(drop_idx.saturating_mul(8));
@@ -2003,6 +2001,39 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         let left = count.saturating_sub(1);
         put_be16(&mut root.b, count_at, u16::try_from(left).unwrap_or(0));
+        if depth > 1 {
+            // A node below the root: its last hash carried up
+            // (xfs_da3_fixhashpath); one left less than half full whose
+            // entries and a sibling node's would fit three quarters of a
+            // block joins it (xfs_da3_node_toosmall), which is refused.
+            self.put_attr_block(root.boff, root.b.clone());
+            let last_at = hdr.saturating_add(left.saturating_sub(1).saturating_mul(8));
+            let last = be32(&root.b, last_at).unwrap_or(0);
+            let (nforw, nback) = (be32(&root.b, 0).unwrap_or(0), be32(&root.b, 4).unwrap_or(0));
+            let node_ents = bs.saturating_sub(hdr) / 8;
+            let above = depth.saturating_sub(1);
+            self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
+            if left <= node_ents >> 1 {
+                for sib in [nforw, nback] {
+                    if sib == 0 {
+                        continue;
+                    }
+                    let off = self.attr_block_off(ino, u64::from(sib))?;
+                    let sb = self.read("attr node block", off, bs)?;
+                    let sc = usize::from(be16(&sb, count_at).unwrap_or(0));
+                    let room = node_ents
+                        .saturating_sub(node_ents >> 2)
+                        .checked_sub(left)
+                        .and_then(|r| r.checked_sub(sc));
+                    if left == 0 || room.is_some() {
+                        return refuse(format!(
+                            "inode {ino}: a removal leaves an attr node the kernel joins with a sibling node, which this tool does not do"
+                        ));
+                    }
+                }
+            }
+            return Ok(work);
+        }
         if left != 1 {
             self.put_attr_block(root.boff, root.b.clone());
             return Ok(work);
@@ -2825,6 +2856,57 @@ mod fixture_tests {
             }
         }
         assert!(finished > 0 && refused > 0, "{finished} {refused}");
+    }
+
+    /// A leaf of replay-attri-deepjoin's three-level tree emptied until it
+    /// joins a sibling, with the sibling node made nearly empty first: the
+    /// node left with one entry less would then join that sibling node,
+    /// which this tool refuses rather than do differently.
+    #[test]
+    fn a_node_that_would_join_its_sibling_node_is_refused() {
+        let fs = fixture_fs("replay-attri-deepjoin");
+        let ino = 67;
+        let mkfs = std::fs::read_to_string(
+            crate::xfs::testutil::fixtures_dir().join("replay-attri-deepjoin.mkfs.txt"),
+        )
+        .unwrap();
+        let names: Vec<String> = mkfs
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("attri:remove:67:user:"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(names.len(), 12);
+        let bs = usize::try_from(fs.geo.blocksize).unwrap();
+        let clean = Overlay::default();
+        let base = ForkEditor::new(&fs, &clean);
+        let root = base.attr_block_off(ino, 0).unwrap();
+        let entries = ForkEditor::<crate::xfs::read::FileReader>::da_entries(
+            &base.read("attr block", root, bs).unwrap(),
+            true,
+        );
+        assert_eq!(entries.len(), 2);
+        let sib = base.attr_block_off(ino, u64::from(entries[1].1)).unwrap();
+        let mut b = base.read("attr block", sib, bs).unwrap();
+        b[56..58].copy_from_slice(&1u16.to_be_bytes());
+        let mut ov = Overlay::default();
+        ov.put(sib / 512, &b);
+        let mut ed = ForkEditor::new(&fs, &ov);
+        let mut why = None;
+        for name in &names {
+            let tasks = start(&mut ed, ino, 2, name.as_bytes(), b"", &mut NoSpace).unwrap();
+            for t in tasks {
+                if let AttrTask::RemoveAttr(rm) = t {
+                    if let Err(EditError::Unsupported(u)) = ed.attr_remove_incomplete(&rm) {
+                        why = Some(u.0);
+                    }
+                }
+            }
+            if why.is_some() {
+                break;
+            }
+        }
+        let why = why.expect("no removal was refused");
+        assert!(why.contains("joins with a sibling node"), "{why}");
     }
 
     #[test]
