@@ -853,22 +853,29 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(old_right)
     }
 
-    /// The entries (key, pointer) of a bmbt node block at byte `off`.
-    fn node_entries(&self, b: &[u8], maxrecs: usize) -> Vec<(u64, u64)> {
+    /// The key/pointer array of a bmbt node block holding `maxrecs`.
+    fn node_pairs(&self, maxrecs: usize) -> Pairs {
         let (hdr, _) = self.hdr_bs();
-        let n = usize::from(be16(b, 6).unwrap_or(0)).min(maxrecs);
-        (0..n)
-            .map(|k| {
-                (
-                    be64(b, hdr.saturating_add(k.saturating_mul(8))).unwrap_or(0),
-                    be64(
-                        b,
-                        hdr.saturating_add(maxrecs.saturating_add(k).saturating_mul(8)),
-                    )
-                    .unwrap_or(0),
-                )
-            })
-            .collect()
+        Pairs {
+            count_at: 6,
+            keys: hdr,
+            max: maxrecs,
+        }
+    }
+
+    /// The key/pointer array of `f`'s root in the inode.
+    fn root_pairs(&self, f: &ForkAt) -> Pairs {
+        let (_, _, root_max) = self.bmbt_geometry(f);
+        Pairs {
+            count_at: f.fork_off.saturating_add(2),
+            keys: f.fork_off.saturating_add(4),
+            max: root_max,
+        }
+    }
+
+    /// The entries (key, pointer) of a bmbt node block.
+    fn node_entries(&self, b: &[u8], maxrecs: usize) -> Vec<(u64, u64)> {
+        self.node_pairs(maxrecs).read(b)
     }
 
     /// Write a node block's entries (count, keys, pointers; what lay past
@@ -884,15 +891,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> EditResult<()> {
         let (hdr, maxrecs, _) = self.bmbt_geometry(f);
         let old_first = be64(&b, hdr).unwrap_or(0);
-        put_be16(&mut b, 6, u16::try_from(entries.len()).unwrap_or(u16::MAX));
-        for (k, (key, ptr)) in entries.iter().enumerate() {
-            put_be64(&mut b, hdr.saturating_add(k.saturating_mul(8)), *key);
-            put_be64(
-                &mut b,
-                hdr.saturating_add(maxrecs.saturating_add(k).saturating_mul(8)),
-                *ptr,
-            );
-        }
+        self.node_pairs(maxrecs).write(&mut b, entries);
         self.blocks.insert(off, b);
         match entries.first() {
             Some((first, _)) if *first != old_first => self.carry_first_key(f, path, *first),
@@ -962,64 +961,40 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         alloc: &mut Alloc<'_>,
     ) -> EditResult<()> {
         let g = self.fs.geo;
-        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let (_, maxrecs, root_max) = self.bmbt_geometry(f);
         let (_, bs) = self.hdr_bs();
         let Some(step) = path.last().copied() else {
             return refuse(format!("inode {ino}: a bmbt insert above the root"));
         };
-        let root = f.fork_off;
-        let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
-        let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
         let Some(noff) = step.block else {
-            let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
+            let root = f.fork_off;
+            let rp = self.root_pairs(f);
+            let nroot = usize::from(be16(&f.bytes, rp.count_at).unwrap_or(0));
             if nroot > root_max || at > nroot {
                 return refuse(format!(
                     "inode {ino}: bmbt root with {nroot} records in room for {root_max}"
                 ));
             }
-            let mut keys: Vec<u64> = (0..nroot)
-                .map(|k| be64(&f.bytes, key_at(k)).unwrap_or(0))
-                .collect();
-            let mut ptrs: Vec<u64> = (0..nroot)
-                .map(|k| be64(&f.bytes, ptr_at(k)).unwrap_or(0))
-                .collect();
+            let mut entries = rp.read(&f.bytes);
+            entries.insert(at, entry);
             if nroot < root_max {
-                keys.insert(at, entry.0);
-                ptrs.insert(at, entry.1);
-                for (k, (key, ptr)) in keys.iter().zip(&ptrs).enumerate() {
-                    put_be64(&mut f.bytes, key_at(k), *key);
-                    put_be64(&mut f.bytes, ptr_at(k), *ptr);
-                }
-                put_be16(
-                    &mut f.bytes,
-                    root.saturating_add(2),
-                    u16::try_from(keys.len()).unwrap_or(u16::MAX),
-                );
+                rp.write(&mut f.bytes, &entries);
                 return Ok(());
             }
             // xfs_btree_new_iroot: the full root moves into a new node
             // block (allocated near its first child), which takes the new
             // entry; the root keeps one entry, a level higher.
-            let first_child = ptrs.first().copied().unwrap_or(0);
+            let first_child = rp.read(&f.bytes).first().map_or(0, |e| e.1);
             let (nagno, nhint) = g.split_fsb(FsBlock(first_child));
             let (node_fsb, node_off) =
                 self.alloc_bmbt_block(f, ino, nagno.0, nhint.0, "node", alloc)?;
-            keys.insert(at, entry.0);
-            ptrs.insert(at, entry.1);
             let level = be16(&f.bytes, root).unwrap_or(1);
-            let mut node = self.new_block(node_off, ino, level, keys.len(), u64::MAX, u64::MAX);
-            for (k, (key, ptr)) in keys.iter().zip(&ptrs).enumerate() {
-                put_be64(&mut node, hdr.saturating_add(k.saturating_mul(8)), *key);
-                put_be64(
-                    &mut node,
-                    hdr.saturating_add(maxrecs.saturating_add(k).saturating_mul(8)),
-                    *ptr,
-                );
-            }
+            let mut node = self.new_block(node_off, ino, level, 0, u64::MAX, u64::MAX);
+            self.node_pairs(maxrecs).write(&mut node, &entries);
             self.blocks.insert(node_off, node);
             put_be16(&mut f.bytes, root, level.saturating_add(1));
-            put_be16(&mut f.bytes, root.saturating_add(2), 1);
-            put_be64(&mut f.bytes, ptr_at(0), node_fsb);
+            put_be16(&mut f.bytes, rp.count_at, 1);
+            put_be64(&mut f.bytes, rp.ptr_at(0), node_fsb);
             return Ok(());
         };
         let nb = self.read("bmbt block", noff, bs)?;
@@ -1082,15 +1057,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         } else {
             entries.insert(at, entry);
         }
-        let mut rbuf = self.new_block(new_off, ino, lvl, moved.len(), left_fsb, old_right);
-        for (k, (key, ptr)) in moved.iter().enumerate() {
-            put_be64(&mut rbuf, hdr.saturating_add(k.saturating_mul(8)), *key);
-            put_be64(
-                &mut rbuf,
-                hdr.saturating_add(maxrecs.saturating_add(k).saturating_mul(8)),
-                *ptr,
-            );
-        }
+        let mut rbuf = self.new_block(new_off, ino, lvl, 0, left_fsb, old_right);
+        self.node_pairs(maxrecs).write(&mut rbuf, &moved);
         self.blocks.insert(new_off, rbuf);
         // The node keeps the lower half before the parent takes the new
         // node's entry.
@@ -2002,26 +1970,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
 
     /// The block pointer the parent of the last step of `path` holds for it.
     fn child_ptr(&self, f: &ForkAt, path: &[Step]) -> EditResult<u64> {
-        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
         let (_, bs) = self.hdr_bs();
         let Some(parent) = path.len().checked_sub(2).and_then(|i| path.get(i)) else {
             return refuse("a bmbt block without a parent".into());
         };
         Ok(match parent.block {
-            None => be64(
-                &f.bytes,
-                f.fork_off
-                    .saturating_add(4)
-                    .saturating_add(root_max.saturating_add(parent.idx).saturating_mul(8)),
-            )
-            .unwrap_or(0),
+            None => be64(&f.bytes, self.root_pairs(f).ptr_at(parent.idx)).unwrap_or(0),
             Some(poff) => {
                 let pb = self.read("bmbt block", poff, bs)?;
-                be64(
-                    &pb,
-                    hdr.saturating_add(maxrecs.saturating_add(parent.idx).saturating_mul(8)),
-                )
-                .unwrap_or(0)
+                be64(&pb, self.node_pairs(maxrecs).ptr_at(parent.idx)).unwrap_or(0)
             }
         })
     }
@@ -2037,7 +1995,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// turn); one with no sibling, right under the root, moves into the
     /// inode when its entries fit there.
     fn parent_delete(&mut self, f: &mut ForkAt, ino: u64, path: &[Step]) -> EditResult<()> {
-        let (_, maxrecs, root_max) = self.bmbt_geometry(f);
+        let (_, maxrecs, _) = self.bmbt_geometry(f);
         let (_, bs) = self.hdr_bs();
         let minrecs = maxrecs / 2;
         let Some(pi) = path.len().checked_sub(2) else {
@@ -2048,21 +2006,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let gone = parent.idx;
         let Some(noff) = parent.block else {
-            let root = f.fork_off;
-            let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
-            let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
-            let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
-            for k in gone.saturating_add(1)..nroot {
-                let key = be64(&f.bytes, key_at(k)).unwrap_or(0);
-                let ptr = be64(&f.bytes, ptr_at(k)).unwrap_or(0);
-                put_be64(&mut f.bytes, key_at(k.saturating_sub(1)), key);
-                put_be64(&mut f.bytes, ptr_at(k.saturating_sub(1)), ptr);
+            let rp = self.root_pairs(f);
+            let mut entries = rp.read(&f.bytes);
+            if gone >= entries.len() {
+                return refuse(format!(
+                    "inode {ino}: bmbt root entry {gone} of {} cannot be taken out",
+                    entries.len()
+                ));
             }
-            put_be16(
-                &mut f.bytes,
-                root.saturating_add(2),
-                u16::try_from(nroot.saturating_sub(1)).unwrap_or(0),
-            );
+            entries.remove(gone);
+            rp.write(&mut f.bytes, &entries);
             return self.kill_iroot(f, ino);
         };
         let npath = path.get(..=pi).unwrap_or(&[]);
@@ -2160,28 +2113,20 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     fn kill_iroot(&mut self, f: &mut ForkAt, ino: u64) -> EditResult<()> {
         let (_, maxrecs, root_max) = self.bmbt_geometry(f);
         let root = f.fork_off;
+        let rp = self.root_pairs(f);
         let level = be16(&f.bytes, root).unwrap_or(0);
-        let nroot = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
-        if level < 2 || nroot != 1 {
+        let &[(_, child)] = rp.read(&f.bytes).as_slice() else {
+            return Ok(());
+        };
+        if level < 2 {
             return Ok(());
         }
-        let key_at = |k: usize| root.saturating_add(4).saturating_add(k.saturating_mul(8));
-        let ptr_at = |k: usize| key_at(root_max.saturating_add(k));
-        let child = be64(&f.bytes, ptr_at(0)).unwrap_or(0);
         let (coff, cb, n) = self.bmbt_block(ino, child, level.saturating_sub(1), maxrecs)?;
         if n > root_max {
             return Ok(());
         }
-        for (k, (key, ptr)) in self.node_entries(&cb, maxrecs).into_iter().enumerate() {
-            put_be64(&mut f.bytes, key_at(k), key);
-            put_be64(&mut f.bytes, ptr_at(k), ptr);
-        }
+        rp.write(&mut f.bytes, &self.node_entries(&cb, maxrecs));
         put_be16(&mut f.bytes, root, level.saturating_sub(1));
-        put_be16(
-            &mut f.bytes,
-            root.saturating_add(2),
-            u16::try_from(n).unwrap_or(0),
-        );
         self.first_log.get_or_insert(true);
         self.let_go_of(f, coff, child, true);
         Ok(())
@@ -2387,6 +2332,52 @@ fn keep_unflushed_bytes(b: &mut [u8], base: &[u8]) {
             Some(FMT_BTREE) => root(&cur, &mut keep, dend, isize),
             Some(1) => keep(dend.saturating_add(atotal).min(isize), isize),
             _ => {}
+        }
+    }
+}
+
+/// Where a bmbt key/pointer array lies: a node block and the root in the
+/// inode share its layout (a count, then `max` keys, then `max` pointers)
+/// in different places.
+#[derive(Clone, Copy)]
+struct Pairs {
+    count_at: usize,
+    keys: usize,
+    max: usize,
+}
+
+impl Pairs {
+    fn key_at(self, k: usize) -> usize {
+        self.keys.saturating_add(k.saturating_mul(8))
+    }
+
+    fn ptr_at(self, k: usize) -> usize {
+        self.key_at(self.max.saturating_add(k))
+    }
+
+    /// The entries (key, pointer) the count says, at most `max`.
+    fn read(self, b: &[u8]) -> Vec<(u64, u64)> {
+        let n = usize::from(be16(b, self.count_at).unwrap_or(0)).min(self.max);
+        (0..n)
+            .map(|k| {
+                (
+                    be64(b, self.key_at(k)).unwrap_or(0),
+                    be64(b, self.ptr_at(k)).unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// The count and entries written (what lay past them stays).
+    fn write(self, b: &mut [u8], entries: &[(u64, u64)]) {
+        put_be16(
+            b,
+            self.count_at,
+            u16::try_from(entries.len()).unwrap_or(u16::MAX),
+        );
+        for (k, (key, ptr)) in entries.iter().enumerate() {
+            put_be64(b, self.key_at(k), *key);
+            put_be64(b, self.ptr_at(k), *ptr);
         }
     }
 }
