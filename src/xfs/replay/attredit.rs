@@ -2506,6 +2506,45 @@ mod fixture_tests {
         ed.attr(&a, &regions, RecoveryTime::default(), space)
     }
 
+    /// An intent's later steps run in order as the chain runs them (what
+    /// a step queues goes first; deferred work is skipped), up to the
+    /// first refusal.
+    fn run_tasks<R: ReadAt>(
+        ed: &mut ForkEditor<'_, R>,
+        tasks: Vec<AttrTask>,
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<()> {
+        let now = RecoveryTime::default();
+        let mut queue: std::collections::VecDeque<AttrTask> = tasks.into();
+        let mut steps = 0;
+        while let Some(t) = queue.pop_front() {
+            steps += 1;
+            assert!(steps < 100, "the steps do not end");
+            match t {
+                AttrTask::Add(p) => match ed.attr_add(&p, now, space)?.0 {
+                    AddOutcome::Remote(p) => queue.push_front(AttrTask::RemoteSet(p, None)),
+                    AddOutcome::Again(p) => queue.push_front(AttrTask::Add(p)),
+                    AddOutcome::Done => {}
+                },
+                AttrTask::RemoteSet(p, at) => {
+                    if let (_, _, Some(at)) = ed.attr_remote_step(&p, at, space)? {
+                        queue.push_front(AttrTask::RemoteSet(p, Some(at)));
+                    }
+                }
+                AttrTask::RemoveRmt { ino, blk, count } => {
+                    if ed.attr_unmap_blocks(ino, blk, count)?.1 {
+                        queue.push_front(AttrTask::RemoveRmt { ino, blk, count });
+                    }
+                }
+                AttrTask::RemoveAttr(rm) => {
+                    ed.attr_remove_incomplete(&rm)?;
+                }
+                AttrTask::Group(_) => {}
+            }
+        }
+        Ok(())
+    }
+
     fn pad(b: &[u8]) -> Vec<u8> {
         let mut v = b.to_vec();
         v.resize(b.len().div_ceil(4) * 4, 0);
@@ -2728,7 +2767,6 @@ mod fixture_tests {
             }
         }
         let mut r = Rng(0xab7b_0001);
-        let now = RecoveryTime::default();
         let (mut finished, mut refused) = (0, 0);
         for round in 0..300 {
             let (ino, off, len) = targets[round % targets.len()];
@@ -2759,41 +2797,7 @@ mod fixture_tests {
                 refused += 1;
                 continue;
             };
-            let mut queue: std::collections::VecDeque<AttrTask> = tasks.into();
-            let mut steps = 0;
-            let mut ok = true;
-            while let Some(t) = queue.pop_front() {
-                steps += 1;
-                assert!(steps < 100, "inode {ino}: the steps do not end");
-                let step = match t {
-                    AttrTask::Add(p) => ed.attr_add(&p, now, &mut space).map(|(o, _, _)| match o {
-                        AddOutcome::Remote(p) => queue.push_front(AttrTask::RemoteSet(p, None)),
-                        AddOutcome::Again(p) => queue.push_front(AttrTask::Add(p)),
-                        AddOutcome::Done => {}
-                    }),
-                    AttrTask::RemoteSet(p, at) => {
-                        ed.attr_remote_step(&p, at, &mut space).map(|(_, _, more)| {
-                            if let Some(at) = more {
-                                queue.push_front(AttrTask::RemoteSet(p, Some(at)));
-                            }
-                        })
-                    }
-                    AttrTask::RemoveRmt { ino, blk, count } => {
-                        ed.attr_unmap_blocks(ino, blk, count).map(|(_, more, _)| {
-                            if more {
-                                queue.push_front(AttrTask::RemoveRmt { ino, blk, count });
-                            }
-                        })
-                    }
-                    AttrTask::RemoveAttr(rm) => ed.attr_remove_incomplete(&rm).map(|_| ()),
-                    AttrTask::Group(_) => Ok(()),
-                };
-                if step.is_err() {
-                    ok = false;
-                    break;
-                }
-            }
-            if ok {
+            if run_tasks(&mut ed, tasks, &mut space).is_ok() {
                 finished += 1;
             } else {
                 refused += 1;
@@ -2841,14 +2845,8 @@ mod fixture_tests {
             let mut ed = ForkEditor::new(&fs, &ov);
             let mut space = SomeSpace(3000);
             let value = vec![b'q'; 460];
-            let done = start(&mut ed, ino, 1, b"z00000", &value, &mut space).and_then(|tasks| {
-                for t in tasks {
-                    if let AttrTask::Add(p) = t {
-                        ed.attr_add(&p, RecoveryTime::default(), &mut space)?;
-                    }
-                }
-                Ok(())
-            });
+            let done = start(&mut ed, ino, 1, b"z00000", &value, &mut space)
+                .and_then(|tasks| run_tasks(&mut ed, tasks, &mut space));
             if done.is_ok() {
                 finished += 1;
             } else {
