@@ -836,7 +836,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         if let Some(l) = &lt {
             if u64::from(l.start).saturating_add(u64::from(l.len)) > u64::from(bno) {
                 return refuse(format!(
-                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
                     self.agno, l.start
                 ));
             }
@@ -850,7 +850,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             let g = RmapIrec::from_rec(&r);
             if u64::from(bno).saturating_add(u64::from(len)) > u64::from(g.start) {
                 return refuse(format!(
-                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
                     self.agno, g.start
                 ));
             }

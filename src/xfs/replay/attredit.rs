@@ -953,6 +953,39 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         Ok((fo != 0).then_some(Some(fo)))
     }
 
+    /// `xfs_exchmaps_attr_to_sf`, after an attr-fork exchange: when inode
+    /// `ino`'s attr fork is one leaf block at block 0 (`xfs_attr_is_leaf`)
+    /// whose entries all fit a shortform list, the list replaces it.
+    /// Returns the deferred work, or `None` when the fork stays as it is.
+    pub(super) fn exchanged_attr_to_sf(&mut self, ino: u64) -> EditResult<Option<Vec<Work>>> {
+        let (_, ib) = self.inode(ino)?;
+        let is_leaf = ib.get(83) == Some(&XFS_DINODE_FMT_EXTENTS)
+            && extent_count(&ib, true) == 1
+            && matches!(self.attr_extents(ino)?.as_slice(), [r] if r.off == 0 && r.len == 1);
+        if !is_leaf {
+            return Ok(None);
+        }
+        let Some(AttrFork::Leaf(lf)) = self.attr_fork(ino)? else {
+            return Ok(None);
+        };
+        // The leaf is read for this inode: a v5 block must name it as its
+        // owner (xfs_attr3_leaf_header_check).
+        let owner = be64(&lf.leaf.b, 48).unwrap_or(0);
+        if self.fs().geo.v5 && owner != ino {
+            return refuse(format!(
+                "inode {ino}: its attr leaf names inode {owner} as owner: the kernel fails the mount"
+            ));
+        }
+        let fit = match lf.leaf.shortform_bytes() {
+            Some(bytes) => self.leaf_allfit(&ib, ino, bytes)?,
+            None => None,
+        };
+        match fit {
+            Some(forkoff) => self.leaf_to_sf(ino, lf, forkoff, false).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// `xfs_attr3_leaf_to_shortform`: the leaf block leaves the fork (its
     /// buffer invalidated: nothing of it is written; di_nblocks - 1), and
     /// its entries, in the block's order, make a shortform list at

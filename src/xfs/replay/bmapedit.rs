@@ -643,7 +643,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 self.put_list(f, &recs)
             }
             FMT_BTREE => self.map_btree(f, new, alloc),
-            fmt => refuse(format!("a mapping into a fork of format {fmt}")),
+            fmt => refuse(format!(
+                "a mapping into a fork of format {fmt} (no mappings): the kernel fails the mount"
+            )),
         }
     }
 
@@ -1066,11 +1068,17 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.insert_after(f, ino, path, (new_key, new_fsb), alloc)
     }
 
-    /// The data-fork mapping at file block `off`, at most `max` blocks, as
-    /// `xfs_bmapi_read` returns one: the record that holds `off` cut to
-    /// start there, or the hole up to the next record.
-    pub(super) fn mapping_at(&self, ino: u64, off: u64, max: u64) -> EditResult<Mapping> {
-        let f = self.fork(ino, false)?;
+    /// The mapping of the data or attr fork at file block `off`, at most
+    /// `max` blocks, as `xfs_bmapi_read` returns one: the record that holds
+    /// `off` cut to start there, or the hole up to the next record.
+    pub(super) fn mapping_at(
+        &self,
+        ino: u64,
+        attr: bool,
+        off: u64,
+        max: u64,
+    ) -> EditResult<Mapping> {
+        let f = self.fork(ino, attr)?;
         let next = match f.format {
             FMT_EXTENTS => self.list(&f)?.into_iter().find(|r| r.end() > off),
             FMT_BTREE => {
@@ -1085,7 +1093,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
             t => {
                 return refuse(format!(
-                    "inode {ino}: a data fork of format {t} has no mappings to read"
+                    "inode {ino}: {} fork of format {t} has no mappings to read: the kernel fails the mount",
+                    if attr { "an attr" } else { "a data" }
                 ))
             }
         };
@@ -1771,7 +1780,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         if f.format != FMT_EXTENTS {
             return refuse(format!(
-                "an unmap from a fork of format {} is not done by this tool",
+                "an unmap from a fork of format {} (no mappings): the kernel fails the mount",
                 f.format
             ));
         }

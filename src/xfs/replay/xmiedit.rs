@@ -2,40 +2,47 @@
 //! at mount (`xfs_exchmaps_recover_work` -> `xfs_exchmaps_finish_one`):
 //!
 //! ```text
-//!  the intent     both inodes (their generations checked), the ranges and
-//!                 the caller's flags (ATTR_FORK, SET_SIZES, INO1_WRITTEN);
-//!                 the logged sizes and reflink flags are not used: sizes
-//!                 to exchange and reflink flags to clear are worked out
-//!                 again from the inodes as they are now
+//!  the intent     both inodes (their generations checked; they may be one
+//!                 file), the ranges and the caller's flags (ATTR_FORK,
+//!                 SET_SIZES, INO1_WRITTEN); the logged sizes and reflink
+//!                 flags are not used: sizes to exchange and reflink flags
+//!                 to clear are worked out again from the inodes as they
+//!                 are now (an attr fork has neither)
 //!  first          an inode whose partner is reflinked becomes reflinked
 //!  each step      the next pair of mappings that differ (holes and shared
 //!                 blocks passed over; with INO1_WRITTEN, whatever is not
 //!                 written in file 1), cut to the shorter: both unmapped,
-//!                 each mapped into the other file (four bmap updates,
-//!                 holes left out), sizes raised to cover what was mapped
-//!                 (up to the size to exchange); after the last step the
-//!                 sizes are exchanged (SET_SIZES); then a step clears the
-//!                 reflink flag of a file that gave up its shared blocks
+//!                 each mapped into the other file (four bmap updates of
+//!                 the data or attr fork, holes left out), sizes raised to
+//!                 cover what was mapped (up to the size to exchange);
+//!                 after the last step the sizes are exchanged (SET_SIZES)
+//!  last           an attr-fork exchange turns the second file's fork back
+//!                 into a shortform list when it is one leaf whose entries
+//!                 fit (`xfs_exchmaps_attr_to_sf`); the reflink flag of a
+//!                 file that gave up its shared blocks is cleared
 //! ```
 //!
 //! The order is the kernel's: the recovery transaction does the first step
 //! (its bmap updates wait); the rest runs from the captured work, where the
 //! exchange comes first, each later step's bmap updates (and their reverse
-//! mappings) right after it, and the first step's bmap updates last. Every
-//! transaction of that chain logs both inodes (they are held across rolls),
-//! which is what their change counts show.
+//! mappings) right after it, and the first step's bmap updates last. So
+//! the last call looks at the second file's attr fork before the first
+//! step's updates have changed it; if it turns that fork into a list, the
+//! updates then meet a fork without mappings and the mount fails (this
+//! tool refuses). Every transaction of that chain logs both inodes (they
+//! are held across rolls), which is what their change counts show.
 //!
-//! Refused, with the reason: attr-fork exchanges (online repair only),
-//! realtime files, an exchange with itself, a directory or symlink as the
-//! second file (the kernel may turn it back into shortform afterwards).
-//! On a filesystem with large extent counters, an inode still without them
-//! is switched to them first, as the kernel does.
+//! Refused, with the reason: realtime files, a directory or symlink as the
+//! second file of a data-fork exchange (the kernel may turn it back into
+//! shortform afterwards), an attr-fork exchange that asks for sizes. On a
+//! filesystem with large extent counters, an inode still without them is
+//! switched to them first, as the kernel does (once, for one file).
 
 use super::agedit::{refuse, EditResult};
 use super::bmapedit::{ForkEditor, Mapping};
 use super::defer::{Engine, Work};
 use super::{put_be16, put_be32, put_be64};
-use crate::xfs::format::log::XFS_BMAP_EXTENT_UNWRITTEN;
+use crate::xfs::format::log::{XFS_BMAP_EXTENT_ATTR_FORK, XFS_BMAP_EXTENT_UNWRITTEN};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
@@ -50,6 +57,9 @@ const CLEAR_INO2_REFLINK: u64 = 1 << 4;
 const LOGGED_FLAGS: u64 = 0x1f;
 /// The flags recovery takes from the XMI.
 const PARAMS: u64 = ATTR_FORK | SET_SIZES | INO1_WRITTEN;
+/// Not logged: after the exchange, the second file's fork goes back to
+/// shortform where it can (`__XFS_EXCHMAPS_INO2_SHORTFORM`).
+const INO2_SHORTFORM: u64 = 1 << 63;
 const DIFLAG_REALTIME: u16 = 1 << 0;
 const DIFLAG2_REFLINK: u64 = 1 << 1;
 const DIFLAG2_NREXT64: u64 = 1 << 4;
@@ -80,7 +90,11 @@ impl Exchange {
     }
 
     fn postop(&self) -> bool {
-        self.flags & (CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK) != 0
+        self.flags & (CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK | INO2_SHORTFORM) != 0
+    }
+
+    fn attr(&self) -> bool {
+        self.flags & ATTR_FORK != 0
     }
 }
 
@@ -178,16 +192,17 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
             x.flags, x.startoff1, x.startoff2, x.blockcount
         ));
     }
-    if x.flags & ATTR_FORK != 0 {
-        return refuse("attr-fork exchanges are not done by this tool".into());
-    }
-    if x.inode1 == x.inode2 {
-        return refuse("an exchange within one file is not done by this tool".into());
+    let attr = x.flags & ATTR_FORK != 0;
+    if attr && x.flags & SET_SIZES != 0 {
+        return refuse(
+            "an attr-fork exchange that sets sizes: the kernel would give both files a size of -1; not done by this tool"
+                .into(),
+        );
     }
     let b1 = load(forks, x.inode1, x.igen1)?;
     let b2 = load(forks, x.inode2, x.igen2)?;
     let kind = be16(&b2, 2).unwrap_or(0) & 0o170000;
-    if kind == 0o040000 || kind == 0o120000 {
+    if !attr && (kind == 0o040000 || kind == 0o120000) {
         return refuse(format!(
             "inode {} is a directory or symlink: exchanges into one are not done by this tool",
             x.inode2
@@ -205,7 +220,11 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         isize1: None,
         isize2: None,
     };
-    if ex.flags & SET_SIZES != 0 {
+    if attr {
+        // xfs_exchmaps_init_intent: an attr fork has no sizes and no
+        // reflink flags to exchange; it may go back to shortform after.
+        ex.flags |= INO2_SHORTFORM;
+    } else if ex.flags & SET_SIZES != 0 {
         ex.isize1 = Some(size2);
         ex.isize2 = Some(size1);
     }
@@ -219,7 +238,7 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         && x.startoff2 == 0
         && x.blockcount == size1.div_ceil(bs)
         && x.blockcount == size2.div_ceil(bs);
-    if r1 != r2 && whole {
+    if r1 != r2 && whole && !attr {
         ex.flags |= if r1 {
             CLEAR_INO1_REFLINK
         } else {
@@ -240,18 +259,20 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
     // xfs_exchmaps_upgrade_extent_counts: on a filesystem with large
     // extent counters, an inode still without them moves to them.
     if fs.sb.features_incompat & INCOMPAT_NREXT64 != 0 {
-        for (ino, b) in [(x.inode1, &b1), (x.inode2, &b2)] {
-            if flags2(b) & DIFLAG2_NREXT64 == 0 {
+        for ino in [x.inode1, x.inode2] {
+            // Read again: an exchange within one file upgrades it once.
+            let (_, b) = forks.inode(ino)?;
+            if flags2(&b) & DIFLAG2_NREXT64 == 0 {
                 log_core(forks, &mut tx, ino, upgrade_nrext64)?;
             }
         }
     }
-    let (buis, again) = step(forks, &mut tx, &mut ex)?;
+    let (tasks, again) = step(forks, &mut tx, &mut ex)?;
     let mut capture = Vec::new();
     if again {
         capture.push(Task::Exchange(ex));
     }
-    capture.extend(buis.into_iter().map(Task::Bmap));
+    capture.extend(tasks);
     if !capture.is_empty() {
         // The capture holds both inodes: logged once more before commit.
         log_core(forks, &mut tx, x.inode1, |_| {})?;
@@ -268,7 +289,7 @@ fn find_mappings<R: ReadAt>(
     ex: &mut Exchange,
 ) -> EditResult<Option<(Mapping, Mapping)>> {
     while ex.count > 0 {
-        let mut m1 = forks.mapping_at(ex.ino1, ex.off1, ex.count)?;
+        let mut m1 = forks.mapping_at(ex.ino1, ex.attr(), ex.off1, ex.count)?;
         if m1.len == 0 {
             return refuse(format!(
                 "inode {}: an empty mapping at {}",
@@ -279,7 +300,7 @@ fn find_mappings<R: ReadAt>(
             ex.advance(m1.len);
             continue;
         }
-        let m2 = forks.mapping_at(ex.ino2, ex.off2, m1.len)?;
+        let m2 = forks.mapping_at(ex.ino2, ex.attr(), ex.off2, m1.len)?;
         if m2.len == 0 {
             return refuse(format!(
                 "inode {}: an empty mapping at {}",
@@ -301,22 +322,24 @@ fn find_mappings<R: ReadAt>(
     Ok(None)
 }
 
-/// A bmap update of `owner` for a real mapping (holes have none).
-fn bmap(owner: u64, m: &Mapping, off: u64, map: bool) -> Option<MapExtent> {
+/// A bmap update of `owner`'s data or attr fork for a real mapping (holes
+/// have none).
+fn bmap(owner: u64, attr: bool, m: &Mapping, off: u64, map: bool) -> Option<Task> {
     let start = m.start?;
     let unwritten = if m.unwritten {
         XFS_BMAP_EXTENT_UNWRITTEN
     } else {
         0
     };
-    Some(MapExtent {
+    let fork = if attr { XFS_BMAP_EXTENT_ATTR_FORK } else { 0 };
+    Some(Task::Bmap(MapExtent {
         owner,
         startblock: start,
         startoff: off,
         len: u32::try_from(m.len).unwrap_or(u32::MAX),
-        flags: if map { 1 } else { 2 } | unwritten,
+        flags: if map { 1 } else { 2 } | unwritten | fork,
         op: if map { "map" } else { "unmap" },
-    })
+    }))
 }
 
 /// Raise a size to cover blocks mapped below `end` (a block number), no
@@ -340,22 +363,24 @@ fn update_size<R: ReadAt>(
     log_core(forks, tx, ino, |b| put_be64(b, 56, len))
 }
 
-/// One call of `xfs_exchmaps_finish_one`: the bmap updates it queues, and
-/// whether the exchange has more to do.
+/// One call of `xfs_exchmaps_finish_one`: the work it queues (bmap
+/// updates, or what a fork going back to shortform defers), and whether
+/// the exchange has more to do.
 fn step<R: ReadAt>(
     forks: &mut ForkEditor<'_, R>,
     tx: &mut Tx,
     ex: &mut Exchange,
-) -> EditResult<(Vec<MapExtent>, bool)> {
-    let mut buis = Vec::new();
+) -> EditResult<(Vec<Task>, bool)> {
+    let mut tasks = Vec::new();
     if ex.count > 0 {
         if let Some((m1, m2)) = find_mappings(forks, ex)? {
             let len = m1.len;
             let m2 = Mapping { len, ..m2 };
-            buis.extend(bmap(ex.ino1, &m1, m1.off, false));
-            buis.extend(bmap(ex.ino2, &m2, m2.off, false));
-            buis.extend(bmap(ex.ino1, &m2, m1.off, true));
-            buis.extend(bmap(ex.ino2, &m1, m2.off, true));
+            let a = ex.attr();
+            tasks.extend(bmap(ex.ino1, a, &m1, m1.off, false));
+            tasks.extend(bmap(ex.ino2, a, &m2, m2.off, false));
+            tasks.extend(bmap(ex.ino1, a, &m2, m1.off, true));
+            tasks.extend(bmap(ex.ino2, a, &m1, m2.off, true));
             update_size(forks, tx, ex.ino1, m1.off.saturating_add(len), ex.isize1)?;
             update_size(forks, tx, ex.ino2, m2.off.saturating_add(len), ex.isize2)?;
             ex.advance(len);
@@ -366,6 +391,16 @@ fn step<R: ReadAt>(
             log_core(forks, tx, ex.ino2, |b| put_be64(b, 56, s2))?;
         }
     } else if ex.postop() {
+        if ex.flags & INO2_SHORTFORM != 0 {
+            ex.flags &= !INO2_SHORTFORM;
+            if ex.attr() {
+                if let Some(work) = forks.exchanged_attr_to_sf(ex.ino2)? {
+                    // The inode was logged (its change count raised).
+                    tx.insert(ex.ino2);
+                    tasks.extend(work.into_iter().map(Task::Work));
+                }
+            }
+        }
         if ex.flags & CLEAR_INO1_REFLINK != 0 {
             log_core(forks, tx, ex.ino1, |b| set_flags2(b, 0, DIFLAG2_REFLINK))?;
         }
@@ -374,7 +409,7 @@ fn step<R: ReadAt>(
         }
         ex.flags &= !(CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK);
     }
-    Ok((buis, ex.count > 0 || ex.postop()))
+    Ok((tasks, ex.count > 0 || ex.postop()))
 }
 
 /// A roll of the chain: the held inodes are logged in the transaction
@@ -434,15 +469,96 @@ pub fn run_chain<R: ReadAt>(
             }
             Task::Exchange(mut ex) => {
                 roll(forks, &mut tx, held)?;
-                let (buis, again) = step(forks, &mut tx, &mut ex)?;
+                let (tasks, again) = step(forks, &mut tx, &mut ex)?;
                 if again {
                     queue.push_front(Task::Exchange(ex));
                 }
-                for b in buis.into_iter().rev() {
-                    queue.push_front(Task::Bmap(b));
+                for t in tasks.into_iter().rev() {
+                    queue.push_front(t);
                 }
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::xfs::image::Overlay;
+    use crate::xfs::testutil::fixture_fs;
+
+    /// An XMI between `ino1` and `ino2` as the image holds them (their
+    /// generations read from it).
+    fn xmi<R: ReadAt>(
+        forks: &ForkEditor<'_, R>,
+        (ino1, ino2): (u64, u64),
+        (off1, off2, count): (u64, u64, u64),
+        flags: u64,
+    ) -> XmiItem {
+        let gen = |ino| be32(&forks.inode(ino).unwrap().1, 92).unwrap();
+        XmiItem {
+            id: 1,
+            inode1: ino1,
+            inode2: ino2,
+            igen1: gen(ino1),
+            igen2: gen(ino2),
+            startoff1: off1,
+            startoff2: off2,
+            blockcount: count,
+            flags,
+            isize1: 0,
+            isize2: 0,
+            link: None,
+        }
+    }
+
+    fn why<T: std::fmt::Debug>(r: EditResult<T>) -> String {
+        format!("{:?}", r.expect_err("refused"))
+    }
+
+    #[test]
+    fn impossible_exchanges_are_refused_with_a_reason() {
+        // replay-xmi-attr.mkfs.txt: xa-tmp 131, xa-file 133 (attr leaves).
+        let fs = fixture_fs("replay-xmi-attr");
+        let ov = Overlay::default();
+        let mut forks = ForkEditor::new(&fs, &ov);
+        let sizes = xmi(&forks, (131, 133), (0, 0, 1), ATTR_FORK | SET_SIZES);
+        assert!(why(start(&mut forks, &sizes)).contains("size of -1"));
+        let flags = xmi(&forks, (131, 133), (0, 0, 1), 1 << 5);
+        assert!(why(start(&mut forks, &flags)).contains("fails the mount"));
+        let mut wrong_gen = xmi(&forks, (131, 133), (0, 0, 1), 0);
+        wrong_gen.igen2 = wrong_gen.igen2.wrapping_add(1);
+        assert!(why(start(&mut forks, &wrong_gen)).contains("generation"));
+        assert_eq!(forks.inodes_changed(), 0);
+    }
+
+    /// Overlapping ranges of one file: the first step's bmap updates run
+    /// last and map a block that a later step has already mapped at
+    /// another offset; the kernel's rmapbt refuses that insert ("bno + len
+    /// > gtrec.rm_startblock", the mount fails), and so does replay.
+    #[test]
+    fn overlapping_ranges_of_one_file_fail_as_in_the_kernel() {
+        // replay-xmi-same.mkfs.txt: s1 131, 12 one-block extents.
+        let fs = fixture_fs("replay-xmi-same");
+        let ov = Overlay::default();
+        let mut forks = ForkEditor::new(&fs, &ov);
+        let mut engine = Engine::new(&fs, &ov);
+        let x = xmi(&forks, (131, 131), (0, 2, 4), 0);
+        let tasks = start(&mut forks, &x).unwrap();
+        let r = run_chain(&mut forks, &mut engine, tasks, [131, 131]);
+        let e = why(r);
+        assert!(
+            e.contains("overlaps") && e.contains("fails the mount"),
+            "{e}"
+        );
+        // Apart, the same exchange finishes.
+        let fs = fixture_fs("replay-xmi-same");
+        let mut forks = ForkEditor::new(&fs, &ov);
+        let mut engine = Engine::new(&fs, &ov);
+        let x = xmi(&forks, (131, 131), (0, 4, 4), 0);
+        let tasks = start(&mut forks, &x).unwrap();
+        run_chain(&mut forks, &mut engine, tasks, [131, 131]).unwrap();
+    }
 }
