@@ -369,7 +369,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // holes), the second file's fork checked for a return to shortform
     // before the first step's bmap updates, as the kernel does; and
     // exchanges within one file (extent lists, a hole, a bmbt), upgraded
-    // to the large counters once.
+    // to the large counters once; and a directory in leaf form and a
+    // symlink with a remote target as the second file, left as they are
+    // by the last call.
     for name in [
         "replay-unlinked",
         "replay-unlinked-reflink",
@@ -398,6 +400,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-deepjoin",
         "replay-xmi-attr",
         "replay-xmi-same",
+        "replay-xmi-dirlink",
     ] {
         assert!(
             exact.contains(&name.to_string()),
@@ -1346,36 +1349,57 @@ fn an_add_whose_fork_changed_form_fails_as_the_kernel_fails() {
         .is_empty());
 }
 
-/// An exchange of two overlapping ranges of one file (forged: the kernel
-/// refuses such ranges before logging): recovery runs the first step's
-/// bmap updates last, one maps a block a later step has already mapped
-/// elsewhere, and the kernel's rmapbt refuses it; the mount fails
-/// (`replay-xmi-overlap.kernel.txt`). Replay leaves the intent unfinished
-/// and says why.
+/// Exchanges the kernel's recovery fails on (forged; `NAME.kernel.txt`
+/// holds the failed mount's status and messages): two overlapping ranges
+/// of one file (the first step's bmap updates, which run last, map a block
+/// a later step has already mapped elsewhere; the rmapbt refuses it), and
+/// a symlink that the exchange's last call would turn back into shortform
+/// before the first step's bmap updates (the kernel reads the target as
+/// the file's own block still holds it, and its header no longer matches
+/// the new size), and a directory block that the last call turns into a
+/// shortform directory (the first step's bmap updates then find a fork
+/// without extents). Replay leaves the intent unfinished and says why.
 #[test]
-fn an_exchange_of_overlapping_ranges_fails_as_the_kernel_fails() {
-    let name = "replay-xmi-overlap";
-    let facts = oracle(name, "kernel.txt");
-    assert!(
-        !facts.contains("mount_status 0\n") && facts.contains("mount_status "),
-        "{facts}"
-    );
-    assert!(
-        facts.contains("xfs_rmap_map") && facts.contains("Failed to recover intents"),
-        "{facts}"
-    );
-    let v = replay_json(image(name).to_str().unwrap());
-    let why = v["mount"]["intents"]["not_finished"]
-        .as_str()
-        .unwrap_or_else(|| panic!("finished: {v}"));
-    assert!(
-        why.contains("overlaps") && why.contains("fails the mount"),
-        "{why}"
-    );
-    assert!(v["mount"]["intents"]["finished"]
-        .as_array()
-        .unwrap()
-        .is_empty());
+fn exchanges_the_kernel_fails_on_are_refused_for_the_same_reason() {
+    for (name, kernel_says, we_say) in [
+        ("replay-xmi-overlap", "xfs_rmap_map", "overlaps"),
+        (
+            "replay-xmi-linkfail",
+            "symlink header does not match",
+            "symlink target back into shortform",
+        ),
+        (
+            "replay-xmi-dirfail",
+            "xfs_ifork_has_extents",
+            "directory back into shortform",
+        ),
+    ] {
+        let facts = oracle(name, "kernel.txt");
+        let status = facts
+            .lines()
+            .find_map(|l| l.strip_prefix("mount_status "))
+            .unwrap_or_else(|| panic!("{name}: no mount status in the oracle"));
+        assert_ne!(status.trim(), "0", "{name}: the kernel mounted it");
+        assert!(
+            facts.contains(kernel_says) && facts.contains("Failed to recover intents"),
+            "{name}: {facts}"
+        );
+        let v = replay_json(image(name).to_str().unwrap());
+        let why = v["mount"]["intents"]["not_finished"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: finished: {v}"));
+        assert!(
+            why.contains(we_say) && why.contains("fails the mount"),
+            "{name}: {why}"
+        );
+        assert!(
+            v["mount"]["intents"]["finished"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+            "{name}"
+        );
+    }
 }
 
 /// An XMI names its inodes with their generations; the kernel fails the

@@ -1126,6 +1126,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.records(&f, ino)
     }
 
+    /// The data fork's extent records (a list or a bmbt's).
+    pub(super) fn data_extents(&self, ino: u64) -> EditResult<Vec<Rec>> {
+        let f = self.fork(ino, false)?;
+        self.records(&f, ino)
+    }
+
     /// The records of fork `f`: its list, or its bmbt's leaves from the
     /// leftmost along the right siblings, as many as the fork counts, in
     /// order.

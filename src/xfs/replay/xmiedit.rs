@@ -18,8 +18,11 @@
 //!                 after the last step the sizes are exchanged (SET_SIZES)
 //!  last           an attr-fork exchange turns the second file's fork back
 //!                 into a shortform list when it is one leaf whose entries
-//!                 fit (`xfs_exchmaps_attr_to_sf`); the reflink flag of a
-//!                 file that gave up its shared blocks is cleared
+//!                 fit (`xfs_exchmaps_attr_to_sf`); a directory or symlink
+//!                 as the second file is checked the same way (a directory
+//!                 block whose entries fit the inode, a remote target that
+//!                 does); the reflink flag of a file that gave up its
+//!                 shared blocks is cleared
 //! ```
 //!
 //! The order is the kernel's: the recovery transaction does the first step
@@ -27,16 +30,18 @@
 //! exchange comes first, each later step's bmap updates (and their reverse
 //! mappings) right after it, and the first step's bmap updates last. So
 //! the last call looks at the second file's attr fork before the first
-//! step's updates have changed it; if it turns that fork into a list, the
-//! updates then meet a fork without mappings and the mount fails (this
-//! tool refuses). Every transaction of that chain logs both inodes (they
-//! are held across rolls), which is what their change counts show.
+//! step's updates have changed it; if it turns that fork into shortform,
+//! the updates then meet a fork without mappings and the mount fails
+//! (this tool refuses, saying so). Every transaction of that chain logs
+//! both inodes (they are held across rolls), which is what their change
+//! counts show.
 //!
-//! Refused, with the reason: realtime files, a directory or symlink as the
-//! second file of a data-fork exchange (the kernel may turn it back into
-//! shortform afterwards), an attr-fork exchange that asks for sizes. On a
-//! filesystem with large extent counters, an inode still without them is
-//! switched to them first, as the kernel does (once, for one file).
+//! Refused, with the reason: realtime files; an attr-fork exchange that
+//! asks for sizes; a directory or symlink turned back into shortform by an
+//! exchange whose first step had nothing to update (the conversion itself
+//! is not done). On a filesystem with large extent counters, an inode
+//! still without them is switched to them first, as the kernel does (once,
+//! for one file).
 
 use super::agedit::{refuse, EditResult};
 use super::bmapedit::{ForkEditor, Mapping};
@@ -80,6 +85,9 @@ pub struct Exchange {
     /// The sizes each file is to get (SET_SIZES), bounding size raises.
     isize1: Option<u64>,
     isize2: Option<u64>,
+    /// The recovery transaction's step queued bmap updates, which run
+    /// after the rest of the exchange.
+    first_pending: bool,
 }
 
 impl Exchange {
@@ -202,12 +210,6 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
     let b1 = load(forks, x.inode1, x.igen1)?;
     let b2 = load(forks, x.inode2, x.igen2)?;
     let kind = be16(&b2, 2).unwrap_or(0) & 0o170000;
-    if !attr && (kind == 0o040000 || kind == 0o120000) {
-        return refuse(format!(
-            "inode {} is a directory or symlink: exchanges into one are not done by this tool",
-            x.inode2
-        ));
-    }
     let size1 = be64(&b1, 56).unwrap_or(0);
     let size2 = be64(&b2, 56).unwrap_or(0);
     let mut ex = Exchange {
@@ -219,14 +221,20 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         flags: x.flags & PARAMS,
         isize1: None,
         isize2: None,
+        first_pending: false,
     };
     if attr {
         // xfs_exchmaps_init_intent: an attr fork has no sizes and no
         // reflink flags to exchange; it may go back to shortform after.
         ex.flags |= INO2_SHORTFORM;
-    } else if ex.flags & SET_SIZES != 0 {
-        ex.isize1 = Some(size2);
-        ex.isize2 = Some(size1);
+    } else {
+        if ex.flags & SET_SIZES != 0 {
+            ex.isize1 = Some(size2);
+            ex.isize2 = Some(size1);
+        }
+        if kind == S_IFDIR || kind == S_IFLNK {
+            ex.flags |= INO2_SHORTFORM;
+        }
     }
     let r1 = flags2(&b1) & DIFLAG2_REFLINK != 0;
     let r2 = flags2(&b2) & DIFLAG2_REFLINK != 0;
@@ -268,6 +276,7 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         }
     }
     let (tasks, again) = step(forks, &mut tx, &mut ex)?;
+    ex.first_pending = !tasks.is_empty();
     let mut capture = Vec::new();
     if again {
         capture.push(Task::Exchange(ex));
@@ -399,6 +408,18 @@ fn step<R: ReadAt>(
                     tx.insert(ex.ino2);
                     tasks.extend(work.into_iter().map(Task::Work));
                 }
+            } else if let Some(what) = data_to_shortform(forks, ex.ino2)? {
+                return refuse(if ex.first_pending {
+                    format!(
+                        "inode {}: the exchange's last call would turn its {what} back into shortform while the first step's bmap updates are still to come: the kernel fails the mount",
+                        ex.ino2
+                    )
+                } else {
+                    format!(
+                        "inode {}: turning its {what} back into shortform after an exchange is not done by this tool",
+                        ex.ino2
+                    )
+                });
             }
         }
         if ex.flags & CLEAR_INO1_REFLINK != 0 {
@@ -410,6 +431,137 @@ fn step<R: ReadAt>(
         ex.flags &= !(CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK);
     }
     Ok((tasks, ex.count > 0 || ex.postop()))
+}
+
+const S_IFMT: u16 = 0o170000;
+const S_IFDIR: u16 = 0o040000;
+const S_IFLNK: u16 = 0o120000;
+const FMT_LOCAL: u8 = 1;
+const DIR3_BLOCK_MAGIC: u32 = 0x5844_4233; // XDB3
+const DIR2_BLOCK_MAGIC: u32 = 0x5844_3242; // XD2B
+const FEATURES2_FTYPE: u32 = 0x200;
+
+/// What the exchange's last call does to a directory or symlink that is
+/// the second file (`xfs_exchmaps_dir_to_sf`, `xfs_exchmaps_link_to_sf`):
+/// `Some(what)` when it would turn its data fork into shortform, `None`
+/// when it leaves it alone. A directory block the kernel cannot read
+/// fails the mount, and is refused.
+fn data_to_shortform<R: ReadAt>(
+    forks: &ForkEditor<'_, R>,
+    ino: u64,
+) -> EditResult<Option<&'static str>> {
+    let fs = forks.fs();
+    let (_, b) = forks.inode(ino)?;
+    let kind = be16(&b, 2).unwrap_or(0) & S_IFMT;
+    if b.get(5) == Some(&FMT_LOCAL) || (kind != S_IFDIR && kind != S_IFLNK) {
+        return Ok(None);
+    }
+    let core = if b.get(4) == Some(&3) { 176 } else { 100 };
+    let forkoff = usize::from(b.get(82).copied().unwrap_or(0)).saturating_mul(8);
+    let dsize = if forkoff == 0 {
+        b.len().saturating_sub(core)
+    } else {
+        forkoff
+    };
+    let size = be64(&b, 56).unwrap_or(0);
+    let dsize64 = u64::try_from(dsize).unwrap_or(u64::MAX);
+    if kind == S_IFLNK {
+        // A remote target short enough for the inode moves into it.
+        return Ok((size <= dsize64).then_some("symlink target"));
+    }
+    // xfs_dir2_format: a block directory ends at its first directory block.
+    let bs = u64::from(fs.geo.blocksize);
+    let dirblk_fsbs = 1u64 << fs.sb.dirblklog.min(16);
+    let dirblksize = bs.saturating_mul(dirblk_fsbs);
+    let eof = forks
+        .data_extents(ino)?
+        .iter()
+        .map(|r| r.end())
+        .max()
+        .unwrap_or(0);
+    if eof != dirblk_fsbs {
+        return Ok(None);
+    }
+    if size != dirblksize {
+        return refuse(format!(
+            "directory {ino}: a single directory block but size {size}: the kernel fails the mount"
+        ));
+    }
+    let m = forks.mapping_at(ino, false, 0, dirblk_fsbs)?;
+    let (Some(start), true) = (m.start, m.len == dirblk_fsbs) else {
+        return refuse(format!(
+            "directory {ino}: its block is not one extent from offset 0: not done by this tool"
+        ));
+    };
+    let off = forks.block_off("directory block", start)?;
+    let len = usize::try_from(dirblksize).unwrap_or(0);
+    let blk = forks.read("directory block", off, len)?;
+    let fail = |why: String| -> EditResult<Option<&'static str>> {
+        refuse(format!(
+            "directory {ino}: its block {why}: the kernel fails the mount"
+        ))
+    };
+    let magic = be32(&blk, 0).unwrap_or(0);
+    let v5 = fs.geo.v5;
+    if magic
+        != if v5 {
+            DIR3_BLOCK_MAGIC
+        } else {
+            DIR2_BLOCK_MAGIC
+        }
+    {
+        return fail(format!("has magic {magic:#x}"));
+    }
+    if v5 {
+        let owner = be64(&blk, 40).unwrap_or(0);
+        if owner != ino {
+            return fail(format!("names inode {owner} as owner"));
+        }
+        if crate::xfs::sb::crc_with_hole(&blk, 4).to_le_bytes() != blk.get(4..8).unwrap_or(&[]) {
+            return fail("has a bad CRC".into());
+        }
+    }
+    // xfs_dir2_block_sfsize: the entries the block's leaf points at.
+    let ftype = usize::from(v5 || fs.sb.features2 & FEATURES2_FTYPE != 0);
+    let tail = len.saturating_sub(8);
+    let count = usize::try_from(be32(&blk, tail).unwrap_or(0)).unwrap_or(usize::MAX);
+    let Some(leaf) = count.checked_mul(8).and_then(|n| tail.checked_sub(n)) else {
+        return fail(format!("has {count} leaf entries"));
+    };
+    let (mut n, mut namelen, mut i8) = (0usize, 0usize, false);
+    for i in 0..count {
+        let addr = be32(
+            &blk,
+            leaf.saturating_add(i.saturating_mul(8)).saturating_add(4),
+        )
+        .unwrap_or(0);
+        if addr == 0 {
+            continue;
+        }
+        let at =
+            usize::try_from(u64::from(addr) << 3).unwrap_or(usize::MAX) & len.saturating_sub(1);
+        let (Some(inum), Some(&nl)) = (be64(&blk, at), blk.get(at.saturating_add(8))) else {
+            return fail(format!("has an entry beyond its end at {at}"));
+        };
+        let Some(name) =
+            blk.get(at.saturating_add(9)..at.saturating_add(9).saturating_add(usize::from(nl)))
+        else {
+            return fail(format!("has an entry beyond its end at {at}"));
+        };
+        let dot = name == b".";
+        if !dot {
+            i8 |= inum > u64::from(u32::MAX);
+        }
+        if !dot && name != b".." {
+            n = n.saturating_add(1);
+            namelen = namelen.saturating_add(name.len()).saturating_add(ftype);
+        }
+    }
+    let sfsize = (if i8 { 10usize } else { 6 })
+        .saturating_add(n.saturating_mul(3))
+        .saturating_add(namelen)
+        .saturating_add(n.saturating_mul(if i8 { 8 } else { 4 }));
+    Ok((sfsize <= dsize).then_some("directory"))
 }
 
 /// A roll of the chain: the held inodes are logged in the transaction
@@ -483,7 +635,7 @@ pub fn run_chain<R: ReadAt>(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use crate::xfs::image::Overlay;
@@ -532,6 +684,59 @@ mod tests {
         wrong_gen.igen2 = wrong_gen.igen2.wrapping_add(1);
         assert!(why(start(&mut forks, &wrong_gen)).contains("generation"));
         assert_eq!(forks.inodes_changed(), 0);
+    }
+
+    /// The directory block the exchange's last call reads, damaged at
+    /// random: a verdict or a refusal with a reason, never a panic.
+    #[test]
+    fn damaged_directory_blocks_are_refused_without_panics() {
+        // replay-xmi-dirfail: df-dir (ino 65664 in its mkfs.txt) is one
+        // directory block whose 12 entries fit the inode.
+        let fs = fixture_fs("replay-xmi-dirfail");
+        let ino = 65664;
+        let clean = Overlay::default();
+        let forks = ForkEditor::new(&fs, &clean);
+        assert_eq!(data_to_shortform(&forks, ino).unwrap(), Some("directory"));
+        let start = forks.mapping_at(ino, false, 0, 1).unwrap().start.unwrap();
+        let off = forks.block_off("directory block", start).unwrap();
+        let bs = usize::try_from(fs.geo.blocksize).unwrap();
+        let block = forks.read("directory block", off, bs).unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut ok, mut refused) = (0, 0);
+        for _ in 0..400 {
+            let mut b = block.clone();
+            for _ in 0..1 + next() % 8 {
+                // Mostly the header, the tail and the leaf at the end.
+                let at = match next() % 3 {
+                    0 => usize::try_from(next() % 96).unwrap(),
+                    1 => bs - 1 - usize::try_from(next() % 128).unwrap(),
+                    _ => usize::try_from(next()).unwrap() % bs,
+                };
+                b[at] = u8::try_from(next() & 0xff).unwrap();
+            }
+            if next() % 4 != 0 {
+                // A damaged block with a good CRC: its contents are read.
+                let c = crate::xfs::sb::crc_with_hole(&b, 4);
+                b[4..8].copy_from_slice(&c.to_le_bytes());
+            }
+            let mut ov = Overlay::default();
+            ov.put(off / 512, &b);
+            let forks = ForkEditor::new(&fs, &ov);
+            match data_to_shortform(&forks, ino) {
+                Ok(_) => ok += 1,
+                Err(e) => {
+                    assert!(format!("{e:?}").contains("directory"), "{e:?}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(ok > 0 && refused > 0, "{ok} {refused}");
     }
 
     /// Overlapping ranges of one file: the first step's bmap updates run
