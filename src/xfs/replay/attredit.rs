@@ -785,15 +785,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 // their own.
                 let hash = self.attr_hash(ns, name, value)?;
                 let parent = req.parent;
-                let (mut lf, path) = self.leaf_for(ino, hash)?;
-                let found = lf.leaf.lookup(hash, |fl, n, v| {
+                let (mut lf, _, found) = self.leaf_lookup(ino, hash, |fl, n, v| {
                     n == name
                         && u32::from(fl) & NSP_ONDISK == u32::from(ns)
                         && (!parent || v == value)
-                });
-                if found.is_err() {
-                    self.beyond_leaf(ino, &path, &lf.leaf, hash)?;
-                }
+                })?;
                 let mut tasks = Vec::new();
                 if let Ok(i) = found {
                     let rmt = lf.leaf.remote(i);
@@ -1276,13 +1272,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     ) -> EditResult<(AddOutcome, Vec<Work>)> {
         let ino = p.ino;
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
-        let (mut lf, mut path) = self.leaf_for(ino, hash)?;
         let parent = u32::from(p.ns) & ATTR_PARENT != 0;
-        let i = match lf.leaf.lookup(hash, |fl, n, v| {
+        let (mut lf, mut path, found) = self.leaf_lookup(ino, hash, |fl, n, v| {
             n == p.name.as_slice()
                 && fl & u8::try_from(NSP_ONDISK).unwrap_or(0) == p.ns
                 && (!parent || v == p.value.as_slice())
-        }) {
+        })?;
+        let i = match found {
             Ok(_) => {
                 return refuse(format!(
                     "inode {ino}: the attribute is already in the leaf: the kernel fails the mount"
@@ -1290,7 +1286,6 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             Err(i) => i,
         };
-        self.beyond_leaf(ino, &path, &lf.leaf, hash)?;
         let bs = usize::try_from(self.fs().geo.blocksize).unwrap_or(0);
         let remote = entsize_local(p.name.len(), p.value.len()) >= bs.saturating_mul(3) / 4;
         let done = if remote {
@@ -1815,16 +1810,95 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
     }
 
-    /// A name not found in a leaf under a node that ends with its hash:
-    /// the kernel goes on to the next leaf (`xfs_da3_path_shift`), which
-    /// this tool does not.
-    fn beyond_leaf(&self, ino: u64, path: &[NodeStep], leaf: &Leaf, hash: u32) -> EditResult<()> {
-        if !path.is_empty() && leaf.lasthash() == Some(hash) {
-            return refuse(format!(
-                "inode {ino}: an attr leaf ends with the hash {hash:#x} of a name it does not hold; the kernel looks in the next leaf, which this tool does not"
-            ));
+    /// `xfs_da3_node_lookup_int` on an attr fork in node form: the leaf
+    /// `hash` leads to, searched for an entry `matches` accepts; when it is
+    /// not there and the leaf ends with `hash`, the next leaf is searched
+    /// (`xfs_da3_path_shift`), and so on. Returns the leaf the search ended
+    /// in, the path to it and the entry's index (or where one would go).
+    fn leaf_lookup(
+        &self,
+        ino: u64,
+        hash: u32,
+        matches: impl Fn(u8, &[u8], &[u8]) -> bool,
+    ) -> EditResult<(LeafFork, Vec<NodeStep>, Result<usize, usize>)> {
+        let (mut lf, mut path) = self.leaf_for(ino, hash)?;
+        let mut seen = std::collections::BTreeSet::new();
+        loop {
+            let found = lf.leaf.lookup(hash, &matches);
+            if found.is_ok() || path.is_empty() || lf.leaf.lasthash() != Some(hash) {
+                return Ok((lf, path, found));
+            }
+            if !seen.insert(lf.boff) {
+                return refuse(format!(
+                    "inode {ino}: the attr tree leads back to a leaf it has searched"
+                ));
+            }
+            match self.next_leaf(ino, &mut path)? {
+                Some(next) => lf = next,
+                None => return Ok((lf, path, found)),
+            }
         }
-        Ok(())
+    }
+
+    /// `xfs_da3_path_shift` forward: the path moved to the leaf after the
+    /// one it ends at (up to the first node not at its last entry, then
+    /// down the first entries); `None`, the path unchanged, at the end of
+    /// the tree.
+    fn next_leaf(&self, ino: u64, path: &mut Vec<NodeStep>) -> EditResult<Option<LeafFork>> {
+        let g = self.fs().geo;
+        let (hdr, count_at, level_at) = node_layout(g.v5);
+        let count_of = |b: &[u8]| usize::from(be16(b, count_at).unwrap_or(0));
+        let Some(up) = path
+            .iter()
+            .rposition(|s| s.index.saturating_add(1) < count_of(&s.b))
+        else {
+            return Ok(None);
+        };
+        let depth = path.len();
+        path.truncate(up.saturating_add(1));
+        let entry = |b: &[u8], i: usize| {
+            u64::from(
+                be32(b, hdr.saturating_add(i.saturating_mul(8)).saturating_add(4)).unwrap_or(0),
+            )
+        };
+        let mut dablk = match path.last_mut() {
+            Some(s) => {
+                s.index = s.index.saturating_add(1);
+                entry(&s.b, s.index)
+            }
+            None => return Ok(None),
+        };
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        loop {
+            if dablk == 0 {
+                return refuse(format!(
+                    "inode {ino}: an attr node entry points back at the root"
+                ));
+            }
+            let boff = self.attr_block_off(ino, dablk)?;
+            let b = self.read("attr block", boff, bs)?;
+            if path.len() == depth {
+                let leaf = Leaf::parse(b, g.v5, "attr leaf block")
+                    .map_err(|e| e.within(|| format!("inode {ino}, attr block {dablk}")))?;
+                return Ok(Some(LeafFork {
+                    boff,
+                    leaf,
+                    single: false,
+                }));
+            }
+            let level = be16(&b, level_at).unwrap_or(0);
+            let want = u16::try_from(depth.saturating_sub(path.len())).unwrap_or(u16::MAX);
+            if !matches!(be16(&b, 8), Some(DA_NODE_MAGIC | DA3_NODE_MAGIC))
+                || level != want
+                || count_of(&b) == 0
+            {
+                return refuse(format!(
+                    "inode {ino}: attr block {dablk} is not the node at level {want} the tree leads to"
+                ));
+            }
+            dablk = entry(&b, 0);
+            path.push(NodeStep { boff, b, index: 0 });
+        }
     }
 
     /// `xfs_da3_fixhashpath`: the hashes on the way down to `leaf` made its
@@ -2212,12 +2286,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         self.write_remote_value(ino, at.first, &p.value)?;
         // The entry completed (`xfs_attr3_leaf_clearflag`).
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
-        let (mut lf, _) = self.leaf_for(ino, hash)?;
-        let found = lf.leaf.lookup(hash, |fl, n, _| {
+        let (mut lf, _, found) = self.leaf_lookup(ino, hash, |fl, n, _| {
             n == p.name.as_slice()
                 && u32::from(fl) & (NSP_ONDISK | ATTR_INCOMPLETE)
                     == u32::from(p.ns) | ATTR_INCOMPLETE
-        });
+        })?;
         let Ok(i) = found else {
             return refuse(format!("inode {ino}: the remote value's entry is gone"));
         };
@@ -2328,13 +2401,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     pub fn attr_remove_incomplete(&mut self, r: &Removal) -> EditResult<(Vec<Work>, bool)> {
         let ino = r.ino;
         let hash = self.attr_hash(r.ns, &r.name, &r.value)?;
-        let (mut lf, mut path) = self.leaf_for(ino, hash)?;
-        let found = lf.leaf.lookup(hash, |fl, n, v| {
+        let (mut lf, mut path, found) = self.leaf_lookup(ino, hash, |fl, n, v| {
             n == r.name.as_slice()
                 && u32::from(fl) & (NSP_ONDISK | ATTR_INCOMPLETE)
                     == u32::from(r.ns) | ATTR_INCOMPLETE
                 && (!r.parent || v == r.value.as_slice())
-        });
+        })?;
         let Ok(i) = found else {
             return refuse(format!(
                 "inode {ino}: the entry marked incomplete for removal is gone"
