@@ -355,8 +355,10 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // node (1 KiB blocks): the node splits, the root moves into a new
     // block under a new root one level higher; and removals in a tree of
     // three levels: a leaf joins its sibling under a node below the root,
-    // whose last hash goes up. And names of one hash over several leaves:
-    // the search goes on into the next leaf that ends with the hash.
+    // whose last hash goes up; and a leaf that joins a sibling under the
+    // other node (two paths: the kept leaf's hash up its own, the dropped
+    // leaf's node losing its entry). And names of one hash over several
+    // leaves: the search goes on into the next leaf that ends with the hash.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -403,6 +405,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-xmi-same",
         "replay-xmi-dirlink",
         "replay-attri-hash",
+        "replay-attri-acrossjoin",
     ] {
         assert!(
             exact.contains(&name.to_string()),

@@ -507,6 +507,14 @@ fn node_layout(v5: bool) -> (usize, usize, usize) {
 
 /// A node block on the way down to a leaf: where it is, its bytes and the
 /// entry taken (`xfs_da_state_blk`).
+/// Where a leaf's join sibling is: at an index of the same node, or under
+/// the node after (`true`) or before, with its block number when known.
+enum Sib {
+    Same(usize),
+    Across(bool, Option<u32>),
+}
+
+#[derive(Clone)]
 struct NodeStep {
     boff: u64,
     b: Vec<u8>,
@@ -1833,25 +1841,33 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     "inode {ino}: the attr tree leads back to a leaf it has searched"
                 ));
             }
-            match self.next_leaf(ino, &mut path)? {
+            match self.shift_leaf(ino, &mut path, true)? {
                 Some(next) => lf = next,
                 None => return Ok((lf, path, found)),
             }
         }
     }
 
-    /// `xfs_da3_path_shift` forward: the path moved to the leaf after the
-    /// one it ends at (up to the first node not at its last entry, then
-    /// down the first entries); `None`, the path unchanged, at the end of
-    /// the tree.
-    fn next_leaf(&self, ino: u64, path: &mut Vec<NodeStep>) -> EditResult<Option<LeafFork>> {
+    /// `xfs_da3_path_shift`: the path moved to the leaf after (`forward`)
+    /// or before the one it ends at (up to the first node not at its last
+    /// or first entry, then down the first or last entries); `None`, the
+    /// path unchanged, at the end of the tree.
+    fn shift_leaf(
+        &self,
+        ino: u64,
+        path: &mut Vec<NodeStep>,
+        forward: bool,
+    ) -> EditResult<Option<LeafFork>> {
         let g = self.fs().geo;
         let (hdr, count_at, level_at) = node_layout(g.v5);
         let count_of = |b: &[u8]| usize::from(be16(b, count_at).unwrap_or(0));
-        let Some(up) = path
-            .iter()
-            .rposition(|s| s.index.saturating_add(1) < count_of(&s.b))
-        else {
+        let Some(up) = path.iter().rposition(|s| {
+            if forward {
+                s.index.saturating_add(1) < count_of(&s.b)
+            } else {
+                s.index > 0
+            }
+        }) else {
             return Ok(None);
         };
         let depth = path.len();
@@ -1863,7 +1879,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         };
         let mut dablk = match path.last_mut() {
             Some(s) => {
-                s.index = s.index.saturating_add(1);
+                s.index = if forward {
+                    s.index.saturating_add(1)
+                } else {
+                    s.index.saturating_sub(1)
+                };
                 entry(&s.b, s.index)
             }
             None => return Ok(None),
@@ -1896,8 +1916,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     "inode {ino}: attr block {dablk} is not the node at level {want} the tree leads to"
                 ));
             }
-            dablk = entry(&b, 0);
-            path.push(NodeStep { boff, b, index: 0 });
+            let index = if forward {
+                0
+            } else {
+                count_of(&b).saturating_sub(1)
+            };
+            dablk = entry(&b, index);
+            path.push(NodeStep { boff, b, index });
         }
     }
 
@@ -1943,12 +1968,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// hash up. Returns the deferred reverse mappings and frees. Refused:
     /// a node left too small that the kernel would join with a sibling
     /// node.
-    fn join_leaf(
-        &mut self,
-        ino: u64,
-        lf: LeafFork,
-        mut path: Vec<NodeStep>,
-    ) -> EditResult<Vec<Work>> {
+    #[allow(clippy::too_many_lines)]
+    fn join_leaf(&mut self, ino: u64, lf: LeafFork, path: Vec<NodeStep>) -> EditResult<Vec<Work>> {
         let fs = self.fs();
         let v5 = fs.geo.v5;
         let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
@@ -1974,9 +1995,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 idx.checked_sub(1)
             }
         };
-        // (the sibling's index in the node, whether the sibling is dropped)
+        // (the sibling: its index in the node, or the direction to it when
+        // it sits under another node; whether the sibling is dropped)
         let pick = if lf.leaf.hdr.count == 0 {
-            sib_index(forw != 0).map(|si| (si, false))
+            let forward = forw != 0;
+            Some(match sib_index(forward) {
+                Some(si) => (Sib::Same(si), false),
+                None => (Sib::Across(forward, None), false),
+            })
         } else {
             let first = forw < back;
             let mut chosen = None;
@@ -2008,37 +2034,57 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             match chosen {
                 None => None,
-                Some((forward, blkno)) => {
-                    let Some(si) = sib_index(forward) else {
-                        return refuse(format!(
-                            "inode {ino}: attr leaf {blkno}, a sibling of leaf {cur}, is not next to it in the node"
-                        ));
-                    };
-                    if before_of(&root.b, si) != blkno {
-                        return refuse(format!(
-                            "inode {ino}: attr leaf {blkno}, a sibling of leaf {cur}, is not next to it in the node"
-                        ));
-                    }
-                    Some((si, blkno >= cur))
-                }
+                Some((forward, blkno)) => Some(
+                    match sib_index(forward).filter(|&si| before_of(&root.b, si) == blkno) {
+                        Some(si) => (Sib::Same(si), blkno >= cur),
+                        None => (Sib::Across(forward, Some(blkno)), blkno >= cur),
+                    },
+                ),
             }
         };
-        let Some((si, drop_sibling)) = pick else {
+        let Some((where_, drop_sibling)) = pick else {
             return keep(self, lf);
         };
-        let sib = before_of(&root.b, si);
-        let sib_off = self.attr_block_off(ino, u64::from(sib))?;
-        let sib_leaf = Leaf::parse(self.read("attr block", sib_off, bs)?, v5, "attr leaf block")
-            .map_err(|e| e.within(|| format!("inode {ino}, attr block {sib}")))?;
-        let sibling = LeafFork {
-            boff: sib_off,
-            leaf: sib_leaf,
-            single: false,
+        // The sibling, and the path to it: in the same node, or
+        // (xfs_da3_path_shift) under the node before or after.
+        let (sibling, sib, sib_path) = match where_ {
+            Sib::Same(si) => {
+                let sib = before_of(&root.b, si);
+                let sib_off = self.attr_block_off(ino, u64::from(sib))?;
+                let sib_leaf =
+                    Leaf::parse(self.read("attr block", sib_off, bs)?, v5, "attr leaf block")
+                        .map_err(|e| e.within(|| format!("inode {ino}, attr block {sib}")))?;
+                let mut sib_path = path.clone();
+                if let Some(last) = sib_path.last_mut() {
+                    last.index = si;
+                }
+                let lf = LeafFork {
+                    boff: sib_off,
+                    leaf: sib_leaf,
+                    single: false,
+                };
+                (lf, sib, sib_path)
+            }
+            Sib::Across(forward, blkno) => {
+                let mut sib_path = path.clone();
+                let Some(sibling) = self.shift_leaf(ino, &mut sib_path, forward)? else {
+                    return keep(self, lf);
+                };
+                let sib = sib_path.last().map_or(0, |s| before_of(&s.b, s.index));
+                if blkno.is_some_and(|b| b != sib) {
+                    return refuse(format!(
+                        "inode {ino}: attr leaf {cur} names leaf {} as its sibling, the nodes lead to {sib}",
+                        blkno.unwrap_or(0)
+                    ));
+                }
+                (sibling, sib, sib_path)
+            }
         };
-        let (mut drop, drop_blk, drop_idx, mut save, save_blk, save_idx) = if drop_sibling {
-            (sibling, sib, si, lf, cur, idx)
+        let same_node = matches!(where_, Sib::Same(_));
+        let (mut drop, drop_blk, drop_path, mut save, save_blk, mut save_path) = if drop_sibling {
+            (sibling, sib, sib_path, lf, cur, path)
         } else {
-            (lf, cur, idx, sibling, sib, si)
+            (lf, cur, path, sibling, sib, sib_path)
         };
         // xfs_attr3_leaf_unbalance.
         let dc = drop.leaf.hdr.count;
@@ -2060,13 +2106,23 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             save.leaf = tmp;
         }
-        // The kept leaf's last hash into the node (the path to it).
-        if let (Some(last), Some(root)) = (save.leaf.lasthash(), path.last_mut()) {
-            put_be32(
-                &mut root.b,
-                hdr.saturating_add(save_idx.saturating_mul(8)),
-                last,
-            );
+        // The kept leaf's last hash into its node, and up the path to it
+        // as far as it changes (xfs_da3_fixhashpath on the other path);
+        // in the node both leaves share, the node is written below.
+        let mut path = drop_path;
+        if let Some(last) = save.leaf.lasthash() {
+            if same_node {
+                if let Some(root) = path.last_mut() {
+                    let at = save_path.last().map_or(0, |s| s.index);
+                    put_be32(&mut root.b, hdr.saturating_add(at.saturating_mul(8)), last);
+                }
+            } else {
+                self.fix_hash_up(&mut save_path, last);
+                // The dropped leaf's path sees those blocks as they are now.
+                for step in path.iter_mut() {
+                    step.b = self.read("attr node block", step.boff, bs)?;
+                }
+            }
         }
         // xfs_da3_blk_unlink.
         let (sforw, sback) = save.leaf.siblings();
@@ -2093,11 +2149,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         // xfs_da_shrink_inode: the dropped leaf unmapped, never written.
         let (mut work, _, _) = self.attr_unmap_blocks(ino, u64::from(drop_blk), 1)?;
         self.drop_attr_block(drop.boff);
-        // xfs_da3_node_remove.
+        // xfs_da3_node_remove, in the dropped leaf's node.
         let depth = path.len();
         let Some(root) = path.last_mut() else {
             return Ok(work);
         };
+        let drop_idx = root.index;
+        let count = usize::from(be16(&root.b, count_at).unwrap_or(0));
         let at = hdr.saturating_add(drop_idx.saturating_mul(8));
         let end = hdr.saturating_add(count.saturating_mul(8));
         if at.saturating_add(8) < end {
