@@ -2032,15 +2032,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     break;
                 }
             }
-            match chosen {
-                None => None,
-                Some((forward, blkno)) => Some(
-                    match sib_index(forward).filter(|&si| before_of(&root.b, si) == blkno) {
-                        Some(si) => (Sib::Same(si), blkno >= cur),
-                        None => (Sib::Across(forward, Some(blkno)), blkno >= cur),
-                    },
-                ),
-            }
+            chosen.map(|(forward, blkno)| {
+                match sib_index(forward).filter(|&si| before_of(&root.b, si) == blkno) {
+                    Some(si) => (Sib::Same(si), blkno >= cur),
+                    None => (Sib::Across(forward, Some(blkno)), blkno >= cur),
+                }
+            })
         };
         let Some((where_, drop_sibling)) = pick else {
             return keep(self, lf);
