@@ -357,8 +357,11 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // three levels: a leaf joins its sibling under a node below the root,
     // whose last hash goes up; and a leaf that joins a sibling under the
     // other node (two paths: the kept leaf's hash up its own, the dropped
-    // leaf's node losing its entry). And names of one hash over several
-    // leaves: the search goes on into the next leaf that ends with the hash.
+    // leaf's node losing its entry); and 561 removals that empty leaves
+    // until a node joins its sibling node and the root takes the one left,
+    // the tree going from three levels to two. And names of one hash over
+    // several leaves: the search goes on into the next leaf that ends with
+    // the hash.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
     // convert_shared in turn among another owner's mappings of the same
     // blocks): every AG block is the kernel's.
@@ -406,6 +409,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-xmi-dirlink",
         "replay-attri-hash",
         "replay-attri-acrossjoin",
+        "replay-attri-nodejoin",
     ] {
         assert!(
             exact.contains(&name.to_string()),

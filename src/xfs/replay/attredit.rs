@@ -1848,6 +1848,75 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
     }
 
+    /// `xfs_da3_path_shift` at a node: the path, which ends at a node, moved
+    /// to that node's sibling after (`forward`) or before it at the same
+    /// level; `false`, the path unchanged, at the edge of the tree.
+    fn shift_node(&self, ino: u64, path: &mut Vec<NodeStep>, forward: bool) -> EditResult<bool> {
+        let g = self.fs().geo;
+        let (hdr, count_at, level_at) = node_layout(g.v5);
+        let count_of = |b: &[u8]| usize::from(be16(b, count_at).unwrap_or(0));
+        let depth = path.len();
+        let above = depth.saturating_sub(1);
+        let Some(up) = path.get(..above).and_then(|p| {
+            p.iter().rposition(|s| {
+                if forward {
+                    s.index.saturating_add(1) < count_of(&s.b)
+                } else {
+                    s.index > 0
+                }
+            })
+        }) else {
+            return Ok(false);
+        };
+        let level0 = path.last().map_or(0, |s| be16(&s.b, level_at).unwrap_or(0));
+        path.truncate(up.saturating_add(1));
+        let entry = |b: &[u8], i: usize| {
+            u64::from(
+                be32(b, hdr.saturating_add(i.saturating_mul(8)).saturating_add(4)).unwrap_or(0),
+            )
+        };
+        let mut dablk = match path.last_mut() {
+            Some(s) => {
+                s.index = if forward {
+                    s.index.saturating_add(1)
+                } else {
+                    s.index.saturating_sub(1)
+                };
+                entry(&s.b, s.index)
+            }
+            None => return Ok(false),
+        };
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        while path.len() < depth {
+            if dablk == 0 {
+                return refuse(format!(
+                    "inode {ino}: an attr node entry points back at the root"
+                ));
+            }
+            let boff = self.attr_block_off(ino, dablk)?;
+            let b = self.read("attr node block", boff, bs)?;
+            let want = level0.saturating_add(
+                u16::try_from(depth.saturating_sub(1).saturating_sub(path.len())).unwrap_or(0),
+            );
+            if !matches!(be16(&b, 8), Some(DA_NODE_MAGIC | DA3_NODE_MAGIC))
+                || be16(&b, level_at).unwrap_or(0) != want
+                || count_of(&b) == 0
+            {
+                return refuse(format!(
+                    "inode {ino}: attr block {dablk} is not the node at level {want} the tree leads to"
+                ));
+            }
+            let index = if forward {
+                0
+            } else {
+                count_of(&b).saturating_sub(1)
+            };
+            dablk = entry(&b, index);
+            path.push(NodeStep { boff, b, index });
+        }
+        Ok(true)
+    }
+
     /// `xfs_da3_path_shift`: the path moved to the leaf after (`forward`)
     /// or before the one it ends at (up to the first node not at its last
     /// or first entry, then down the first or last entries); `None`, the
@@ -2146,58 +2215,171 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         // xfs_da_shrink_inode: the dropped leaf unmapped, never written.
         let (mut work, _, _) = self.attr_unmap_blocks(ino, u64::from(drop_blk), 1)?;
         self.drop_attr_block(drop.boff);
-        // xfs_da3_node_remove, in the dropped leaf's node.
-        let depth = path.len();
-        let Some(root) = path.last_mut() else {
-            return Ok(work);
+        // Up the tree (xfs_da3_join): the dropped block's entry leaves its
+        // node; a node below the root left at most half full joins a
+        // sibling node when both fit three quarters of a block, and so on
+        // up; a root left with one child takes that child's bytes.
+        let node_ents = bs.saturating_sub(hdr) / 8;
+        // The block number of the node a path ends at: its parent's entry.
+        let dablk_of = |p: &[NodeStep]| -> u32 {
+            p.len()
+                .checked_sub(2)
+                .and_then(|i| p.get(i))
+                .map_or(0, |s| before_of(&s.b, s.index))
         };
-        let drop_idx = root.index;
-        let count = usize::from(be16(&root.b, count_at).unwrap_or(0));
-        let at = hdr.saturating_add(drop_idx.saturating_mul(8));
-        let end = hdr.saturating_add(count.saturating_mul(8));
-        if at.saturating_add(8) < end {
-            root.b.copy_within(at.saturating_add(8)..end, at);
-        }
-        if let Some(d) = root.b.get_mut(end.saturating_sub(8)..end) {
-            d.fill(0);
-        }
-        let left = count.saturating_sub(1);
-        put_be16(&mut root.b, count_at, u16::try_from(left).unwrap_or(0));
-        if depth > 1 {
-            // A node below the root: its last hash carried up
-            // (xfs_da3_fixhashpath); one left less than half full whose
-            // entries and a sibling node's would fit three quarters of a
-            // block joins it (xfs_da3_node_toosmall), which is refused.
-            self.put_attr_block(root.boff, root.b.clone());
-            let last_at = hdr.saturating_add(left.saturating_sub(1).saturating_mul(8));
-            let last = be32(&root.b, last_at).unwrap_or(0);
-            let (nforw, nback) = (be32(&root.b, 0).unwrap_or(0), be32(&root.b, 4).unwrap_or(0));
-            let node_ents = bs.saturating_sub(hdr) / 8;
-            let above = depth.saturating_sub(1);
-            self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
-            if left <= node_ents >> 1 {
-                for sib in [nforw, nback] {
-                    if sib == 0 {
+        loop {
+            let depth = path.len();
+            let Some(node) = path.last_mut() else {
+                return Ok(work);
+            };
+            // xfs_da3_node_remove.
+            let count = usize::from(be16(&node.b, count_at).unwrap_or(0));
+            let at = hdr.saturating_add(node.index.saturating_mul(8));
+            let end = hdr.saturating_add(count.saturating_mul(8));
+            if at.saturating_add(8) < end {
+                node.b.copy_within(at.saturating_add(8)..end, at);
+            }
+            if let Some(d) = node.b.get_mut(end.saturating_sub(8)..end) {
+                d.fill(0);
+            }
+            let left = count.saturating_sub(1);
+            put_be16(&mut node.b, count_at, u16::try_from(left).unwrap_or(0));
+            self.put_attr_block(node.boff, node.b.clone());
+            if depth == 1 {
+                break;
+            }
+            // xfs_da3_fixhashpath (nothing to carry from an empty node).
+            if left > 0 {
+                let last_at = hdr.saturating_add(left.saturating_sub(1).saturating_mul(8));
+                let last = be32(&node.b, last_at).unwrap_or(0);
+                let above = depth.saturating_sub(1);
+                self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
+            }
+            // xfs_da3_node_toosmall.
+            if left > node_ents >> 1 {
+                return Ok(work);
+            }
+            let Some(node) = path.last() else {
+                return Ok(work);
+            };
+            let (nforw, nback) = (be32(&node.b, 0).unwrap_or(0), be32(&node.b, 4).unwrap_or(0));
+            let cur = dablk_of(&path);
+            let choice = if left == 0 {
+                Some((nforw != 0, None))
+            } else {
+                let room = node_ents
+                    .saturating_sub(node_ents >> 2)
+                    .saturating_sub(left);
+                let first = nforw < nback;
+                let mut chosen = None;
+                for forward in [first, !first] {
+                    let blkno = if forward { nforw } else { nback };
+                    if blkno == 0 {
                         continue;
                     }
-                    let off = self.attr_block_off(ino, u64::from(sib))?;
+                    let off = self.attr_block_off(ino, u64::from(blkno))?;
                     let sb = self.read("attr node block", off, bs)?;
-                    let sc = usize::from(be16(&sb, count_at).unwrap_or(0));
-                    let room = node_ents
-                        .saturating_sub(node_ents >> 2)
-                        .checked_sub(left)
-                        .and_then(|r| r.checked_sub(sc));
-                    if left == 0 || room.is_some() {
-                        return refuse(format!(
-                            "inode {ino}: a removal leaves an attr node the kernel joins with a sibling node, which this tool does not do"
-                        ));
+                    if usize::from(be16(&sb, count_at).unwrap_or(0)) <= room {
+                        chosen = Some((forward, Some(blkno)));
+                        break;
                     }
                 }
+                chosen
+            };
+            let Some((forward, blkno)) = choice else {
+                return Ok(work);
+            };
+            let mut alt = path.clone();
+            if !self.shift_node(ino, &mut alt, forward)? {
+                return Ok(work);
             }
-            return Ok(work);
+            let sib = dablk_of(&alt);
+            if blkno.is_some_and(|b| b != sib) {
+                return refuse(format!(
+                    "inode {ino}: attr node {cur} names node {} as its sibling, the tree leads to {sib}",
+                    blkno.unwrap_or(0)
+                ));
+            }
+            // The higher-numbered node goes; an empty one always does.
+            let drop_sibling = blkno.is_some() && sib > cur;
+            let (mut dpath, mut spath) = if drop_sibling {
+                (alt, path)
+            } else {
+                (path, alt)
+            };
+            let (Some(d), Some(sv)) = (dpath.last(), spath.last()) else {
+                return Ok(work);
+            };
+            // xfs_da3_node_unbalance: the dropped node's entries before or
+            // after the kept one's.
+            let dcount = usize::from(be16(&d.b, count_at).unwrap_or(0));
+            let scount = usize::from(be16(&sv.b, count_at).unwrap_or(0));
+            let dents = Self::da_entries(&d.b, v5);
+            let sents = Self::da_entries(&sv.b, v5);
+            let lower = match (dents.first(), sents.first(), dents.last(), sents.last()) {
+                (Some(df), Some(sf), Some(dl), Some(sl)) => df.0 < sf.0 || dl.0 < sl.0,
+                _ => false,
+            };
+            let merged: Vec<(u32, u32)> = if lower {
+                dents.iter().chain(sents.iter()).copied().collect()
+            } else {
+                sents.iter().chain(dents.iter()).copied().collect()
+            };
+            if merged.len() != dcount.saturating_add(scount) || merged.len() > node_ents {
+                return refuse(format!(
+                    "inode {ino}: attr nodes {cur} and {sib} do not fit one block"
+                ));
+            }
+            let (save_boff, drop_boff) = (sv.boff, d.boff);
+            let (dforw, dback) = (be32(&d.b, 0).unwrap_or(0), be32(&d.b, 4).unwrap_or(0));
+            let mut sb = sv.b.clone();
+            Self::put_node_entries(&mut sb, v5, &merged);
+            // xfs_da3_blk_unlink: the kept node takes the dropped one's
+            // place in the sibling chain.
+            let (save_blk, drop_blk) = (dablk_of(&spath), dablk_of(&dpath));
+            let (sforw, sback) = (be32(&sb, 0).unwrap_or(0), be32(&sb, 4).unwrap_or(0));
+            let relink = |ed: &mut Self, blk: u32, forw: bool| -> EditResult<()> {
+                let off = ed.attr_block_off(ino, u64::from(blk))?;
+                let mut b = ed.read("attr block", off, bs)?;
+                put_be32(&mut b, if forw { 0 } else { 4 }, save_blk);
+                ed.put_attr_block(off, b);
+                Ok(())
+            };
+            if sback == drop_blk {
+                put_be32(&mut sb, 4, dback);
+                if dback != 0 {
+                    relink(self, dback, true)?;
+                }
+            } else if sforw == drop_blk {
+                put_be32(&mut sb, 0, dforw);
+                if dforw != 0 {
+                    relink(self, dforw, false)?;
+                }
+            }
+            self.put_attr_block(save_boff, sb.clone());
+            if let Some(last) = spath.last_mut() {
+                last.b = sb.clone();
+            }
+            // xfs_da3_fixhashpath on the kept node's path.
+            if let Some(&(last, _)) = merged.last() {
+                let above = spath.len().saturating_sub(1);
+                self.fix_hash_up(spath.get_mut(..above).unwrap_or(&mut []), last);
+            }
+            // xfs_da_shrink_inode: the dropped node unmapped, never written.
+            let (more, _, _) = self.attr_unmap_blocks(ino, u64::from(drop_blk), 1)?;
+            work.extend(more);
+            self.drop_attr_block(drop_boff);
+            // One level up, along the dropped node's path, as it is now.
+            dpath.pop();
+            for step in dpath.iter_mut() {
+                step.b = self.read("attr node block", step.boff, bs)?;
+            }
+            path = dpath;
         }
-        if left != 1 {
-            self.put_attr_block(root.boff, root.b.clone());
+        let Some(root) = path.last() else {
+            return Ok(work);
+        };
+        if be16(&root.b, count_at).unwrap_or(0) != 1 {
             return Ok(work);
         }
         // xfs_da3_root_join: the only child's bytes into attr block 0.
@@ -3021,7 +3203,7 @@ mod fixture_tests {
     /// node left with one entry less would then join that sibling node,
     /// which this tool refuses rather than do differently.
     #[test]
-    fn a_node_that_would_join_its_sibling_node_is_refused() {
+    fn a_node_that_falls_small_joins_its_sibling_node_and_the_root_takes_it() {
         let fs = fixture_fs("replay-attri-deepjoin");
         let ino = 67;
         let mkfs = std::fs::read_to_string(
@@ -3049,22 +3231,36 @@ mod fixture_tests {
         let mut ov = Overlay::default();
         ov.put(sib / 512, &b);
         let mut ed = ForkEditor::new(&fs, &ov);
-        let mut why = None;
         for name in &names {
             let tasks = start(&mut ed, ino, 2, name.as_bytes(), b"", &mut NoSpace).unwrap();
             for t in tasks {
                 if let AttrTask::RemoveAttr(rm) = t {
-                    if let Err(EditError::Unsupported(u)) = ed.attr_remove_incomplete(&rm) {
-                        why = Some(u.0);
-                    }
+                    ed.attr_remove_incomplete(&rm).unwrap();
                 }
             }
-            if why.is_some() {
-                break;
-            }
         }
-        let why = why.expect("no removal was refused");
-        assert!(why.contains("joins with a sibling node"), "{why}");
+        // The leaf join left the first node small enough to join the
+        // shrunk sibling node: one node holds the entries of both, in hash
+        // order, and with one child left the root took its bytes (a node
+        // at level 1 in attr block 0); the dropped node is unmapped.
+        let b0 = ed.read("attr block", root, bs).unwrap();
+        assert_eq!(be16(&b0, 8), Some(DA3_NODE_MAGIC));
+        let (_, _, level_at) = node_layout(true);
+        assert_eq!(be16(&b0, level_at), Some(1));
+        let after = ForkEditor::<crate::xfs::read::FileReader>::da_entries(&b0, true);
+        assert!(after.windows(2).all(|w| w[0].0 <= w[1].0), "{after:?}");
+        let sib_first = ForkEditor::<crate::xfs::read::FileReader>::da_entries(&b, true)[0];
+        assert_eq!(after.last(), Some(&sib_first));
+        let blocks: Vec<u64> = ed
+            .attr_extents(ino)
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.off..r.end())
+            .collect();
+        assert!(
+            !blocks.contains(&u64::from(entries[0].1))
+                || !blocks.contains(&u64::from(entries[1].1))
+        );
     }
 
     #[test]
