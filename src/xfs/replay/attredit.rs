@@ -100,17 +100,18 @@
 //! one's add; the kernel then reads a block of the wrong kind and fails
 //! the mount, and so is it refused here.
 //!
-//! A removal that leaves a leaf under the root node below 37% full
-//! merges it with a sibling as `xfs_da3_join` does (see
-//! [`ForkEditor::join_leaf`]), and a root node left with one leaf takes
-//! its bytes.
+//! A removal that leaves a leaf at most half full merges it with a sibling
+//! as `xfs_da3_join` does (see [`ForkEditor::join_leaf`]): the sibling in
+//! the same node, or one under the node before or after (the path shifted
+//! to it); a node left at most half full then joins a sibling node the
+//! same way, up the tree, and a root left with one child takes its bytes.
+//! A name not found in a leaf that ends with its hash is looked for in the
+//! next leaf (`xfs_da3_path_shift`), and so on.
 //!
-//! Refused, with the reason: attr forks in a bmbt, a split whose node has
-//! no room (the kernel splits the node too) or whose entry fits neither
-//! half, a join under a node that is not the root, an entry whose hash
-//! ends its leaf (the kernel looks in the next one too), an allocation the
-//! AG's longest free extent cannot hold in one piece, intents the kernel's
-//! own checks reject (it then fails the mount).
+//! Refused, with the reason: a split whose entry fits neither half (the
+//! kernel splits a second time), an allocation the AG's longest free
+//! extent cannot hold in one piece, intents the kernel's own checks reject
+//! (it then fails the mount).
 
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, entsize_remote, Leaf};
@@ -1852,12 +1853,58 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// to that node's sibling after (`forward`) or before it at the same
     /// level; `false`, the path unchanged, at the edge of the tree.
     fn shift_node(&self, ino: u64, path: &mut Vec<NodeStep>, forward: bool) -> EditResult<bool> {
+        let depth = path.len();
+        let search = depth.saturating_sub(1);
+        Ok(self.shift_path(ino, path, forward, search)?.is_some())
+    }
+
+    /// `xfs_da3_path_shift`: the path moved to the leaf after (`forward`)
+    /// or before the one it ends at; `None`, the path unchanged, at the end
+    /// of the tree.
+    fn shift_leaf(
+        &self,
+        ino: u64,
+        path: &mut Vec<NodeStep>,
+        forward: bool,
+    ) -> EditResult<Option<LeafFork>> {
+        let search = path.len();
+        let Some(dablk) = self.shift_path(ino, path, forward, search)? else {
+            return Ok(None);
+        };
+        let g = self.fs().geo;
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let boff = self.attr_block_off(ino, dablk)?;
+        let leaf = Leaf::parse(self.read("attr block", boff, bs)?, g.v5, "attr leaf block")
+            .map_err(|e| e.within(|| format!("inode {ino}, attr block {dablk}")))?;
+        Ok(Some(LeafFork {
+            boff,
+            leaf,
+            single: false,
+        }))
+    }
+
+    /// The walk of `xfs_da3_path_shift` over a path of nodes: up to the
+    /// deepest of its first `search` nodes not at its last (`forward`) or
+    /// first entry, one entry on, then down the first or last entries until
+    /// the path is as long as it was, each node checked to be at its
+    /// level. Returns the block below the path's last node, or `None`, the
+    /// path unchanged, at the edge of the tree.
+    fn shift_path(
+        &self,
+        ino: u64,
+        path: &mut Vec<NodeStep>,
+        forward: bool,
+        search: usize,
+    ) -> EditResult<Option<u64>> {
         let g = self.fs().geo;
         let (hdr, count_at, level_at) = node_layout(g.v5);
         let count_of = |b: &[u8]| usize::from(be16(b, count_at).unwrap_or(0));
-        let depth = path.len();
-        let above = depth.saturating_sub(1);
-        let Some(up) = path.get(..above).and_then(|p| {
+        let entry = |b: &[u8], i: usize| {
+            u64::from(
+                be32(b, hdr.saturating_add(i.saturating_mul(8)).saturating_add(4)).unwrap_or(0),
+            )
+        };
+        let Some(up) = path.get(..search).and_then(|p| {
             p.iter().rposition(|s| {
                 if forward {
                     s.index.saturating_add(1) < count_of(&s.b)
@@ -1866,15 +1913,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 }
             })
         }) else {
-            return Ok(false);
+            return Ok(None);
         };
-        let level0 = path.last().map_or(0, |s| be16(&s.b, level_at).unwrap_or(0));
+        let depth = path.len();
+        // The level of the path's last node; the others are above it.
+        let base = path.last().map_or(1, |s| be16(&s.b, level_at).unwrap_or(1));
         path.truncate(up.saturating_add(1));
-        let entry = |b: &[u8], i: usize| {
-            u64::from(
-                be32(b, hdr.saturating_add(i.saturating_mul(8)).saturating_add(4)).unwrap_or(0),
-            )
-        };
         let mut dablk = match path.last_mut() {
             Some(s) => {
                 s.index = if forward {
@@ -1884,7 +1928,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 };
                 entry(&s.b, s.index)
             }
-            None => return Ok(false),
+            None => return Ok(None),
         };
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
         while path.len() < depth {
@@ -1895,9 +1939,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             let boff = self.attr_block_off(ino, dablk)?;
             let b = self.read("attr node block", boff, bs)?;
-            let want = level0.saturating_add(
-                u16::try_from(depth.saturating_sub(1).saturating_sub(path.len())).unwrap_or(0),
-            );
+            let above = depth.saturating_sub(1).saturating_sub(path.len());
+            let want = base.saturating_add(u16::try_from(above).unwrap_or(u16::MAX));
             if !matches!(be16(&b, 8), Some(DA_NODE_MAGIC | DA3_NODE_MAGIC))
                 || be16(&b, level_at).unwrap_or(0) != want
                 || count_of(&b) == 0
@@ -1914,85 +1957,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             dablk = entry(&b, index);
             path.push(NodeStep { boff, b, index });
         }
-        Ok(true)
-    }
-
-    /// `xfs_da3_path_shift`: the path moved to the leaf after (`forward`)
-    /// or before the one it ends at (up to the first node not at its last
-    /// or first entry, then down the first or last entries); `None`, the
-    /// path unchanged, at the end of the tree.
-    fn shift_leaf(
-        &self,
-        ino: u64,
-        path: &mut Vec<NodeStep>,
-        forward: bool,
-    ) -> EditResult<Option<LeafFork>> {
-        let g = self.fs().geo;
-        let (hdr, count_at, level_at) = node_layout(g.v5);
-        let count_of = |b: &[u8]| usize::from(be16(b, count_at).unwrap_or(0));
-        let Some(up) = path.iter().rposition(|s| {
-            if forward {
-                s.index.saturating_add(1) < count_of(&s.b)
-            } else {
-                s.index > 0
-            }
-        }) else {
-            return Ok(None);
-        };
-        let depth = path.len();
-        path.truncate(up.saturating_add(1));
-        let entry = |b: &[u8], i: usize| {
-            u64::from(
-                be32(b, hdr.saturating_add(i.saturating_mul(8)).saturating_add(4)).unwrap_or(0),
-            )
-        };
-        let mut dablk = match path.last_mut() {
-            Some(s) => {
-                s.index = if forward {
-                    s.index.saturating_add(1)
-                } else {
-                    s.index.saturating_sub(1)
-                };
-                entry(&s.b, s.index)
-            }
-            None => return Ok(None),
-        };
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
-        loop {
-            if dablk == 0 {
-                return refuse(format!(
-                    "inode {ino}: an attr node entry points back at the root"
-                ));
-            }
-            let boff = self.attr_block_off(ino, dablk)?;
-            let b = self.read("attr block", boff, bs)?;
-            if path.len() == depth {
-                let leaf = Leaf::parse(b, g.v5, "attr leaf block")
-                    .map_err(|e| e.within(|| format!("inode {ino}, attr block {dablk}")))?;
-                return Ok(Some(LeafFork {
-                    boff,
-                    leaf,
-                    single: false,
-                }));
-            }
-            let level = be16(&b, level_at).unwrap_or(0);
-            let want = u16::try_from(depth.saturating_sub(path.len())).unwrap_or(u16::MAX);
-            if !matches!(be16(&b, 8), Some(DA_NODE_MAGIC | DA3_NODE_MAGIC))
-                || level != want
-                || count_of(&b) == 0
-            {
-                return refuse(format!(
-                    "inode {ino}: attr block {dablk} is not the node at level {want} the tree leads to"
-                ));
-            }
-            let index = if forward {
-                0
-            } else {
-                count_of(&b).saturating_sub(1)
-            };
-            dablk = entry(&b, index);
-            path.push(NodeStep { boff, b, index });
+        if dablk == 0 {
+            return refuse(format!(
+                "inode {ino}: an attr node entry points back at the root"
+            ));
         }
+        Ok(Some(dablk))
     }
 
     /// `xfs_da3_fixhashpath`: the hashes on the way down to `leaf` made its
