@@ -2955,6 +2955,63 @@ mod fixture_tests {
     /// header most often). Sets and removals through the node path, and
     /// their later steps, finish or are refused with a reason; none
     /// panics.
+    /// The search into the next leaf (`xfs_da3_path_shift`) over damaged
+    /// nodes and leaves: a name of the shared hash removed from a later
+    /// leaf, one added after the run (replay-attri-hash.mkfs.txt: hmid is
+    /// inode 132, its fork the same as every file's there).
+    #[test]
+    fn damaged_leaves_of_one_hash_are_refused_without_panics() {
+        use crate::xfs::testutil::Rng;
+        let fs = fixture_fs("replay-attri-hash");
+        let ino = 132;
+        let clean = Overlay::default();
+        let base = ForkEditor::new(&fs, &clean);
+        let offs: Vec<u64> = base
+            .attr_extents(ino)
+            .unwrap()
+            .iter()
+            .flat_map(|rec| (0..rec.len).map(move |i| rec.start + i))
+            .map(|fsb| base.block_off("attr block", fsb).unwrap())
+            .collect();
+        assert!(offs.len() >= 5, "{offs:?}");
+        let bs = usize::try_from(fs.geo.blocksize).unwrap();
+        let mut r = Rng(0xa77e_0003);
+        let now = RecoveryTime::default();
+        let (mut finished, mut refused) = (0, 0);
+        for round in 0..300 {
+            let off = offs[round % offs.len()];
+            let mut b = base.read("attr block", off, bs).unwrap();
+            for _ in 0..1 + round % 4 {
+                // Mostly the headers: siblings, counts, node entries.
+                let at = (r.next() % if r.next() % 3 == 0 { bs as u64 } else { 128 }) as usize;
+                b[at] = r.next() as u8;
+            }
+            let mut ov = Overlay::default();
+            ov.put(off / 512, &b);
+            let mut ed = ForkEditor::new(&fs, &ov);
+            let ops: [(u32, &[u8], &[u8]); 2] = [(2, b"ccMUWn8Y", b""), (1, b"ch8EWngp", b"new")];
+            for (op, name, v) in ops {
+                let Ok(tasks) = start(&mut ed, ino, op, name, v, &mut NoSpace) else {
+                    refused += 1;
+                    continue;
+                };
+                for t in tasks {
+                    let step = match t {
+                        AttrTask::Add(p) => ed.attr_add(&p, now, &mut NoSpace).map(|_| ()),
+                        AttrTask::RemoveAttr(rm) => ed.attr_remove_incomplete(&rm).map(|_| ()),
+                        _ => Ok(()),
+                    };
+                    if step.is_ok() {
+                        finished += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(finished > 0 && refused > 0, "{finished} {refused}");
+    }
+
     #[test]
     #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
     fn damaged_attr_nodes_and_leaves_are_refused_without_panics() {
@@ -3172,6 +3229,76 @@ mod fixture_tests {
     /// joins a sibling, with the sibling node made nearly empty first: the
     /// node left with one entry less would then join that sibling node,
     /// which this tool refuses rather than do differently.
+    /// Nodes that join (the case below) with their blocks damaged at
+    /// random: each removal finishes or is refused, never a panic.
+    #[test]
+    fn damaged_nodes_that_join_are_refused_without_panics() {
+        use crate::xfs::testutil::Rng;
+        let fs = fixture_fs("replay-attri-deepjoin");
+        let ino = 67;
+        let mkfs = std::fs::read_to_string(
+            crate::xfs::testutil::fixtures_dir().join("replay-attri-deepjoin.mkfs.txt"),
+        )
+        .unwrap();
+        let names: Vec<String> = mkfs
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("attri:remove:67:user:"))
+            .map(str::to_string)
+            .collect();
+        let bs = usize::try_from(fs.geo.blocksize).unwrap();
+        let clean = Overlay::default();
+        let base = ForkEditor::new(&fs, &clean);
+        let root = base.attr_block_off(ino, 0).unwrap();
+        let rootb = base.read("attr block", root, bs).unwrap();
+        let entries = ForkEditor::<crate::xfs::read::FileReader>::da_entries(&rootb, true);
+        let nodes: Vec<u64> = [0, entries[0].1, entries[1].1]
+            .iter()
+            .map(|&d| base.attr_block_off(ino, u64::from(d)).unwrap())
+            .collect();
+        let mut r = Rng(0xa77e_0004);
+        let (mut finished, mut refused) = (0, 0);
+        for round in 0..200 {
+            let mut ov = Overlay::default();
+            // The second node shrunk to one entry, so that the nodes join.
+            let mut sib = base.read("attr block", nodes[2], bs).unwrap();
+            sib[56..58].copy_from_slice(&1u16.to_be_bytes());
+            let target = nodes[round % 3];
+            let mut b = if target == nodes[2] {
+                sib.clone()
+            } else {
+                base.read("attr block", target, bs).unwrap()
+            };
+            for _ in 0..1 + round % 3 {
+                let at = (r.next() % 96) as usize;
+                b[at] = r.next() as u8;
+            }
+            if target != nodes[2] {
+                ov.put(nodes[2] / 512, &sib);
+            }
+            ov.put(target / 512, &b);
+            let mut ed = ForkEditor::new(&fs, &ov);
+            for name in &names {
+                let Ok(tasks) = start(&mut ed, ino, 2, name.as_bytes(), b"", &mut NoSpace) else {
+                    refused += 1;
+                    break;
+                };
+                let mut ok = true;
+                for t in tasks {
+                    if let AttrTask::RemoveAttr(rm) = t {
+                        ok &= ed.attr_remove_incomplete(&rm).is_ok();
+                    }
+                }
+                if ok {
+                    finished += 1;
+                } else {
+                    refused += 1;
+                    break;
+                }
+            }
+        }
+        assert!(finished > 0 && refused > 0, "{finished} {refused}");
+    }
+
     #[test]
     fn a_node_that_falls_small_joins_its_sibling_node_and_the_root_takes_it() {
         let fs = fixture_fs("replay-attri-deepjoin");
