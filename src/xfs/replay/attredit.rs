@@ -2960,6 +2960,7 @@ mod fixture_tests {
     /// leaf, one added after the run (replay-attri-hash.mkfs.txt: hmid is
     /// inode 132, its fork the same as every file's there).
     #[test]
+    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
     fn damaged_leaves_of_one_hash_are_refused_without_panics() {
         use crate::xfs::testutil::Rng;
         let fs = fixture_fs("replay-attri-hash");
@@ -3232,6 +3233,7 @@ mod fixture_tests {
     /// Nodes that join (the case below) with their blocks damaged at
     /// random: each removal finishes or is refused, never a panic.
     #[test]
+    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
     fn damaged_nodes_that_join_are_refused_without_panics() {
         use crate::xfs::testutil::Rng;
         let fs = fixture_fs("replay-attri-deepjoin");
