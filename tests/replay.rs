@@ -359,7 +359,9 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // other node (two paths: the kept leaf's hash up its own, the dropped
     // leaf's node losing its entry); and 561 removals that empty leaves
     // until a node joins its sibling node and the root takes the one left,
-    // the tree going from three levels to two. And names of one hash over
+    // the tree going from three levels to two; and an entry that fits
+    // neither half of its leaf's split: the half it is due in splits
+    // again, the node taking two new entries. And names of one hash over
     // several leaves: the search goes on into the next leaf that ends with
     // the hash.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
@@ -410,6 +412,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-hash",
         "replay-attri-acrossjoin",
         "replay-attri-nodejoin",
+        "replay-attri-dsplit",
     ] {
         assert!(
             exact.contains(&name.to_string()),

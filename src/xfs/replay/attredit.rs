@@ -108,10 +108,13 @@
 //! A name not found in a leaf that ends with its hash is looked for in the
 //! next leaf (`xfs_da3_path_shift`), and so on.
 //!
-//! Refused, with the reason: a split whose entry fits neither half (the
-//! kernel splits a second time), an allocation the AG's longest free
-//! extent cannot hold in one piece, intents the kernel's own checks reject
-//! (it then fails the mount).
+//! A split whose entry fits neither half splits the half it is due in
+//! again, as `xfs_da3_split` does with its extra block.
+//!
+//! Refused, with the reason: such a second split under a node without
+//! room for both new entries (the kernel splits the node with two), an
+//! allocation the AG's longest free extent cannot hold in one piece,
+//! intents the kernel's own checks reject (it then fails the mount).
 
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, entsize_remote, Leaf};
@@ -1490,6 +1493,120 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// for the new leaf added to the node after the old one's. Refused: a
     /// node with no room (the kernel splits it too) or an entry that fits
     /// neither half (a second split).
+    /// The second split of `xfs_da3_split` (`state->extravalid`): the half
+    /// the entry was due in (`due`: in the old leaf, and where) splits into
+    /// an extra leaf allocated after the new one, linked beside it
+    /// (`xfs_da3_blk_link`); the entry goes where that split puts it; the
+    /// node above takes the new leaf's entry after the old one's and the
+    /// extra leaf's before or after it (`extraafter`), and the hashes go
+    /// up. A node without room for both (the kernel splits it with two new
+    /// entries) is refused.
+    #[allow(clippy::too_many_arguments)]
+    fn split_attr_leaf_again(
+        &mut self,
+        ino: u64,
+        (old, old_dablk): (&mut Leaf, u32),
+        (new, new_dablk): (&mut Leaf, u32),
+        (inleaf, idx): (bool, usize),
+        path: &mut [NodeStep],
+        (hash, p, remote, entsize): (u32, &PendingAdd, bool, usize),
+        space: &mut dyn AttrSpace,
+    ) -> EditResult<Vec<Work>> {
+        let fs = self.fs();
+        let g = fs.geo;
+        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let (hdr, count_at, _) = node_layout(g.v5);
+        let node_ents = bs.saturating_sub(hdr) / 8;
+        let Some(bottom) = path.last() else {
+            return refuse(format!("inode {ino}: a leaf split with no node above"));
+        };
+        let mut entries = Self::da_entries(&bottom.b, g.v5);
+        let at = bottom.index;
+        if entries.len().saturating_add(2) > node_ents
+            || usize::from(be16(&bottom.b, count_at).unwrap_or(0)) != entries.len()
+            || at >= entries.len()
+        {
+            return refuse(format!(
+                "inode {ino}: an attr leaf split twice under a node without room for both new leaves: the kernel splits the node with two entries, which this tool does not do"
+            ));
+        }
+        let (xdablk, xboff, work) = self.da_grow(ino, space)?;
+        let xdablk = u32::try_from(xdablk).unwrap_or(0);
+        let mut extra = Leaf::create(bs, g.v5, xboff / 512, ino, &fs.meta_uuid());
+        let src_dablk = if inleaf { old_dablk } else { new_dablk };
+        let (neighbour, set_forw) = {
+            let src: &mut Leaf = if inleaf { &mut *old } else { &mut *new };
+            let (inleaf2, idx2) = src.split_into(&mut extra, idx, entsize);
+            // xfs_da3_blk_link of the extra leaf beside the one it split
+            // from.
+            let (forw, back) = src.siblings();
+            let before = src.hdr.count > 0
+                && extra.hdr.count > 0
+                && (extra.first_hash() < src.first_hash() || extra.lasthash() < src.lasthash());
+            let link = if before {
+                extra.set_siblings(src_dablk, back);
+                src.set_siblings(forw, xdablk);
+                (back, true)
+            } else {
+                extra.set_siblings(forw, src_dablk);
+                src.set_siblings(xdablk, back);
+                (forw, false)
+            };
+            let target = if inleaf2 { src } else { &mut extra };
+            if !Self::leaf_add_entry(target, idx2, hash, p, remote)? {
+                return refuse(format!(
+                    "inode {ino}: the entry fits no leaf of a second split: the kernel fails the mount"
+                ));
+            }
+            link
+        };
+        // The neighbour now on the extra leaf's other side: the old or the
+        // new leaf in hand, or a leaf on disk.
+        let point = |l: &mut Leaf| {
+            let (f, b) = l.siblings();
+            if set_forw {
+                l.set_siblings(xdablk, b);
+            } else {
+                l.set_siblings(f, xdablk);
+            }
+        };
+        if neighbour == old_dablk {
+            point(old);
+        } else if neighbour == new_dablk {
+            point(new);
+        } else if neighbour != 0 {
+            let off = self.attr_block_off(ino, u64::from(neighbour))?;
+            let mut b = self.read("attr block", off, bs)?;
+            put_be32(&mut b, if set_forw { 0 } else { 4 }, xdablk);
+            self.put_attr_block(off, b);
+        }
+        // xfs_da3_node_add twice: the new leaf after the old one's entry,
+        // the extra one before it (split from the old leaf) or after it.
+        let lh = |l: &Leaf| l.lasthash().unwrap_or(0);
+        if let Some(e) = entries.get_mut(at) {
+            e.0 = lh(old);
+        }
+        let new_at = at.saturating_add(1);
+        entries.insert(new_at.min(entries.len()), (lh(new), new_dablk));
+        let extra_at = if inleaf {
+            new_at
+        } else {
+            new_at.saturating_add(1)
+        };
+        entries.insert(extra_at.min(entries.len()), (lh(&extra), xdablk));
+        let Some(bottom) = path.last_mut() else {
+            return Ok(work);
+        };
+        Self::put_node_entries(&mut bottom.b, g.v5, &entries);
+        self.put_attr_block(bottom.boff, bottom.b.clone());
+        if let Some(&(last, _)) = entries.last() {
+            let above = path.len().saturating_sub(1);
+            self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
+        }
+        self.put_attr_block(xboff, extra.b);
+        Ok(work)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn split_attr_leaf(
         &mut self,
@@ -1552,16 +1669,29 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
         let target = if inleaf { &mut lf.leaf } else { &mut new };
+        let mut work = work;
         if !Self::leaf_add_entry(target, idx, hash, p, remote)? {
-            return refuse(format!(
-                "inode {ino}: the entry fits neither half of a split attr leaf: the kernel splits again, which this tool does not do"
-            ));
+            // The entry fits neither half: the half it was due in splits
+            // again (xfs_da3_split with an extra block), and the node takes
+            // two new entries.
+            work.extend(self.split_attr_leaf_again(
+                ino,
+                (&mut lf.leaf, old_dablk),
+                (&mut new, new_dablk),
+                (inleaf, idx),
+                &mut path,
+                (hash, p, remote, entsize),
+                space,
+            )?);
+            self.set_change_count(ino, cc0.wrapping_add(1))?;
+            self.put_attr_block(lf.boff, lf.leaf.b);
+            self.put_attr_block(nboff, new.b);
+            return Ok(work);
         }
         self.fix_hash_path(&mut path, &lf.leaf);
         // xfs_da3_node_add: the new leaf after the old one's entry, the
         // nodes splitting on the way up when full.
         let new_last = new.lasthash().unwrap_or(0);
-        let mut work = work;
         work.extend(self.da_add_up(ino, &mut path, (new_last, new_dablk), space)?);
         // One transaction, however many blocks it added: the change count
         // rose once.
