@@ -3078,77 +3078,48 @@ mod fixture_tests {
         );
     }
 
-    /// Set, replace and remove on one real inode: back where it started,
-    /// but for the change count and time the kernel's rules move.
-    /// Hostile attr blocks: replay-attri-node's nodeadd (a node over three
-    /// leaves) with bytes of its node or a leaf changed at random (the
-    /// header most often). Sets and removals through the node path, and
-    /// their later steps, finish or are refused with a reason; none
-    /// panics.
     /// The search into the next leaf (`xfs_da3_path_shift`) over damaged
     /// nodes and leaves: a name of the shared hash removed from a later
     /// leaf, one added after the run (replay-attri-hash.mkfs.txt: hmid is
     /// inode 132, its fork the same as every file's there).
     #[test]
-    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
     fn damaged_leaves_of_one_hash_are_refused_without_panics() {
-        use crate::xfs::testutil::Rng;
-        let fs = fixture_fs("replay-attri-hash");
-        let ino = 132;
-        let clean = Overlay::default();
-        let base = ForkEditor::new(&fs, &clean);
-        let offs: Vec<u64> = base
-            .attr_extents(ino)
-            .unwrap()
-            .iter()
-            .flat_map(|rec| (0..rec.len).map(move |i| rec.start + i))
-            .map(|fsb| base.block_off("attr block", fsb).unwrap())
-            .collect();
-        assert!(offs.len() >= 5, "{offs:?}");
-        let bs = usize::try_from(fs.geo.blocksize).unwrap();
-        let mut r = Rng(0xa77e_0003);
-        let now = RecoveryTime::default();
-        let (mut finished, mut refused) = (0, 0);
-        for round in 0..300 {
-            let off = offs[round % offs.len()];
-            let mut b = base.read("attr block", off, bs).unwrap();
-            for _ in 0..1 + round % 4 {
-                // Mostly the headers: siblings, counts, node entries.
-                let at = (r.next() % if r.next() % 3 == 0 { bs as u64 } else { 128 }) as usize;
-                b[at] = r.next() as u8;
-            }
-            let mut ov = Overlay::default();
-            ov.put(off / 512, &b);
-            let mut ed = ForkEditor::new(&fs, &ov);
-            let ops: [(u32, &[u8], &[u8]); 2] = [(2, b"ccMUWn8Y", b""), (1, b"ch8EWngp", b"new")];
-            for (op, name, v) in ops {
-                let Ok(tasks) = start(&mut ed, ino, op, name, v, &mut NoSpace) else {
-                    refused += 1;
-                    continue;
-                };
-                for t in tasks {
-                    let step = match t {
-                        AttrTask::Add(p) => ed.attr_add(&p, now, &mut NoSpace).map(|_| ()),
-                        AttrTask::RemoveAttr(rm) => ed.attr_remove_incomplete(&rm).map(|_| ()),
-                        _ => Ok(()),
-                    };
-                    if step.is_ok() {
-                        finished += 1;
-                    } else {
-                        refused += 1;
-                    }
-                }
-            }
-        }
+        let ops: [(u32, &[u8], &[u8]); 2] = [(2, b"ccMUWn8Y", b""), (1, b"ch8EWngp", b"new")];
+        let (finished, refused) =
+            damage_rounds("replay-attri-hash", 132, 0xa77e_0003, (300, 4, 128), &ops);
         assert!(finished > 0 && refused > 0, "{finished} {refused}");
     }
 
+    /// Hostile attr blocks: replay-attri-node's nodeadd (a node over three
+    /// leaves) with bytes of its node or a leaf changed at random (the
+    /// header most often). Sets and removals through the node path, and
+    /// their later steps, finish or are refused with a reason; none
+    /// panics.
     #[test]
-    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
     fn damaged_attr_nodes_and_leaves_are_refused_without_panics() {
+        let value = vec![b'q'; 40];
+        let ops: [(u32, &[u8], &[u8]); 3] =
+            [(1, b"zz", &value), (2, b"n05", b""), (2, b"n17", b"")];
+        let (finished, refused) =
+            damage_rounds("replay-attri-node", 131, 0xa77e_0001, (400, 6, 96), &ops);
+        assert!(finished > 0 && refused > 0, "{finished} {refused}");
+    }
+
+    /// Rounds of random damage to `ino`'s attr blocks in fixture `name`
+    /// (`rounds`; a block a round in turn, up to `flips` bytes, two in
+    /// three among its first `header` bytes), each followed by `ops` (1
+    /// set, 2 remove) and their later steps: how many steps finished and
+    /// how many were refused. A panic fails the caller.
+    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
+    fn damage_rounds(
+        name: &str,
+        ino: u64,
+        seed: u64,
+        (rounds, flips, header): (usize, usize, u64),
+        ops: &[(u32, &[u8], &[u8])],
+    ) -> (usize, usize) {
         use crate::xfs::testutil::Rng;
-        let fs = fixture_fs("replay-attri-node");
-        let ino = 131;
+        let fs = fixture_fs(name);
         let clean = Overlay::default();
         let base = ForkEditor::new(&fs, &clean);
         let offs: Vec<u64> = base
@@ -3160,27 +3131,24 @@ mod fixture_tests {
             .collect();
         assert!(offs.len() >= 4, "{offs:?}");
         let bs = usize::try_from(fs.geo.blocksize).unwrap();
-        let mut r = Rng(0xa77e_0001);
+        let mut r = Rng(seed);
         let now = RecoveryTime::default();
         let (mut finished, mut refused) = (0, 0);
-        for round in 0..400 {
+        for round in 0..rounds {
             let off = offs[round % offs.len()];
             let mut b = base.read("attr block", off, bs).unwrap();
-            for _ in 0..1 + round % 6 {
+            for _ in 0..1 + round % flips {
                 let at = if r.next() % 3 == 0 {
                     (r.next() % bs as u64) as usize
                 } else {
-                    (r.next() % 96) as usize
+                    (r.next() % header) as usize
                 };
                 b[at] = r.next() as u8;
             }
             let mut ov = Overlay::default();
             ov.put(off / 512, &b);
             let mut ed = ForkEditor::new(&fs, &ov);
-            let value = vec![b'q'; 40];
-            let ops: [(u32, &[u8], &[u8]); 3] =
-                [(1, b"zz", &value), (2, b"n05", b""), (2, b"n17", b"")];
-            for (op, name, v) in ops {
+            for &(op, name, v) in ops {
                 let Ok(tasks) = start(&mut ed, ino, op, name, v, &mut NoSpace) else {
                     refused += 1;
                     continue;
@@ -3199,7 +3167,7 @@ mod fixture_tests {
                 }
             }
         }
-        assert!(finished > 0 && refused > 0, "{finished} {refused}");
+        (finished, refused)
     }
 
     /// Space for tests: every request gets the next of a run of blocks.
@@ -3356,10 +3324,6 @@ mod fixture_tests {
         assert!(finished > 0 && refused > 0, "{finished} {refused}");
     }
 
-    /// A leaf of replay-attri-deepjoin's three-level tree emptied until it
-    /// joins a sibling, with the sibling node made nearly empty first: the
-    /// node left with one entry less would then join that sibling node,
-    /// which this tool refuses rather than do differently.
     /// Nodes that join (the case below) with their blocks damaged at
     /// random: each removal finishes or is refused, never a panic.
     #[test]
@@ -3431,6 +3395,9 @@ mod fixture_tests {
         assert!(finished > 0 && refused > 0, "{finished} {refused}");
     }
 
+    /// A leaf of replay-attri-deepjoin's three-level tree emptied until it
+    /// joins a sibling, with the sibling node made nearly empty first: the
+    /// node left with one entry less then joins that sibling node.
     #[test]
     fn a_node_that_falls_small_joins_its_sibling_node_and_the_root_takes_it() {
         let fs = fixture_fs("replay-attri-deepjoin");
@@ -3492,6 +3459,8 @@ mod fixture_tests {
         );
     }
 
+    /// Set, replace and remove on one real inode: back where it started,
+    /// but for the change count and time the kernel's rules move.
     #[test]
     fn set_then_remove_restores_a_shortform_list() {
         let fs = fixture_fs("v5-formats");
