@@ -3324,14 +3324,9 @@ mod fixture_tests {
         assert!(finished > 0 && refused > 0, "{finished} {refused}");
     }
 
-    /// Nodes that join (the case below) with their blocks damaged at
-    /// random: each removal finishes or is refused, never a panic.
-    #[test]
-    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
-    fn damaged_nodes_that_join_are_refused_without_panics() {
-        use crate::xfs::testutil::Rng;
-        let fs = fixture_fs("replay-attri-deepjoin");
-        let ino = 67;
+    /// The 12 names replay-attri-deepjoin's log removes from inode 67 (its
+    /// mkfs.txt).
+    fn deepjoin_names() -> Vec<String> {
         let mkfs = std::fs::read_to_string(
             crate::xfs::testutil::fixtures_dir().join("replay-attri-deepjoin.mkfs.txt"),
         )
@@ -3341,6 +3336,19 @@ mod fixture_tests {
             .filter_map(|l| l.trim().strip_prefix("attri:remove:67:user:"))
             .map(str::to_string)
             .collect();
+        assert_eq!(names.len(), 12);
+        names
+    }
+
+    /// Nodes that join (the case below) with their blocks damaged at
+    /// random: each removal finishes or is refused, never a panic.
+    #[test]
+    #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
+    fn damaged_nodes_that_join_are_refused_without_panics() {
+        use crate::xfs::testutil::Rng;
+        let fs = fixture_fs("replay-attri-deepjoin");
+        let ino = 67;
+        let names = deepjoin_names();
         let bs = usize::try_from(fs.geo.blocksize).unwrap();
         let clean = Overlay::default();
         let base = ForkEditor::new(&fs, &clean);
@@ -3402,16 +3410,7 @@ mod fixture_tests {
     fn a_node_that_falls_small_joins_its_sibling_node_and_the_root_takes_it() {
         let fs = fixture_fs("replay-attri-deepjoin");
         let ino = 67;
-        let mkfs = std::fs::read_to_string(
-            crate::xfs::testutil::fixtures_dir().join("replay-attri-deepjoin.mkfs.txt"),
-        )
-        .unwrap();
-        let names: Vec<String> = mkfs
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("attri:remove:67:user:"))
-            .map(str::to_string)
-            .collect();
-        assert_eq!(names.len(), 12);
+        let names = deepjoin_names();
         let bs = usize::try_from(fs.geo.blocksize).unwrap();
         let clean = Overlay::default();
         let base = ForkEditor::new(&fs, &clean);
