@@ -361,7 +361,8 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // until a node joins its sibling node and the root takes the one left,
     // the tree going from three levels to two; and an entry that fits
     // neither half of its leaf's split: the half it is due in splits
-    // again, the node taking two new entries. And names of one hash over
+    // again, the node taking two new entries (and, full, splitting with
+    // them, 1 KiB blocks). And names of one hash over
     // several leaves: the search goes on into the next leaf that ends with
     // the hash.
     // Shared rmap conversions (forged RUIs, every case of the kernel's
@@ -413,6 +414,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-acrossjoin",
         "replay-attri-nodejoin",
         "replay-attri-dsplit",
+        "replay-attri-dsplit-full",
     ] {
         assert!(
             exact.contains(&name.to_string()),

@@ -109,12 +109,12 @@
 //! next leaf (`xfs_da3_path_shift`), and so on.
 //!
 //! A split whose entry fits neither half splits the half it is due in
-//! again, as `xfs_da3_split` does with its extra block.
+//! again, as `xfs_da3_split` does with its extra block; the node above
+//! takes both new entries, splitting if it must.
 //!
-//! Refused, with the reason: such a second split under a node without
-//! room for both new entries (the kernel splits the node with two), an
-//! allocation the AG's longest free extent cannot hold in one piece,
-//! intents the kernel's own checks reject (it then fails the mount).
+//! Refused, with the reason: an allocation the AG's longest free extent
+//! cannot hold in one piece, intents the kernel's own checks reject (it
+//! then fails the mount).
 
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, entsize_remote, Leaf};
@@ -1498,9 +1498,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// an extra leaf allocated after the new one, linked beside it
     /// (`xfs_da3_blk_link`); the entry goes where that split puts it; the
     /// node above takes the new leaf's entry after the old one's and the
-    /// extra leaf's before or after it (`extraafter`), and the hashes go
-    /// up. A node without room for both (the kernel splits it with two new
-    /// entries) is refused.
+    /// extra leaf's before or after it (`extraafter`), splitting when both
+    /// do not fit, and the hashes go up.
     #[allow(clippy::too_many_arguments)]
     fn split_attr_leaf_again(
         &mut self,
@@ -1515,22 +1514,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let fs = self.fs();
         let g = fs.geo;
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
-        let (hdr, count_at, _) = node_layout(g.v5);
-        let node_ents = bs.saturating_sub(hdr) / 8;
-        let Some(bottom) = path.last() else {
-            return refuse(format!("inode {ino}: a leaf split with no node above"));
-        };
-        let mut entries = Self::da_entries(&bottom.b, g.v5);
-        let at = bottom.index;
-        if entries.len().saturating_add(2) > node_ents
-            || usize::from(be16(&bottom.b, count_at).unwrap_or(0)) != entries.len()
-            || at >= entries.len()
-        {
-            return refuse(format!(
-                "inode {ino}: an attr leaf split twice under a node without room for both new leaves: the kernel splits the node with two entries, which this tool does not do"
-            ));
-        }
-        let (xdablk, xboff, work) = self.da_grow(ino, space)?;
+        let (xdablk, xboff, mut work) = self.da_grow(ino, space)?;
         let xdablk = u32::try_from(xdablk).unwrap_or(0);
         let mut extra = Leaf::create(bs, g.v5, xboff / 512, ino, &fs.meta_uuid());
         let src_dablk = if inleaf { old_dablk } else { new_dablk };
@@ -1580,30 +1564,16 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             put_be32(&mut b, if set_forw { 0 } else { 4 }, xdablk);
             self.put_attr_block(off, b);
         }
-        // xfs_da3_node_add twice: the new leaf after the old one's entry,
-        // the extra one before it (split from the old leaf) or after it.
+        // The old leaf's hash up the path, then xfs_da3_node_add twice: the
+        // new leaf after the old one's entry, the extra one before it
+        // (split from the old leaf) or after it (`extraafter`), the node
+        // splitting when both do not fit.
+        self.fix_hash_path(path, old);
         let lh = |l: &Leaf| l.lasthash().unwrap_or(0);
-        if let Some(e) = entries.get_mut(at) {
-            e.0 = lh(old);
-        }
-        let new_at = at.saturating_add(1);
-        entries.insert(new_at.min(entries.len()), (lh(new), new_dablk));
-        let extra_at = if inleaf {
-            new_at
-        } else {
-            new_at.saturating_add(1)
-        };
-        entries.insert(extra_at.min(entries.len()), (lh(&extra), xdablk));
-        let Some(bottom) = path.last_mut() else {
-            return Ok(work);
-        };
-        Self::put_node_entries(&mut bottom.b, g.v5, &entries);
-        self.put_attr_block(bottom.boff, bottom.b.clone());
-        if let Some(&(last, _)) = entries.last() {
-            let above = path.len().saturating_sub(1);
-            self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
-        }
+        let (n, x) = ((lh(new), new_dablk), (lh(&extra), xdablk));
+        let adds = if inleaf { [x, n] } else { [n, x] };
         self.put_attr_block(xboff, extra.b);
+        work.extend(self.da_add_up(ino, path, &adds, space)?);
         Ok(work)
     }
 
@@ -1692,7 +1662,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         // xfs_da3_node_add: the new leaf after the old one's entry, the
         // nodes splitting on the way up when full.
         let new_last = new.lasthash().unwrap_or(0);
-        work.extend(self.da_add_up(ino, &mut path, (new_last, new_dablk), space)?);
+        work.extend(self.da_add_up(ino, &mut path, &[(new_last, new_dablk)], space)?);
         // One transaction, however many blocks it added: the change count
         // rose once.
         self.set_change_count(ino, cc0.wrapping_add(1))?;
@@ -1762,7 +1732,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         &mut self,
         ino: u64,
         path: &mut [NodeStep],
-        add: (u32, u32),
+        adds: &[(u32, u32)],
         space: &mut dyn AttrSpace,
     ) -> EditResult<Vec<Work>> {
         let fs = self.fs();
@@ -1771,7 +1741,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (hdr, _, level_at) = node_layout(v5);
         let node_ents = bs.saturating_sub(hdr) / 8;
         let mut work = Vec::new();
-        let mut add = add;
+        let mut adds: Vec<(u32, u32)> = adds.to_vec();
+        let mut add = adds.last().copied().unwrap_or((0, 0));
         let mut i = path.len();
         while let Some(at) = i.checked_sub(1) {
             i = at;
@@ -1792,8 +1763,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     entries.len()
                 ));
             }
-            if entries.len() < node_ents {
-                entries.insert(idx.saturating_add(1), add);
+            let at1 = idx.saturating_add(1);
+            if entries.len().saturating_add(adds.len()) <= node_ents {
+                entries.splice(at1..at1, adds.iter().copied());
                 Self::put_node_entries(&mut step.b, v5, &entries);
                 let (boff, b) = (step.boff, step.b.clone());
                 self.put_attr_block(boff, b);
@@ -1810,9 +1782,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let keep = entries.len().saturating_sub(entries.len() / 2);
             let mut moved = entries.split_off(keep);
             if idx >= keep {
-                moved.insert(idx.saturating_sub(keep).saturating_add(1), add);
+                let at = idx.saturating_sub(keep).saturating_add(1).min(moved.len());
+                moved.splice(at..at, adds.iter().copied());
             } else {
-                entries.insert(idx.saturating_add(1), add);
+                entries.splice(at1..at1, adds.iter().copied());
             }
             let mut nb = vec![0u8; bs];
             self.node_header(&mut nb, nboff, ino, level);
@@ -1837,6 +1810,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let last = entries.last().map_or(0, |e| e.0);
             self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last);
             add = (moved.last().map_or(0, |e| e.0), ndablk);
+            adds = vec![add];
         }
         // xfs_da3_root_split: the root split above; it moves.
         let Some(root) = path.first() else {
