@@ -47,10 +47,13 @@ use super::agedit::{refuse, EditResult};
 use super::bmapedit::{ForkEditor, Mapping};
 use super::defer::{Engine, Work};
 use super::{put_be16, put_be32, put_be64};
+use crate::xfs::dabtree::DaBuf;
+use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
 use crate::xfs::format::log::{XFS_BMAP_EXTENT_ATTR_FORK, XFS_BMAP_EXTENT_UNWRITTEN};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
+use crate::xfs::types::{FsBlock, Ino};
 use std::collections::{BTreeSet, VecDeque};
 
 const ATTR_FORK: u64 = 1 << 0;
@@ -437,9 +440,6 @@ const S_IFMT: u16 = 0o170000;
 const S_IFDIR: u16 = 0o040000;
 const S_IFLNK: u16 = 0o120000;
 const FMT_LOCAL: u8 = 1;
-const DIR3_BLOCK_MAGIC: u32 = 0x5844_4233; // XDB3
-const DIR2_BLOCK_MAGIC: u32 = 0x5844_3242; // XD2B
-const FEATURES2_FTYPE: u32 = 0x200;
 
 /// What the exchange's last call does to a directory or symlink that is
 /// the second file (`xfs_exchmaps_dir_to_sf`, `xfs_exchmaps_link_to_sf`):
@@ -470,91 +470,66 @@ fn data_to_shortform<R: ReadAt>(
         return Ok((size <= dsize64).then_some("symlink target"));
     }
     // xfs_dir2_format: a block directory ends at its first directory block.
-    let bs = u64::from(fs.geo.blocksize);
-    let dirblk_fsbs = 1u64 << fs.sb.dirblklog.min(16);
-    let dirblksize = bs.saturating_mul(dirblk_fsbs);
-    let eof = forks
+    let dg = DirGeometry::new(&fs.geo, &fs.sb, Ino(ino));
+    let runs: Vec<(u64, u64)> = forks
         .data_extents(ino)?
         .iter()
-        .map(|r| r.end())
-        .max()
-        .unwrap_or(0);
-    if eof != dirblk_fsbs {
+        .map(|r| (r.off, r.len))
+        .collect();
+    if block_dir_format(&dg, &runs) != Some(DirFormat::Block) {
         return Ok(None);
     }
-    if size != dirblksize {
+    let blksize = u64::try_from(dg.blksize()).unwrap_or(u64::MAX);
+    if size != blksize {
         return refuse(format!(
             "directory {ino}: a single directory block but size {size}: the kernel fails the mount"
         ));
     }
-    let m = forks.mapping_at(ino, false, 0, dirblk_fsbs)?;
-    let (Some(start), true) = (m.start, m.len == dirblk_fsbs) else {
+    let fsbs = u64::from(dg.da.fsb_count);
+    let m = forks.mapping_at(ino, false, 0, fsbs)?;
+    let (Some(start), true) = (m.start, m.len == fsbs) else {
         return refuse(format!(
             "directory {ino}: its block is not one extent from offset 0: not done by this tool"
         ));
     };
+    let Some(daddr) = fs.geo.fsb_to_daddr(FsBlock(start)) else {
+        return refuse(format!(
+            "directory {ino}: its block {start} is outside the filesystem"
+        ));
+    };
     let off = forks.block_off("directory block", start)?;
-    let len = usize::try_from(dirblksize).unwrap_or(0);
-    let blk = forks.read("directory block", off, len)?;
-    let fail = |why: String| -> EditResult<Option<&'static str>> {
-        refuse(format!(
-            "directory {ino}: its block {why}: the kernel fails the mount"
-        ))
+    let bytes = forks.read("directory block", off, dg.blksize())?;
+    // Read as the kernel's verifier reads it (magic, v5 header with owner
+    // and CRC, the entries' tiling): a block it rejects fails the mount.
+    let buf = DaBuf {
+        dablk: 0,
+        daddr,
+        bytes,
     };
-    let magic = be32(&blk, 0).unwrap_or(0);
-    let v5 = fs.geo.v5;
-    if magic
-        != if v5 {
-            DIR3_BLOCK_MAGIC
-        } else {
-            DIR2_BLOCK_MAGIC
+    let block = match parse_data_block(&buf, &dg, true) {
+        Ok(b) if b.problems.is_empty() => b,
+        Ok(b) => {
+            let why = b
+                .problems
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            return refuse(format!("{why}: the kernel fails the mount"));
         }
-    {
-        return fail(format!("has magic {magic:#x}"));
-    }
-    if v5 {
-        let owner = be64(&blk, 40).unwrap_or(0);
-        if owner != ino {
-            return fail(format!("names inode {owner} as owner"));
-        }
-        if crate::xfs::sb::crc_with_hole(&blk, 4).to_le_bytes() != blk.get(4..8).unwrap_or(&[]) {
-            return fail("has a bad CRC".into());
-        }
-    }
-    // xfs_dir2_block_sfsize: the entries the block's leaf points at.
-    let ftype = usize::from(v5 || fs.sb.features2 & FEATURES2_FTYPE != 0);
-    let tail = len.saturating_sub(8);
-    let count = usize::try_from(be32(&blk, tail).unwrap_or(0)).unwrap_or(usize::MAX);
-    let Some(leaf) = count.checked_mul(8).and_then(|n| tail.checked_sub(n)) else {
-        return fail(format!("has {count} leaf entries"));
+        Err(e) => return refuse(format!("{e}: the kernel fails the mount")),
     };
+    // xfs_dir2_block_sfsize: "." left out, ".." as the parent's number.
     let (mut n, mut namelen, mut i8) = (0usize, 0usize, false);
-    for i in 0..count {
-        let addr = be32(
-            &blk,
-            leaf.saturating_add(i.saturating_mul(8)).saturating_add(4),
-        )
-        .unwrap_or(0);
-        if addr == 0 {
-            continue;
-        }
-        let at =
-            usize::try_from(u64::from(addr) << 3).unwrap_or(usize::MAX) & len.saturating_sub(1);
-        let (Some(inum), Some(&nl)) = (be64(&blk, at), blk.get(at.saturating_add(8))) else {
-            return fail(format!("has an entry beyond its end at {at}"));
-        };
-        let Some(name) =
-            blk.get(at.saturating_add(9)..at.saturating_add(9).saturating_add(usize::from(nl)))
-        else {
-            return fail(format!("has an entry beyond its end at {at}"));
-        };
-        let dot = name == b".";
+    for (_, e) in &block.entries {
+        let dot = e.name == b".";
         if !dot {
-            i8 |= inum > u64::from(u32::MAX);
+            i8 |= e.ino.0 > u64::from(u32::MAX);
         }
-        if !dot && name != b".." {
+        if !dot && e.name != b".." {
             n = n.saturating_add(1);
-            namelen = namelen.saturating_add(name.len()).saturating_add(ftype);
+            namelen = namelen
+                .saturating_add(e.name.len())
+                .saturating_add(usize::from(dg.ftype));
         }
     }
     let sfsize = (if i8 { 10usize } else { 6 })
