@@ -19,10 +19,11 @@
 //!  last           an attr-fork exchange turns the second file's fork back
 //!                 into a shortform list when it is one leaf whose entries
 //!                 fit (`xfs_exchmaps_attr_to_sf`); a directory or symlink
-//!                 as the second file is checked the same way (a directory
-//!                 block whose entries fit the inode, a remote target that
-//!                 does); the reflink flag of a file that gave up its
-//!                 shared blocks is cleared
+//!                 as the second file likewise (a directory block whose
+//!                 entries fit the inode becomes a shortform directory, a
+//!                 remote target that fits moves into the inode; the block
+//!                 is unmapped and freed); the reflink flag of a file that
+//!                 gave up its shared blocks is cleared
 //! ```
 //!
 //! The order is the kernel's: the recovery transaction does the first step
@@ -37,23 +38,24 @@
 //! counts show.
 //!
 //! Refused, with the reason: realtime files; an attr-fork exchange that
-//! asks for sizes; a directory or symlink turned back into shortform by an
-//! exchange whose first step had nothing to update (the conversion itself
-//! is not done). On a filesystem with large extent counters, an inode
+//! asks for sizes; a directory or symlink to turn back into shortform
+//! whose data fork is not one written extent from offset 0, or that is
+//! reflinked. On a filesystem with large extent counters, an inode
 //! still without them is switched to them first, as the kernel does (once,
 //! for one file).
 
 use super::agedit::{refuse, EditResult};
-use super::bmapedit::{ForkEditor, Mapping};
-use super::defer::{Engine, Work};
+use super::bmapedit::{ForkEditor, Mapping, Rec};
+use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
+use crate::xfs::format::dinode::{XFS_DSYMLINK_CRC_OFF, XFS_DSYMLINK_HDR_SIZE, XFS_SYMLINK_MAGIC};
 use crate::xfs::format::log::{XFS_BMAP_EXTENT_ATTR_FORK, XFS_BMAP_EXTENT_UNWRITTEN};
-use crate::xfs::fs::{be16, be32, be64};
+use crate::xfs::fs::{be16, be32, be64, verify_v5, Owner, V5Check};
 use crate::xfs::log::items::{MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
-use crate::xfs::types::{FsBlock, Ino};
+use crate::xfs::types::{Daddr, FsBlock, Ino};
 use std::collections::{BTreeSet, VecDeque};
 
 const ATTR_FORK: u64 = 1 << 0;
@@ -411,18 +413,15 @@ fn step<R: ReadAt>(
                     tx.insert(ex.ino2);
                     tasks.extend(work.into_iter().map(Task::Work));
                 }
-            } else if let Some(what) = data_to_shortform(forks, ex.ino2)? {
-                return refuse(if ex.first_pending {
-                    format!(
-                        "inode {}: the exchange's last call would turn its {what} back into shortform while the first step's bmap updates are still to come: the kernel fails the mount",
-                        ex.ino2
-                    )
-                } else {
-                    format!(
-                        "inode {}: turning its {what} back into shortform after an exchange is not done by this tool",
-                        ex.ino2
-                    )
-                });
+            } else if let Some(t) = data_to_shortform(forks, ex.ino2)? {
+                if ex.first_pending {
+                    return refuse(format!(
+                        "inode {}: the exchange's last call would turn its {} back into shortform while the first step's bmap updates are still to come: the kernel fails the mount",
+                        ex.ino2, t.what
+                    ));
+                }
+                let work = to_local(forks, tx, ex.ino2, &t)?;
+                tasks.extend(work.into_iter().map(Task::Work));
             }
         }
         if ex.flags & CLEAR_INO1_REFLINK != 0 {
@@ -440,16 +439,29 @@ const S_IFMT: u16 = 0o170000;
 const S_IFDIR: u16 = 0o040000;
 const S_IFLNK: u16 = 0o120000;
 const FMT_LOCAL: u8 = 1;
+const FMT_EXTENTS: u8 = 2;
+
+/// What the exchange's last call turns a directory or symlink into: its
+/// data fork in local format.
+struct ToLocal {
+    what: &'static str,
+    /// The fork's new bytes: a shortform directory or the symlink target.
+    data: Vec<u8>,
+    /// A directory's new size (its shortform size); a symlink keeps its.
+    size: Option<u64>,
+    /// The fork's one extent, which goes.
+    ext: Rec,
+}
 
 /// What the exchange's last call does to a directory or symlink that is
 /// the second file (`xfs_exchmaps_dir_to_sf`, `xfs_exchmaps_link_to_sf`):
-/// `Some(what)` when it would turn its data fork into shortform, `None`
-/// when it leaves it alone. A directory block the kernel cannot read
-/// fails the mount, and is refused.
+/// `Some` when it turns its data fork into local format, `None` when it
+/// leaves it alone. A block the kernel cannot read fails the mount, and
+/// is refused.
 fn data_to_shortform<R: ReadAt>(
     forks: &ForkEditor<'_, R>,
     ino: u64,
-) -> EditResult<Option<&'static str>> {
+) -> EditResult<Option<ToLocal>> {
     let fs = forks.fs();
     let (_, b) = forks.inode(ino)?;
     let kind = be16(&b, 2).unwrap_or(0) & S_IFMT;
@@ -467,7 +479,10 @@ fn data_to_shortform<R: ReadAt>(
     let dsize64 = u64::try_from(dsize).unwrap_or(u64::MAX);
     if kind == S_IFLNK {
         // A remote target short enough for the inode moves into it.
-        return Ok((size <= dsize64).then_some("symlink target"));
+        if size > dsize64 {
+            return Ok(None);
+        }
+        return link_target(forks, ino, &b, size).map(Some);
     }
     // xfs_dir2_format: a block directory ends at its first directory block.
     let dg = DirGeometry::new(&fs.geo, &fs.sb, Ino(ino));
@@ -486,18 +501,19 @@ fn data_to_shortform<R: ReadAt>(
         ));
     }
     let fsbs = u64::from(dg.da.fsb_count);
-    let m = forks.mapping_at(ino, false, 0, fsbs)?;
-    let (Some(start), true) = (m.start, m.len == fsbs) else {
+    let ext = only_extent(forks, ino, &b, "directory")?;
+    if ext.len != fsbs {
         return refuse(format!(
             "directory {ino}: its block is not one extent from offset 0: not done by this tool"
         ));
-    };
-    let Some(daddr) = fs.geo.fsb_to_daddr(FsBlock(start)) else {
+    }
+    let Some(daddr) = fs.geo.fsb_to_daddr(FsBlock(ext.start)) else {
         return refuse(format!(
-            "directory {ino}: its block {start} is outside the filesystem"
+            "directory {ino}: its block {} is outside the filesystem",
+            ext.start
         ));
     };
-    let off = forks.block_off("directory block", start)?;
+    let off = forks.block_off("directory block", ext.start)?;
     let bytes = forks.read("directory block", off, dg.blksize())?;
     // Read as the kernel's verifier reads it (magic, v5 header with owner
     // and CRC, the entries' tiling): a block it rejects fails the mount.
@@ -519,24 +535,217 @@ fn data_to_shortform<R: ReadAt>(
         Err(e) => return refuse(format!("{e}: the kernel fails the mount")),
     };
     // xfs_dir2_block_sfsize: "." left out, ".." as the parent's number.
-    let (mut n, mut namelen, mut i8) = (0usize, 0usize, false);
+    let (mut n, mut namelen, mut i8count, mut parent) = (0usize, 0usize, 0u8, 0u64);
     for (_, e) in &block.entries {
         let dot = e.name == b".";
-        if !dot {
-            i8 |= e.ino.0 > u64::from(u32::MAX);
+        if !dot && e.ino.0 > u64::from(u32::MAX) {
+            i8count = i8count.wrapping_add(1);
         }
-        if !dot && e.name != b".." {
+        if e.name == b".." {
+            parent = e.ino.0;
+        } else if !dot {
             n = n.saturating_add(1);
             namelen = namelen
                 .saturating_add(e.name.len())
                 .saturating_add(usize::from(dg.ftype));
         }
     }
+    let i8 = i8count != 0;
     let sfsize = (if i8 { 10usize } else { 6 })
         .saturating_add(n.saturating_mul(3))
         .saturating_add(namelen)
         .saturating_add(n.saturating_mul(if i8 { 8 } else { 4 }));
-    Ok((sfsize <= dsize).then_some("directory"))
+    if sfsize > dsize {
+        return Ok(None);
+    }
+    // xfs_dir2_block_to_sf: the header, then the entries in the block's
+    // order, each with its offset in the block.
+    let put_ino = |sf: &mut Vec<u8>, v: u64| {
+        if i8 {
+            sf.extend_from_slice(&v.to_be_bytes());
+        } else {
+            sf.extend_from_slice(&u32::try_from(v).unwrap_or(u32::MAX).to_be_bytes());
+        }
+    };
+    let mut sf = vec![u8::try_from(n).unwrap_or(u8::MAX), i8count];
+    put_ino(&mut sf, parent);
+    for (at, e) in &block.entries {
+        if e.name == b"." || e.name == b".." {
+            continue;
+        }
+        sf.push(u8::try_from(e.name.len()).unwrap_or(u8::MAX));
+        sf.extend_from_slice(&u16::try_from(*at).unwrap_or(u16::MAX).to_be_bytes());
+        sf.extend_from_slice(&e.name);
+        if let Some(ft) = e.ftype {
+            sf.push(ft.0);
+        }
+        put_ino(&mut sf, e.ino.0);
+    }
+    Ok(Some(ToLocal {
+        what: "directory",
+        size: Some(u64::try_from(sf.len()).unwrap_or(u64::MAX)),
+        data: sf,
+        ext,
+    }))
+}
+
+/// The one extent of a data fork being turned into local format, from
+/// offset 0: anything else is not done by this tool.
+fn only_extent<R: ReadAt>(
+    forks: &ForkEditor<'_, R>,
+    ino: u64,
+    b: &[u8],
+    what: &str,
+) -> EditResult<Rec> {
+    let recs = forks.data_extents(ino)?;
+    match (b.get(5), recs.as_slice()) {
+        (Some(&FMT_EXTENTS), [r]) if r.off == 0 && !r.unwritten => Ok(*r),
+        _ => refuse(format!(
+            "{what} {ino}: its data fork is not one written extent from offset 0: not done by this tool"
+        )),
+    }
+}
+
+/// A remote symlink target read as `xfs_symlink_remote_read` reads it
+/// (a v5 block's magic, CRC, uuid, block number and owner checked, and
+/// its offset and length): a target short enough for the inode is in one
+/// block.
+fn link_target<R: ReadAt>(
+    forks: &ForkEditor<'_, R>,
+    ino: u64,
+    b: &[u8],
+    size: u64,
+) -> EditResult<ToLocal> {
+    let fs = forks.fs();
+    let ext = only_extent(forks, ino, b, "symlink")?;
+    let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+    let off = forks.block_off("symlink block", ext.start)?;
+    let block = forks.read("symlink block", off, bs)?;
+    let want = usize::try_from(size).unwrap_or(usize::MAX);
+    let payload = if fs.geo.v5 {
+        let daddr = fs.geo.fsb_to_daddr(FsBlock(ext.start)).unwrap_or(Daddr(0));
+        let uuid = fs.meta_uuid();
+        let v = verify_v5(
+            &block,
+            &V5Check {
+                structure: "symlink block",
+                daddr,
+                crc_off: XFS_DSYMLINK_CRC_OFF,
+                uuid: &uuid,
+                uuid_off: 16,
+                blkno_off: Some(40),
+                owner: Some((32, Owner::Ino(ino))),
+            },
+        );
+        let magic = be32(&block, 0).unwrap_or(0);
+        let (sl_off, sl_bytes) = (be32(&block, 4).unwrap_or(0), be32(&block, 8).unwrap_or(0));
+        let why = if magic != XFS_SYMLINK_MAGIC {
+            Some(format!("magic {magic:#010x}"))
+        } else if let Some(p) = v.problems.first() {
+            Some(p.clone())
+        } else if sl_off != 0 || u64::from(sl_bytes) != size {
+            Some(format!(
+                "its header says offset {sl_off} and length {sl_bytes}, not 0 and {size}"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return refuse(format!(
+                "symlink {ino}: block {}: {why}: the kernel fails the mount",
+                ext.start
+            ));
+        }
+        block.get(XFS_DSYMLINK_HDR_SIZE..).unwrap_or(&[])
+    } else {
+        block.as_slice()
+    };
+    let Some(target) = payload.get(..want) else {
+        return refuse(format!(
+            "symlink {ino}: a target of {size} bytes overruns its block"
+        ));
+    };
+    // The local target is checked when the inode is written
+    // (xfs_symlink_shortform_verify): no NUL in it.
+    if target.is_empty() || target.contains(&0) {
+        return refuse(format!(
+            "symlink {ino}: its target is empty or holds a NUL: the kernel shuts down writing the inode"
+        ));
+    }
+    Ok(ToLocal {
+        what: "symlink target",
+        data: target.to_vec(),
+        size: None,
+        ext,
+    })
+}
+
+/// The last call's conversion done (`xfs_dir2_block_to_sf` after
+/// `xfs_dir2_shrink_inode`, or `xfs_symlink_remote_truncate` and
+/// `xfs_init_local_fork`): the extent leaves the fork (its buffer
+/// invalidated: nothing of it is written), the fork takes the new bytes
+/// in local format (what lay beyond them in the inode stays, as the
+/// kernel writes only the fork's bytes), and the extent's reverse mapping
+/// and its free are deferred.
+fn to_local<R: ReadAt>(
+    forks: &mut ForkEditor<'_, R>,
+    tx: &mut Tx,
+    ino: u64,
+    t: &ToLocal,
+) -> EditResult<Vec<Work>> {
+    let (_, b) = forks.inode(ino)?;
+    if flags2(&b) & DIFLAG2_REFLINK != 0 {
+        return refuse(format!(
+            "inode {ino}: a reflinked {} turned into local format: not done by this tool",
+            t.what
+        ));
+    }
+    let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
+    if b.len() < core.saturating_add(t.data.len()) {
+        return refuse(format!("inode {ino}: its {} overruns the inode", t.what));
+    }
+    let g = forks.fs().geo;
+    let (agno, agbno) = g.split_fsb(FsBlock(t.ext.start));
+    log_core(forks, tx, ino, |b| {
+        if let Some(f) = b.get_mut(5) {
+            *f = FMT_LOCAL;
+        }
+        if let Some(s) = t.size {
+            put_be64(b, 56, s);
+        }
+        let nb = be64(b, 64).unwrap_or(0).saturating_sub(t.ext.len);
+        put_be64(b, 64, nb);
+        if flags2(b) & DIFLAG2_NREXT64 != 0 {
+            put_be64(b, 24, 0);
+        } else {
+            put_be32(b, 76, 0);
+        }
+        if let Some(d) = b.get_mut(core..core.saturating_add(t.data.len())) {
+            d.copy_from_slice(&t.data);
+        }
+    })?;
+    let len = u32::try_from(t.ext.len).unwrap_or(u32::MAX);
+    Ok(vec![
+        Work::RmapUnmap {
+            agno: agno.0,
+            m: Rmap {
+                start: agbno.0,
+                len,
+                owner: ino,
+                offset: 0,
+                attr: false,
+                bmbt: false,
+                unwritten: false,
+            },
+            shared: false,
+        },
+        Work::Free {
+            agno: agno.0,
+            agbno: agbno.0,
+            len,
+            owner: FreeOwner::Skip,
+        },
+    ])
 }
 
 /// A roll of the chain: the held inodes are logged in the transaction
@@ -661,21 +870,26 @@ mod tests {
         assert_eq!(forks.inodes_changed(), 0);
     }
 
-    /// The directory block the exchange's last call reads, damaged at
-    /// random: a verdict or a refusal with a reason, never a panic.
-    #[test]
-    fn damaged_directory_blocks_are_refused_without_panics() {
-        // replay-xmi-dirfail: df-dir (ino 65664 in its mkfs.txt) is one
-        // directory block whose 12 entries fit the inode.
-        let fs = fixture_fs("replay-xmi-dirfail");
-        let ino = 65664;
+    /// The block of `ino`'s data fork that the exchange's last call reads
+    /// (CRC at `crc_off`), damaged at random: a verdict or a refusal that
+    /// names `what`, never a panic.
+    #[allow(clippy::arithmetic_side_effects)]
+    fn damage_last_call_block(
+        name: &str,
+        ino: u64,
+        crc_off: usize,
+        what: &'static str,
+        want: &str,
+    ) {
+        let fs = fixture_fs(name);
         let clean = Overlay::default();
         let forks = ForkEditor::new(&fs, &clean);
-        assert_eq!(data_to_shortform(&forks, ino).unwrap(), Some("directory"));
+        let t = data_to_shortform(&forks, ino).unwrap().unwrap();
+        assert_eq!(t.what, want);
         let start = forks.mapping_at(ino, false, 0, 1).unwrap().start.unwrap();
-        let off = forks.block_off("directory block", start).unwrap();
+        let off = forks.block_off(what, start).unwrap();
         let bs = usize::try_from(fs.geo.blocksize).unwrap();
-        let block = forks.read("directory block", off, bs).unwrap();
+        let block = forks.read(what, off, bs).unwrap();
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -697,8 +911,8 @@ mod tests {
             }
             if next() % 4 != 0 {
                 // A damaged block with a good CRC: its contents are read.
-                let c = crate::xfs::sb::crc_with_hole(&b, 4);
-                b[4..8].copy_from_slice(&c.to_le_bytes());
+                let c = crate::xfs::sb::crc_with_hole(&b, crc_off);
+                b[crc_off..crc_off + 4].copy_from_slice(&c.to_le_bytes());
             }
             let mut ov = Overlay::default();
             ov.put(off / 512, &b);
@@ -706,12 +920,26 @@ mod tests {
             match data_to_shortform(&forks, ino) {
                 Ok(_) => ok += 1,
                 Err(e) => {
-                    assert!(format!("{e:?}").contains("directory"), "{e:?}");
+                    assert!(format!("{e:?}").contains(what), "{e:?}");
                     refused += 1;
                 }
             }
         }
-        assert!(ok > 0 && refused > 0, "{ok} {refused}");
+        assert!(ok > 0 && refused > 0, "{name}: {ok} {refused}");
+    }
+
+    #[test]
+    fn damaged_directory_blocks_are_refused_without_panics() {
+        // replay-xmi-dirfail: df-dir (ino 65664 in its mkfs.txt) is one
+        // directory block whose 12 entries fit the inode.
+        damage_last_call_block("replay-xmi-dirfail", 65664, 4, "directory", "directory");
+    }
+
+    #[test]
+    fn damaged_symlink_blocks_are_refused_without_panics() {
+        // replay-xmi-tosf: ts-link (ino 145 in its mkfs.txt) is a remote
+        // target of 40 bytes, which fit the inode.
+        damage_last_call_block("replay-xmi-tosf", 145, 12, "symlink", "symlink target");
     }
 
     /// Overlapping ranges of one file: the first step's bmap updates run
