@@ -382,7 +382,8 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     // symlink with a remote target as the second file, left as they are
     // by the last call; and a directory block and a remote symlink target
     // that the last call turns into a shortform directory and an inline
-    // target, after exchanges whose first step had nothing to update.
+    // target, after exchanges whose first step had nothing to update (and
+    // an 8 KiB directory block in two extents, both unmapped and freed).
     for name in [
         "replay-unlinked",
         "replay-unlinked-reflink",
@@ -418,6 +419,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         "replay-attri-dsplit",
         "replay-attri-dsplit-full",
         "replay-xmi-tosf",
+        "replay-xmi-tosf8k",
     ] {
         assert!(
             exact.contains(&name.to_string()),

@@ -230,18 +230,7 @@ impl<R: ReadAt> Fs<R> {
                     ),
                 ));
             }
-            let v = verify_v5(
-                &buf,
-                &V5Check {
-                    structure: "symlink block",
-                    daddr,
-                    crc_off: XFS_DSYMLINK_CRC_OFF,
-                    uuid: &uuid,
-                    uuid_off: 16,
-                    blkno_off: Some(40),
-                    owner: Some((32, Owner::Ino(ino.ino.0))),
-                },
-            );
+            let v = symlink_block_checks(&buf, ino.ino.0, daddr, &uuid);
             verify.crc_ok &= v.crc_ok;
             verify.problems.extend(
                 v.problems
@@ -291,4 +280,27 @@ impl<R: ReadAt> Fs<R> {
         }
         Ok(s.target)
     }
+}
+
+/// The v5 checks of a remote symlink block of inode `ino` read from
+/// `daddr` (`xfs_symlink_verify`, and the owner check of
+/// `xfs_symlink_hdr_ok`): CRC, uuid, block number, owner.
+pub fn symlink_block_checks(
+    buf: &[u8],
+    ino: u64,
+    daddr: crate::xfs::types::Daddr,
+    uuid: &[u8; 16],
+) -> Verify {
+    verify_v5(
+        buf,
+        &V5Check {
+            structure: "symlink block",
+            daddr,
+            crc_off: XFS_DSYMLINK_CRC_OFF,
+            uuid,
+            uuid_off: 16,
+            blkno_off: Some(40),
+            owner: Some((32, Owner::Ino(ino))),
+        },
+    )
 }

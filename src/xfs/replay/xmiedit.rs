@@ -38,9 +38,9 @@
 //! counts show.
 //!
 //! Refused, with the reason: realtime files; an attr-fork exchange that
-//! asks for sizes; a directory or symlink to turn back into shortform
-//! whose data fork is not one written extent from offset 0, or that is
-//! reflinked. On a filesystem with large extent counters, an inode
+//! asks for sizes; a directory to turn back into shortform whose block is
+//! not written extents from offset 0, a symlink whose target is not one
+//! written extent there, or either reflinked. On a filesystem with large extent counters, an inode
 //! still without them is switched to them first, as the kernel does (once,
 //! for one file).
 
@@ -50,9 +50,10 @@ use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
-use crate::xfs::format::dinode::{XFS_DSYMLINK_CRC_OFF, XFS_DSYMLINK_HDR_SIZE, XFS_SYMLINK_MAGIC};
+use crate::xfs::file::symlink_block_checks;
+use crate::xfs::format::dinode::{XFS_DSYMLINK_HDR_SIZE, XFS_SYMLINK_MAGIC};
 use crate::xfs::format::log::{XFS_BMAP_EXTENT_ATTR_FORK, XFS_BMAP_EXTENT_UNWRITTEN};
-use crate::xfs::fs::{be16, be32, be64, verify_v5, Owner, V5Check};
+use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
@@ -449,8 +450,8 @@ struct ToLocal {
     data: Vec<u8>,
     /// A directory's new size (its shortform size); a symlink keeps its.
     size: Option<u64>,
-    /// The fork's one extent, which goes.
-    ext: Rec,
+    /// The fork's extents, which go.
+    exts: Vec<Rec>,
 }
 
 /// What the exchange's last call does to a directory or symlink that is
@@ -500,21 +501,40 @@ fn data_to_shortform<R: ReadAt>(
             "directory {ino}: a single directory block but size {size}: the kernel fails the mount"
         ));
     }
+    // The block's extents, in file order, from offset 0 without a hole
+    // (a directory block larger than a filesystem block may lie in
+    // several), read into one buffer as the kernel maps it.
     let fsbs = u64::from(dg.da.fsb_count);
-    let ext = only_extent(forks, ino, &b, "directory")?;
-    if ext.len != fsbs {
-        return refuse(format!(
-            "directory {ino}: its block is not one extent from offset 0: not done by this tool"
-        ));
+    let exts = forks.data_extents(ino)?;
+    let mut at = 0u64;
+    for r in &exts {
+        if r.off != at || r.unwritten || b.get(5) != Some(&FMT_EXTENTS) {
+            return refuse(format!(
+                "directory {ino}: its block is not written extents from offset 0 without a hole: not done by this tool"
+            ));
+        }
+        at = at.saturating_add(r.len);
     }
-    let Some(daddr) = fs.geo.fsb_to_daddr(FsBlock(ext.start)) else {
+    let Some(daddr) = exts
+        .first()
+        .and_then(|r| fs.geo.fsb_to_daddr(FsBlock(r.start)))
+    else {
         return refuse(format!(
-            "directory {ino}: its block {} is outside the filesystem",
-            ext.start
+            "directory {ino}: its block is outside the filesystem"
         ));
     };
-    let off = forks.block_off("directory block", ext.start)?;
-    let bytes = forks.read("directory block", off, dg.blksize())?;
+    if at != fsbs {
+        return refuse(format!(
+            "directory {ino}: its block spans {at} filesystem blocks, not {fsbs}: the kernel fails the mount"
+        ));
+    }
+    let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(dg.blksize());
+    for r in &exts {
+        let off = forks.block_off("directory block", r.start)?;
+        let n = usize::try_from(r.len).unwrap_or(0).saturating_mul(bs);
+        bytes.extend(forks.read("directory block", off, n)?);
+    }
     // Read as the kernel's verifier reads it (magic, v5 header with owner
     // and CRC, the entries' tiling): a block it rejects fails the mount.
     let buf = DaBuf {
@@ -585,25 +605,8 @@ fn data_to_shortform<R: ReadAt>(
         what: "directory",
         size: Some(u64::try_from(sf.len()).unwrap_or(u64::MAX)),
         data: sf,
-        ext,
+        exts,
     }))
-}
-
-/// The one extent of a data fork being turned into local format, from
-/// offset 0: anything else is not done by this tool.
-fn only_extent<R: ReadAt>(
-    forks: &ForkEditor<'_, R>,
-    ino: u64,
-    b: &[u8],
-    what: &str,
-) -> EditResult<Rec> {
-    let recs = forks.data_extents(ino)?;
-    match (b.get(5), recs.as_slice()) {
-        (Some(&FMT_EXTENTS), [r]) if r.off == 0 && !r.unwritten => Ok(*r),
-        _ => refuse(format!(
-            "{what} {ino}: its data fork is not one written extent from offset 0: not done by this tool"
-        )),
-    }
 }
 
 /// A remote symlink target read as `xfs_symlink_remote_read` reads it
@@ -617,7 +620,15 @@ fn link_target<R: ReadAt>(
     size: u64,
 ) -> EditResult<ToLocal> {
     let fs = forks.fs();
-    let ext = only_extent(forks, ino, b, "symlink")?;
+    let recs = forks.data_extents(ino)?;
+    let ext = match (b.get(5), recs.as_slice()) {
+        (Some(&FMT_EXTENTS), [r]) if r.off == 0 && !r.unwritten => *r,
+        _ => {
+            return refuse(format!(
+                "symlink {ino}: its data fork is not one written extent from offset 0: not done by this tool"
+            ))
+        }
+    };
     let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
     let off = forks.block_off("symlink block", ext.start)?;
     let block = forks.read("symlink block", off, bs)?;
@@ -625,18 +636,7 @@ fn link_target<R: ReadAt>(
     let payload = if fs.geo.v5 {
         let daddr = fs.geo.fsb_to_daddr(FsBlock(ext.start)).unwrap_or(Daddr(0));
         let uuid = fs.meta_uuid();
-        let v = verify_v5(
-            &block,
-            &V5Check {
-                structure: "symlink block",
-                daddr,
-                crc_off: XFS_DSYMLINK_CRC_OFF,
-                uuid: &uuid,
-                uuid_off: 16,
-                blkno_off: Some(40),
-                owner: Some((32, Owner::Ino(ino))),
-            },
-        );
+        let v = symlink_block_checks(&block, ino, daddr, &uuid);
         let magic = be32(&block, 0).unwrap_or(0);
         let (sl_off, sl_bytes) = (be32(&block, 4).unwrap_or(0), be32(&block, 8).unwrap_or(0));
         let why = if magic != XFS_SYMLINK_MAGIC {
@@ -676,17 +676,17 @@ fn link_target<R: ReadAt>(
         what: "symlink target",
         data: target.to_vec(),
         size: None,
-        ext,
+        exts: vec![ext],
     })
 }
 
 /// The last call's conversion done (`xfs_dir2_block_to_sf` after
 /// `xfs_dir2_shrink_inode`, or `xfs_symlink_remote_truncate` and
-/// `xfs_init_local_fork`): the extent leaves the fork (its buffer
+/// `xfs_init_local_fork`): the extents leave the fork (the block's buffer
 /// invalidated: nothing of it is written), the fork takes the new bytes
 /// in local format (what lay beyond them in the inode stays, as the
-/// kernel writes only the fork's bytes), and the extent's reverse mapping
-/// and its free are deferred.
+/// kernel writes only the fork's bytes), and each extent's reverse
+/// mapping and free are deferred.
 fn to_local<R: ReadAt>(
     forks: &mut ForkEditor<'_, R>,
     tx: &mut Tx,
@@ -705,7 +705,7 @@ fn to_local<R: ReadAt>(
         return refuse(format!("inode {ino}: its {} overruns the inode", t.what));
     }
     let g = forks.fs().geo;
-    let (agno, agbno) = g.split_fsb(FsBlock(t.ext.start));
+    let gone = t.exts.iter().fold(0u64, |a, r| a.saturating_add(r.len));
     log_core(forks, tx, ino, |b| {
         if let Some(f) = b.get_mut(5) {
             *f = FMT_LOCAL;
@@ -713,7 +713,7 @@ fn to_local<R: ReadAt>(
         if let Some(s) = t.size {
             put_be64(b, 56, s);
         }
-        let nb = be64(b, 64).unwrap_or(0).saturating_sub(t.ext.len);
+        let nb = be64(b, 64).unwrap_or(0).saturating_sub(gone);
         put_be64(b, 64, nb);
         if flags2(b) & DIFLAG2_NREXT64 != 0 {
             put_be64(b, 24, 0);
@@ -724,28 +724,33 @@ fn to_local<R: ReadAt>(
             d.copy_from_slice(&t.data);
         }
     })?;
-    let len = u32::try_from(t.ext.len).unwrap_or(u32::MAX);
-    Ok(vec![
-        Work::RmapUnmap {
+    // __xfs_bunmapi: the last extent first, each one's reverse mapping
+    // removed, then its blocks freed.
+    let mut work = Vec::new();
+    for r in t.exts.iter().rev() {
+        let (agno, agbno) = g.split_fsb(FsBlock(r.start));
+        let len = u32::try_from(r.len).unwrap_or(u32::MAX);
+        work.push(Work::RmapUnmap {
             agno: agno.0,
             m: Rmap {
                 start: agbno.0,
                 len,
                 owner: ino,
-                offset: 0,
+                offset: r.off,
                 attr: false,
                 bmbt: false,
                 unwritten: false,
             },
             shared: false,
-        },
-        Work::Free {
+        });
+        work.push(Work::Free {
             agno: agno.0,
             agbno: agbno.0,
             len,
             owner: FreeOwner::Skip,
-        },
-    ])
+        });
+    }
+    Ok(work)
 }
 
 /// A roll of the chain: the held inodes are logged in the transaction
