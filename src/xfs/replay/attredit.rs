@@ -119,7 +119,7 @@
 use super::agedit::{refuse, EditResult};
 use super::attrleaf::{entsize_local, entsize_remote, Leaf};
 use super::bmapedit::{extent_count, ForkEditor, Rec};
-use super::defer::{FreeOwner, Rmap, Work};
+use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
 use crate::xfs::format::dinode::{
@@ -1067,19 +1067,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             bmbt: false,
             unwritten: false,
         };
-        Ok(vec![
-            Work::RmapUnmap {
-                agno: agno.0,
-                m,
-                shared: false,
-            },
-            Work::Free {
-                agno: agno.0,
-                agbno: agbno.0,
-                len: 1,
-                owner: FreeOwner::Skip,
-            },
-        ])
+        Ok(Work::unmap_and_free(agno.0, m).to_vec())
     }
 
     /// The inode's core logged `bumps` times more (its change count).
@@ -2689,17 +2677,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         // Joined bmbt leaves go first (the btree delete), a leaf given up
         // for a list last (the end of the call).
         let (mut work, after) = self.take_let_go();
-        work.push(Work::RmapUnmap {
-            agno: agno.0,
-            m,
-            shared: false,
-        });
-        work.push(Work::Free {
-            agno: agno.0,
-            agbno: agbno.0,
-            len,
-            owner: FreeOwner::Skip,
-        });
+        work.extend(Work::unmap_and_free(agno.0, m));
         work.extend(after);
         Ok((work, more, true))
     }

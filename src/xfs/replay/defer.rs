@@ -1017,6 +1017,27 @@ pub enum Work {
 }
 
 impl Work {
+    /// What `xfs_bmap_del_extent_real` defers for blocks that leave a fork
+    /// of an inode that is not reflinked: the reverse mapping removed
+    /// (the blocks at `m.start` in AG `agno`), then the blocks freed
+    /// without another rmap update.
+    pub fn unmap_and_free(agno: u32, m: Rmap) -> [Work; 2] {
+        let (agbno, len) = (m.start, m.len);
+        [
+            Work::RmapUnmap {
+                agno,
+                m,
+                shared: false,
+            },
+            Work::Free {
+                agno,
+                agbno,
+                len,
+                owner: FreeOwner::Skip,
+            },
+        ]
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Work::RmapMap { agno, m, shared } => format!(

@@ -46,7 +46,7 @@
 
 use super::agedit::{refuse, EditResult};
 use super::bmapedit::{ForkEditor, Mapping, Rec};
-use super::defer::{Engine, FreeOwner, Rmap, Work};
+use super::defer::{Engine, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
@@ -729,26 +729,16 @@ fn to_local<R: ReadAt>(
     let mut work = Vec::new();
     for r in t.exts.iter().rev() {
         let (agno, agbno) = g.split_fsb(FsBlock(r.start));
-        let len = u32::try_from(r.len).unwrap_or(u32::MAX);
-        work.push(Work::RmapUnmap {
-            agno: agno.0,
-            m: Rmap {
-                start: agbno.0,
-                len,
-                owner: ino,
-                offset: r.off,
-                attr: false,
-                bmbt: false,
-                unwritten: false,
-            },
-            shared: false,
-        });
-        work.push(Work::Free {
-            agno: agno.0,
-            agbno: agbno.0,
-            len,
-            owner: FreeOwner::Skip,
-        });
+        let m = Rmap {
+            start: agbno.0,
+            len: u32::try_from(r.len).unwrap_or(u32::MAX),
+            owner: ino,
+            offset: r.off,
+            attr: false,
+            bmbt: false,
+            unwritten: false,
+        };
+        work.extend(Work::unmap_and_free(agno.0, m));
     }
     Ok(work)
 }
