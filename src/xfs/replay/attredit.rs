@@ -3292,6 +3292,25 @@ mod fixture_tests {
         names
     }
 
+    /// replay-attri-deepjoin's tree of inode 67, read from `base`: the root
+    /// node's two entries (hash, attr block) and the byte offsets of the
+    /// root and of the two nodes under it.
+    fn deepjoin_tree(
+        base: &ForkEditor<'_, crate::xfs::read::FileReader>,
+        bs: usize,
+    ) -> (Vec<(u32, u32)>, [u64; 3]) {
+        let ino = 67;
+        let root = base.attr_block_off(ino, 0).unwrap();
+        let entries = ForkEditor::<crate::xfs::read::FileReader>::da_entries(
+            &base.read("attr block", root, bs).unwrap(),
+            true,
+        );
+        assert_eq!(entries.len(), 2);
+        let node = |i: usize| base.attr_block_off(ino, u64::from(entries[i].1)).unwrap();
+        let offs = [root, node(0), node(1)];
+        (entries, offs)
+    }
+
     /// Nodes that join (the case below) with their blocks damaged at
     /// random: each removal finishes or is refused, never a panic.
     #[test]
@@ -3304,13 +3323,7 @@ mod fixture_tests {
         let bs = usize::try_from(fs.geo.blocksize).unwrap();
         let clean = Overlay::default();
         let base = ForkEditor::new(&fs, &clean);
-        let root = base.attr_block_off(ino, 0).unwrap();
-        let rootb = base.read("attr block", root, bs).unwrap();
-        let entries = ForkEditor::<crate::xfs::read::FileReader>::da_entries(&rootb, true);
-        let nodes: Vec<u64> = [0, entries[0].1, entries[1].1]
-            .iter()
-            .map(|&d| base.attr_block_off(ino, u64::from(d)).unwrap())
-            .collect();
+        let (_, nodes) = deepjoin_tree(&base, bs);
         let mut r = Rng(0xa77e_0004);
         let (mut finished, mut refused) = (0, 0);
         for round in 0..200 {
@@ -3366,13 +3379,7 @@ mod fixture_tests {
         let bs = usize::try_from(fs.geo.blocksize).unwrap();
         let clean = Overlay::default();
         let base = ForkEditor::new(&fs, &clean);
-        let root = base.attr_block_off(ino, 0).unwrap();
-        let entries = ForkEditor::<crate::xfs::read::FileReader>::da_entries(
-            &base.read("attr block", root, bs).unwrap(),
-            true,
-        );
-        assert_eq!(entries.len(), 2);
-        let sib = base.attr_block_off(ino, u64::from(entries[1].1)).unwrap();
+        let (entries, [root, _, sib]) = deepjoin_tree(&base, bs);
         let mut b = base.read("attr block", sib, bs).unwrap();
         b[56..58].copy_from_slice(&1u16.to_be_bytes());
         let mut ov = Overlay::default();
