@@ -32,6 +32,7 @@ mod info;
 mod inode;
 mod log;
 mod ls;
+mod ops;
 mod replay;
 
 /// One variant per command; each command lives in its own module.
@@ -121,6 +122,29 @@ enum Command {
         #[arg(long)]
         brief: bool,
     },
+    /// The file operations the log carries (create, mkdir, mknod, symlink,
+    /// link, unlink, rmdir, rename, setxattr, removexattr, write, truncate,
+    /// setattr) and the transactions each cost the kernel, per kind and per
+    /// checkpoint, with the attribute fork offsets of the disk's state and
+    /// of the replayed one.
+    Ops {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// Print one JSON object: operations, transactions, by_kind,
+        /// checkpoints, operation_list, inodes, forkoff, forkoff_replayed.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Where the attribute fork starts (`di_forkoff`) over every inode in
+    /// use: by value, by file type and by what it says about how the fork
+    /// came to be.
+    Forkoff {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the extended attributes of a file like `getfattr -d -m - -e hex`,
     /// or write one value (NAME, e.g. `user.color`) raw to stdout.
     Getfattr {
@@ -194,6 +218,8 @@ pub fn main() -> ExitCode {
                 brief,
             },
         ),
+        Command::Ops { image, json } => ops::run(&image, json),
+        Command::Forkoff { image, json } => ops::run_forkoff(&image, json),
         Command::Getfattr { image, path, name } => getfattr::run(&image, &path, name.as_deref()),
         Command::Replay {
             image,

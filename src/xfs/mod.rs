@@ -33,6 +33,7 @@ pub mod fs;
 pub mod image;
 pub mod inode;
 pub mod log;
+pub mod ops;
 pub mod read;
 pub mod reflink;
 pub mod replay;

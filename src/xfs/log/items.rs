@@ -472,8 +472,20 @@ pub struct LogDinodeCore {
     pub aformat: u8,
     pub flags: u16,
     pub gen: u32,
+    /// Timestamps in the on-disk encoding (seconds << 32 | nanoseconds,
+    /// or a bigtime count of nanoseconds), whatever the log's byte order.
+    pub atime: u64,
+    pub mtime: u64,
+    pub ctime: u64,
     /// Only in v3 cores.
     pub flags2: Option<u64>,
+    /// `di_changecount` (v3): raised once by every transaction that logs
+    /// the core.
+    pub changecount: Option<u64>,
+    /// `di_lsn` (v3): the LSN the core was last written to disk with.
+    pub lsn: Option<u64>,
+    /// `di_crtime` (v3), in the on-disk encoding.
+    pub crtime: Option<u64>,
     pub ino: Option<u64>,
 }
 
@@ -1246,6 +1258,7 @@ fn decode_core<O: ByteOrder>(r: &[u8]) -> Option<LogDinodeCore> {
     let d = XfsLogDinode::<O>::ref_from_bytes(&buf[..]).ok()?;
     let flags2 = d.di_flags2.get();
     let nrext64 = v3 && flags2 & crate::xfs::format::dinode::XFS_DIFLAG2_NREXT64 != 0;
+    let bigtime = v3 && flags2 & crate::xfs::format::dinode::XFS_DIFLAG2_BIGTIME != 0;
     Some(LogDinodeCore {
         magic: d.di_magic.get(),
         mode: d.di_mode.get(),
@@ -1271,9 +1284,31 @@ fn decode_core<O: ByteOrder>(r: &[u8]) -> Option<LogDinodeCore> {
         aformat: d.di_aformat,
         flags: d.di_flags.get(),
         gen: d.di_gen.get(),
+        atime: disk_time::<O>(&d.di_atime, bigtime),
+        mtime: disk_time::<O>(&d.di_mtime, bigtime),
+        ctime: disk_time::<O>(&d.di_ctime, bigtime),
         flags2: v3.then_some(flags2),
+        changecount: v3.then(|| d.di_changecount.get()),
+        lsn: v3.then(|| d.di_lsn.get()),
+        crtime: v3.then(|| disk_time::<O>(&d.di_crtime, bigtime)),
         ino: v3.then(|| d.di_ino.get()),
     })
+}
+
+/// A logged timestamp in the on-disk encoding (`InodeCore`'s `raw`): a
+/// bigtime count as it is, a legacy `{seconds, nanoseconds}` pair of host
+/// words as seconds << 32 | nanoseconds.
+fn disk_time<O: ByteOrder>(v: &zerocopy::byteorder::U64<O>, bigtime: bool) -> u64 {
+    if bigtime {
+        return v.get();
+    }
+    let b = zerocopy::IntoBytes::as_bytes(v);
+    let word = |r: std::ops::Range<usize>| {
+        b.get(r)
+            .and_then(|w| zerocopy::byteorder::U32::<O>::ref_from_bytes(w).ok())
+            .map_or(0, |w| w.get())
+    };
+    u64::from(word(0..4)) << 32 | u64::from(word(4..8))
 }
 
 fn decode_extent_free<O: ByteOrder>(r0: &[u8]) -> Result<ExtentFreeItem, String> {

@@ -890,6 +890,7 @@ mod tests {
             lsn: Lsn { cycle: 1, block: 2 },
             commit_lsn: Lsn { cycle: 1, block: 2 },
             order: Order::Little,
+            th_type: 40,
             items,
         }
     }

@@ -56,6 +56,9 @@ pub struct RTrans {
     pub commit_lsn: Lsn,
     /// Byte order of the items (the writer's).
     pub order: Order,
+    /// `th_type` of its transaction header: 40 (CHECKPOINT) since delayed
+    /// logging, the operation's type on older kernels.
+    pub th_type: u32,
     pub items: Vec<RItem>,
 }
 
@@ -172,6 +175,7 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
                         lsn: h.lsn,
                         commit_lsn: h.lsn,
                         order,
+                        th_type: 0,
                         items: Vec::new(),
                     },
                     header: [0; 16],
@@ -208,6 +212,7 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
             XLOG_COMMIT_TRANS => {
                 if let Some(mut o) = self.open.remove(&tid) {
                     o.t.commit_lsn = h.lsn;
+                    o.t.th_type = o.t.order.u32(&o.header, 4).unwrap_or(0);
                     self.counts.transactions = self.counts.transactions.saturating_add(1);
                     sink(Event::Commit(o.t))?;
                 }

@@ -1,0 +1,871 @@
+//! Naming the operations that explain each checkpoint's changes, and
+//! counting the transactions each cost.
+
+use super::track::{Before, Changes, InoState, Names, Tracker, REMOTE_VALUE};
+use super::typed::{self, Role};
+use super::{
+    CheckpointOps, InodeHistory, KindTotals, Operation, OpsReport, Unexplained, KINDS,
+    MAX_HISTORIES, MAX_LISTED_OPS,
+};
+use crate::xfs::fs::Fs;
+use crate::xfs::log::items::{Item, ItemBody};
+use crate::xfs::read::ReadAt;
+use crate::xfs::replay::walk::RTrans;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+const S_IFMT: u16 = 0o170_000;
+const S_IFREG: u16 = 0o100_000;
+const S_IFDIR: u16 = 0o040_000;
+const S_IFLNK: u16 = 0o120_000;
+/// Attribute namespace bits of a name key's first byte.
+const NS_ROOT: u8 = 1 << 1;
+const NS_SECURE: u8 = 1 << 2;
+const NS_PARENT: u8 = 1 << 3;
+
+/// The kind of operation that makes an inode of `mode`.
+fn create_kind(mode: u16) -> &'static str {
+    match mode & S_IFMT {
+        S_IFREG => "create",
+        S_IFDIR => "mkdir",
+        S_IFLNK => "symlink",
+        _ => "mknod",
+    }
+}
+
+fn name_text(n: &[u8]) -> String {
+    String::from_utf8_lossy(n).into_owned()
+}
+
+/// An operation whose inode may show more transactions later.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    kind: &'static str,
+    /// Index of the operation (`None` past the listing cap).
+    op: Option<u32>,
+}
+
+/// An operation being built for one checkpoint.
+struct NewOp {
+    op: Operation,
+    /// Takes the transactions beyond one on its inode (inactivation,
+    /// writeback, rolls).
+    variable: bool,
+}
+
+pub struct Inference<'f, R: ReadAt> {
+    tracker: Tracker<'f, R>,
+    ops: Vec<Operation>,
+    /// Operations past the listing cap: counted, not listed.
+    unlisted: u64,
+    totals: BTreeMap<&'static str, KindTotals>,
+    other: BTreeMap<&'static str, u64>,
+    unexplained: u64,
+    checkpoints: Vec<CheckpointOps>,
+    histories: BTreeMap<u64, InodeHistory>,
+    pending: HashMap<u64, Pending>,
+    /// Typed logs: the attribute-fork additions waiting for their set.
+    addafork: HashMap<u64, u64>,
+    typed_seen: bool,
+    checkpoint_seen: bool,
+    notes: Vec<String>,
+}
+
+impl<'f, R: ReadAt> Inference<'f, R> {
+    pub fn new(fs: &'f Fs<R>) -> Self {
+        Inference {
+            tracker: Tracker::new(fs),
+            ops: Vec::new(),
+            unlisted: 0,
+            totals: KINDS.iter().map(|k| (*k, KindTotals::default())).collect(),
+            other: BTreeMap::new(),
+            unexplained: 0,
+            checkpoints: Vec::new(),
+            histories: BTreeMap::new(),
+            pending: HashMap::new(),
+            addafork: HashMap::new(),
+            typed_seen: false,
+            checkpoint_seen: false,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn note(&mut self, s: String) {
+        if self.notes.len() < 100 {
+            self.notes.push(s);
+        }
+    }
+
+    fn total(&mut self, kind: &'static str) -> &mut KindTotals {
+        self.totals.entry(kind).or_default()
+    }
+
+    /// Record a finished operation: its totals, its listing, its history.
+    fn push(&mut self, op: Operation, cp: &mut CheckpointOps) -> Option<u32> {
+        let t = self.total(op.kind);
+        t.operations = t.operations.saturating_add(1);
+        t.transactions = t.transactions.saturating_add(op.transactions);
+        t.items = t.items.saturating_add(op.items);
+        t.bytes = t.bytes.saturating_add(op.bytes);
+        if self.ops.len() >= MAX_LISTED_OPS {
+            self.unlisted = self.unlisted.saturating_add(1);
+            return None;
+        }
+        let idx = u32::try_from(self.ops.len()).ok()?;
+        if self.histories.len() < MAX_HISTORIES || self.histories.contains_key(&op.ino) {
+            let h = self
+                .histories
+                .entry(op.ino)
+                .or_insert_with(|| InodeHistory {
+                    ino: op.ino,
+                    changecount_before: None,
+                    changecount_after: None,
+                    transactions: Vec::new(),
+                    operations: Vec::new(),
+                });
+            h.operations.push(idx);
+        }
+        cp.operations.push(idx);
+        self.ops.push(op);
+        Some(idx)
+    }
+
+    /// Add follow-up transactions to an earlier operation.
+    fn follow_up(&mut self, p: Pending, n: u64, cp_index: u32, why: String) {
+        let t = self.total(p.kind);
+        t.transactions = t.transactions.saturating_add(n);
+        if let Some(op) =
+            p.op.and_then(|i| self.ops.get_mut(usize::try_from(i).ok()?))
+        {
+            op.transactions = op.transactions.saturating_add(n);
+            if op.why.len() < 8 {
+                op.why.push(why);
+            }
+            if op.later_checkpoints.last() != Some(&cp_index) {
+                op.later_checkpoints.push(cp_index);
+            }
+        }
+    }
+
+    /// One committed transaction of the log.
+    pub fn transaction(&mut self, t: &RTrans, items: &[Item]) {
+        let index = u32::try_from(self.checkpoints.len()).unwrap_or(u32::MAX);
+        let checkpoint = typed::is_checkpoint(t.th_type, self.typed_seen);
+        let mut cp = CheckpointOps {
+            index,
+            tid: t.tid,
+            lsn: t.lsn,
+            th_type: t.th_type,
+            type_name: (!checkpoint).then(|| typed::type_name(t.th_type)),
+            items: 0,
+            bytes: 0,
+            items_by_type: BTreeMap::new(),
+            bytes_by_type: BTreeMap::new(),
+            operations: Vec::new(),
+            inodes: 0,
+            unexplained: Vec::new(),
+            shared_items: 0,
+            shared_bytes: 0,
+        };
+        let mut item_bytes = Vec::with_capacity(items.len());
+        for (it, item) in t.items.iter().zip(items) {
+            let bytes: u64 = it
+                .regions
+                .iter()
+                .map(|r| u64::try_from(r.len()).unwrap_or(0))
+                .sum();
+            item_bytes.push(bytes);
+            let name = item.kind.name();
+            cp.items = cp.items.saturating_add(1);
+            cp.bytes = cp.bytes.saturating_add(bytes);
+            let c = cp.items_by_type.entry(name).or_insert(0);
+            *c = c.saturating_add(1);
+            let c = cp.bytes_by_type.entry(name).or_insert(0);
+            *c = c.saturating_add(bytes);
+        }
+        // Follow the state either way: typed logs feed later checkpoints.
+        let lsn = t.lsn.raw();
+        let mut changes = Changes::default();
+        for item in items {
+            if let ItemBody::Icreate(c) = &item.body {
+                if let Some(first) = self.tracker.chunk_first_ino(c.ag, c.agbno) {
+                    self.tracker.chunk(first, c.count, &mut changes);
+                }
+            }
+        }
+        let mut owners: Vec<Option<u64>> = Vec::with_capacity(items.len());
+        for (it, item) in t.items.iter().zip(items) {
+            let owner = match &item.body {
+                ItemBody::Inode(i) => {
+                    self.tracker.inode(it, i, lsn, &mut changes);
+                    Some(i.ino)
+                }
+                ItemBody::Buf(b) => self.tracker.buffer(it, b, lsn, &mut changes),
+                _ => None,
+            };
+            owners.push(owner);
+        }
+        cp.inodes = u64::try_from(changes.inodes.len()).unwrap_or(u64::MAX);
+        if checkpoint {
+            self.checkpoint_seen = true;
+            self.checkpoint(&changes, &mut cp, &owners, &item_bytes);
+        } else {
+            self.typed_seen = true;
+            self.typed(t.th_type, &changes, &mut cp, &item_bytes);
+        }
+        self.checkpoints.push(cp);
+    }
+
+    /// A transaction that says what it is.
+    fn typed(&mut self, th_type: u32, ch: &Changes, cp: &mut CheckpointOps, item_bytes: &[u64]) {
+        let inos: Vec<u64> = ch.inodes.iter().map(|c| c.ino).collect();
+        let items = cp.items;
+        let bytes: u64 = item_bytes.iter().sum();
+        // The inode the transaction is about: a new one, else one that is
+        // not a directory, else the first.
+        let primary = ch
+            .inodes
+            .iter()
+            .find(|c| {
+                matches!(c.before, Before::Free)
+                    && c.after.as_ref().is_some_and(InoState::allocated)
+            })
+            .or_else(|| {
+                ch.inodes
+                    .iter()
+                    .find(|c| c.after.as_ref().is_some_and(|a| !a.is_dir()))
+            })
+            .or_else(|| ch.inodes.first())
+            .map_or(0, |c| c.ino);
+        let tname = typed::type_name(th_type);
+        match typed::role(th_type) {
+            Role::Op(kind) => {
+                let mut kind = kind;
+                if kind == "create" {
+                    if let Some(a) = ch
+                        .inodes
+                        .iter()
+                        .find(|c| c.ino == primary)
+                        .and_then(|c| c.after.as_ref())
+                    {
+                        kind = create_kind(a.mode);
+                    }
+                }
+                let mut transactions = 1u64;
+                let mut why = vec![format!("a {tname} transaction")];
+                if kind == "setxattr" {
+                    if let Some(n) = self.addafork.remove(&primary) {
+                        transactions = transactions.saturating_add(n);
+                        why.push(format!(
+                            "{n} ADDAFORK transaction(s) before it on inode {primary}"
+                        ));
+                    }
+                }
+                let op = Operation {
+                    kind,
+                    ino: primary,
+                    dir: None,
+                    name: None,
+                    to_dir: None,
+                    to_name: None,
+                    transactions,
+                    items,
+                    bytes,
+                    why,
+                    later_checkpoints: Vec::new(),
+                };
+                let idx = self.push(op, cp);
+                let p = Pending { kind, op: idx };
+                for ino in inos {
+                    self.pending.insert(ino, p);
+                }
+            }
+            Role::FollowUp { fallback } => {
+                let found = inos.iter().find_map(|i| self.pending.get(i).copied());
+                match found {
+                    Some(p) => {
+                        let t = self.total(p.kind);
+                        t.items = t.items.saturating_add(items);
+                        t.bytes = t.bytes.saturating_add(bytes);
+                        self.follow_up(p, 1, cp.index, format!("a {tname} transaction after it"));
+                    }
+                    None => {
+                        let t = self.total(fallback);
+                        t.transactions = t.transactions.saturating_add(1);
+                        t.items = t.items.saturating_add(items);
+                        t.bytes = t.bytes.saturating_add(bytes);
+                        self.note(format!(
+                            "transaction {} ({tname}) follows an operation that is not in the live log: counted as a {fallback} transaction",
+                            cp.index
+                        ));
+                    }
+                }
+            }
+            Role::AddAttrFork => {
+                let c = self.addafork.entry(primary).or_insert(0);
+                *c = c.saturating_add(1);
+                let t = self.total("setxattr");
+                t.items = t.items.saturating_add(items);
+                t.bytes = t.bytes.saturating_add(bytes);
+            }
+            Role::Other | Role::Checkpoint => {
+                let c = self.other.entry(tname).or_insert(0);
+                *c = c.saturating_add(1);
+                cp.shared_items = cp.shared_items.saturating_add(items);
+                cp.shared_bytes = cp.shared_bytes.saturating_add(bytes);
+            }
+        }
+    }
+
+    /// A delayed-logging checkpoint: find the operations in its changes.
+    fn checkpoint(
+        &mut self,
+        ch: &Changes,
+        cp: &mut CheckpointOps,
+        owners: &[Option<u64>],
+        item_bytes: &[u64],
+    ) {
+        // Each inode's state before and after the checkpoint.
+        let mut inodes: BTreeMap<u64, (Before, Option<InoState>)> = BTreeMap::new();
+        for c in &ch.inodes {
+            let e = inodes
+                .entry(c.ino)
+                .or_insert_with(|| (c.before.clone(), None));
+            if c.after.is_some() {
+                e.1 = c.after.clone();
+            }
+        }
+        let created = |ino: u64| -> bool {
+            inodes.get(&ino).is_some_and(|(b, a)| {
+                a.as_ref().is_some_and(InoState::allocated)
+                    && match b {
+                        Before::Free => true,
+                        Before::Known(s) => {
+                            !s.allocated() || a.as_ref().is_some_and(|a| a.gen != s.gen)
+                        }
+                        Before::Unknown => false,
+                    }
+            })
+        };
+        let state_of = |ino: u64| -> Option<InoState> {
+            inodes.get(&ino).and_then(|(b, a)| {
+                a.clone().or_else(|| match b {
+                    Before::Known(s) => Some(s.clone()),
+                    _ => None,
+                })
+            })
+        };
+        // Transactions per inode from the change counter.
+        let mut bumps: BTreeMap<u64, u64> = BTreeMap::new();
+        for (ino, (b, a)) in &inodes {
+            let Some(after) = a.as_ref().and_then(|a| a.changecount) else {
+                continue;
+            };
+            let n = match b {
+                Before::Known(s) if s.allocated() && !created(*ino) => match s.changecount {
+                    Some(c) if after >= c => after.saturating_sub(c),
+                    _ => continue,
+                },
+                Before::Known(_) | Before::Free => after.saturating_sub(1),
+                Before::Unknown => continue,
+            };
+            bumps.insert(*ino, n);
+            if self.histories.len() < MAX_HISTORIES || self.histories.contains_key(ino) {
+                let h = self.histories.entry(*ino).or_insert_with(|| InodeHistory {
+                    ino: *ino,
+                    changecount_before: match b {
+                        Before::Known(s) if s.allocated() => s.changecount,
+                        _ => None,
+                    },
+                    changecount_after: None,
+                    transactions: Vec::new(),
+                    operations: Vec::new(),
+                });
+                h.changecount_after = Some(after);
+                if n > 0 {
+                    h.transactions.push((cp.index, n));
+                }
+            }
+        }
+
+        let mut new_ops: Vec<NewOp> = Vec::new();
+        let mk = |kind: &'static str, ino: u64| Operation {
+            kind,
+            ino,
+            dir: None,
+            name: None,
+            to_dir: None,
+            to_name: None,
+            transactions: 0,
+            items: 0,
+            bytes: 0,
+            why: Vec::new(),
+            later_checkpoints: Vec::new(),
+        };
+
+        // Directory entries added and removed.
+        let unknown_dirs: BTreeSet<u64> = ch.dirs.unknown.iter().copied().collect();
+        let mut added: Vec<(u64, Vec<u8>, u64)> = Vec::new();
+        let mut removed: Vec<(u64, Vec<u8>, u64)> = Vec::new();
+        let empty = Names::new();
+        let dir_owners: BTreeSet<u64> = ch
+            .dirs
+            .before
+            .keys()
+            .chain(ch.dirs.after.keys())
+            .copied()
+            .collect();
+        for d in &dir_owners {
+            if unknown_dirs.contains(d) {
+                continue;
+            }
+            let b = ch.dirs.before.get(d).unwrap_or(&empty);
+            let a = ch.dirs.after.get(d).unwrap_or(&empty);
+            for (n, i) in b {
+                if a.get(n) != Some(i) {
+                    removed.push((*d, n.clone(), *i));
+                }
+            }
+            for (n, i) in a {
+                if b.get(n) != Some(i) {
+                    added.push((*d, n.clone(), *i));
+                }
+            }
+        }
+        if !unknown_dirs.is_empty() {
+            cp.unexplained.push(Unexplained {
+                ino: unknown_dirs.iter().next().copied().unwrap_or(0),
+                transactions: 0,
+                why: format!(
+                    "{} directories were written to disk after this checkpoint: their entries before it are not known",
+                    unknown_dirs.len()
+                ),
+            });
+        }
+        let mut removed_used = vec![false; removed.len()];
+        // Renames (an entry's inode removed in one place and added in
+        // another), then creates and links.
+        let mut renamed_in: BTreeSet<u64> = BTreeSet::new();
+        for (d, n, ino) in &added {
+            let from = removed
+                .iter()
+                .enumerate()
+                .find(|(k, r)| r.2 == *ino && !removed_used.get(*k).copied().unwrap_or(true));
+            if let Some((k, (fd, fname, _))) = from {
+                if let Some(u) = removed_used.get_mut(k) {
+                    *u = true;
+                }
+                let mut op = mk("rename", *ino);
+                op.dir = Some(*fd);
+                op.name = Some(name_text(fname));
+                op.to_dir = Some(*d);
+                op.to_name = Some(name_text(n));
+                renamed_in.insert(*ino);
+                new_ops.push(NewOp { op, variable: true });
+            } else if created(*ino) {
+                let kind = state_of(*ino).map_or("create", |s| create_kind(s.mode));
+                let mut op = mk(kind, *ino);
+                op.dir = Some(*d);
+                op.name = Some(name_text(n));
+                new_ops.push(NewOp { op, variable: true });
+            } else {
+                let mut op = mk("link", *ino);
+                op.dir = Some(*d);
+                op.name = Some(name_text(n));
+                new_ops.push(NewOp {
+                    op,
+                    variable: false,
+                });
+            }
+        }
+        // Removed entries: victims of a rename onto their name, or
+        // removals.
+        let mut victims: Vec<(u64, usize)> = Vec::new();
+        for (k, (d, n, ino)) in removed.iter().enumerate() {
+            if removed_used.get(k).copied().unwrap_or(true) {
+                continue;
+            }
+            let onto = new_ops.iter().position(|o| {
+                o.op.kind == "rename"
+                    && o.op.to_dir == Some(*d)
+                    && o.op.to_name.as_deref() == Some(name_text(n).as_str())
+            });
+            if let Some(r) = onto {
+                victims.push((*ino, r));
+                if let Some(o) = new_ops.get_mut(r) {
+                    o.op.why.push(format!("replaced inode {ino}"));
+                }
+                continue;
+            }
+            let is_dir = state_of(*ino).is_some_and(|s| s.is_dir());
+            let mut op = mk(if is_dir { "rmdir" } else { "unlink" }, *ino);
+            op.dir = Some(*d);
+            op.name = Some(name_text(n));
+            new_ops.push(NewOp { op, variable: true });
+        }
+        // New inodes with no entry found (their directory block not read).
+        for ino in inodes.keys() {
+            if created(*ino) && !new_ops.iter().any(|o| o.op.ino == *ino) {
+                let kind = state_of(*ino).map_or("create", |s| create_kind(s.mode));
+                let mut op = mk(kind, *ino);
+                op.why
+                    .push("its directory entry was not found in this checkpoint".into());
+                new_ops.push(NewOp { op, variable: true });
+            }
+        }
+
+        // Attributes set, replaced and removed.
+        let unknown_attrs: BTreeSet<u64> = ch.attrs.unknown.iter().copied().collect();
+        let attr_owners: BTreeSet<u64> = ch
+            .attrs
+            .before
+            .keys()
+            .chain(ch.attrs.after.keys())
+            .copied()
+            .collect();
+        for o in &attr_owners {
+            if unknown_attrs.contains(o) {
+                continue;
+            }
+            // A removed inode's attributes go with it (inactivation).
+            if state_of(*o).is_none_or(|s| !s.allocated() || s.nlink == 0) {
+                continue;
+            }
+            let b = ch.attrs.before.get(o).unwrap_or(&empty);
+            let a = ch.attrs.after.get(o).unwrap_or(&empty);
+            let is_new = created(*o);
+            let ns = |k: &[u8]| k.first().copied().unwrap_or(0);
+            let show = |k: &[u8]| name_text(k.get(1..).unwrap_or(&[]));
+            for (k, v) in a {
+                if ns(k) & NS_PARENT != 0 || b.get(k) == Some(v) {
+                    continue;
+                }
+                if is_new && ns(k) & (NS_ROOT | NS_SECURE) != 0 {
+                    if let Some(c) = new_ops.iter_mut().find(|c| c.op.ino == *o) {
+                        c.op.why
+                            .push(format!("inherits attribute {} at creation", show(k)));
+                    }
+                    continue;
+                }
+                let mut op = mk("setxattr", *o);
+                op.name = Some(show(k));
+                if v & REMOTE_VALUE != 0 {
+                    // The value goes to blocks of its own; a second
+                    // transaction (which logs no inode core) marks the
+                    // entry complete.
+                    op.transactions = 1;
+                    op.why
+                        .push("a remote value: one more transaction completes the entry".into());
+                }
+                new_ops.push(NewOp { op, variable: true });
+            }
+            for k in b.keys() {
+                if ns(k) & NS_PARENT != 0 || a.contains_key(k) {
+                    continue;
+                }
+                let mut op = mk("removexattr", *o);
+                op.name = Some(show(k));
+                new_ops.push(NewOp {
+                    op,
+                    variable: false,
+                });
+            }
+        }
+
+        // A new inode whose access time is past its creation time had its
+        // times set after the create (`touch`): a setattr.
+        for (ino, (_, a)) in &inodes {
+            let Some(a) = a else { continue };
+            if created(*ino) && a.crtime.is_some_and(|c| c != a.atime) {
+                new_ops.push(NewOp {
+                    op: mk("setattr", *ino),
+                    variable: false,
+                });
+            }
+        }
+
+        // Inode fields: writes, truncates, setattrs.
+        for (ino, (b, a)) in &inodes {
+            let (Before::Known(b), Some(a)) = (b, a) else {
+                continue;
+            };
+            if !b.allocated() || !a.allocated() || created(*ino) || a.nlink == 0 {
+                continue;
+            }
+            let pending_write = self.pending.get(ino).is_some_and(|p| p.kind == "write");
+            let entry_op = new_ops.iter().any(|o| {
+                o.op.ino == *ino && matches!(o.op.kind, "rename" | "link" | "unlink" | "rmdir")
+            });
+            let regular = a.mode & S_IFMT == S_IFREG;
+            let mut file_op: Option<&'static str> = None;
+            if regular {
+                // Attribute blocks count in nblocks too.
+                let attr_moved = a.anextents != b.anextents
+                    || a.aformat != b.aformat
+                    || a.forkoff != b.forkoff
+                    || attr_owners.contains(ino);
+                let blocks = a.nextents != b.nextents || (a.nblocks != b.nblocks && !attr_moved);
+                let mtime_now = a.mtime != b.mtime && a.mtime == a.ctime && a.atime == b.atime;
+                if a.size < b.size {
+                    file_op = Some("truncate");
+                } else if (blocks || a.size > b.size) && !(pending_write && a.mtime == b.mtime) {
+                    let grow_only = a.size > b.size && !blocks && !pending_write;
+                    file_op = Some(if grow_only { "truncate" } else { "write" });
+                } else if mtime_now && !entry_op && !blocks {
+                    file_op = Some("write");
+                }
+            }
+            if let Some(k) = file_op {
+                new_ops.push(NewOp {
+                    op: mk(k, *ino),
+                    variable: true,
+                });
+            }
+            let ids = a.mode != b.mode || a.uid != b.uid || a.gid != b.gid;
+            let times = a.atime != b.atime || (regular && a.mtime != b.mtime);
+            let times_alone = times && !entry_op && file_op.is_none() && !a.is_dir();
+            if ids || times_alone {
+                new_ops.push(NewOp {
+                    op: mk("setattr", *ino),
+                    variable: false,
+                });
+            }
+        }
+
+        // Transactions: each operation one rise of its inode's counter,
+        // the rest to the operation that takes more (or a follow-up).
+        let mut per_ino: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (k, o) in new_ops.iter().enumerate() {
+            per_ino.entry(o.op.ino).or_default().push(k);
+        }
+        for (ino, n) in &bumps {
+            let mut left = *n;
+            let mine = per_ino.get(ino).cloned().unwrap_or_default();
+            for k in &mine {
+                if let Some(o) = new_ops.get_mut(*k) {
+                    if left > 0 {
+                        o.op.transactions = o.op.transactions.saturating_add(1);
+                        left = left.saturating_sub(1);
+                    }
+                }
+            }
+            // Victims: their first rise is the rename's own transaction.
+            if let Some((_, r)) = victims.iter().find(|(v, _)| v == ino) {
+                let extra = left.saturating_sub(1);
+                if let Some(o) = new_ops.get_mut(*r) {
+                    o.op.transactions = o.op.transactions.saturating_add(extra);
+                    if extra > 0 {
+                        o.op.why
+                            .push(format!("{extra} more on the replaced inode {ino}"));
+                    }
+                }
+                continue;
+            }
+            if left == 0 {
+                continue;
+            }
+            let variable = mine
+                .iter()
+                .rev()
+                .find(|k| new_ops.get(**k).is_some_and(|o| o.variable))
+                .copied();
+            if let Some(k) = variable {
+                if let Some(o) = new_ops.get_mut(k) {
+                    o.op.transactions = o.op.transactions.saturating_add(left);
+                    o.op.why
+                        .push(format!("{left} more transaction(s) logged inode {ino}"));
+                }
+                continue;
+            }
+            if mine.is_empty() {
+                if let Some(p) = self.pending.get(ino).copied() {
+                    self.follow_up(
+                        p,
+                        left,
+                        cp.index,
+                        format!(
+                            "{left} transaction(s) on inode {ino} in checkpoint {}",
+                            cp.index
+                        ),
+                    );
+                    continue;
+                }
+                // A directory's rises come from the entry operations in it.
+                let in_dir = new_ops
+                    .iter()
+                    .filter(|o| o.op.dir == Some(*ino) || o.op.to_dir == Some(*ino))
+                    .count();
+                let in_dir = u64::try_from(in_dir).unwrap_or(u64::MAX);
+                if state_of(*ino).is_some_and(|s| s.is_dir()) && left <= in_dir.max(1) {
+                    continue;
+                }
+            }
+            self.unexplained = self.unexplained.saturating_add(left);
+            cp.unexplained.push(Unexplained {
+                ino: *ino,
+                transactions: left,
+                why: "change count rose with no operation found that explains it".into(),
+            });
+        }
+        // An attribute list that moved from the inode to a leaf block: the
+        // set that did it rolled after the conversion (the add into the
+        // leaf logs no inode core).
+        for (ino, (b, a)) in &inodes {
+            let (Before::Known(b), Some(a)) = (b, a) else {
+                continue;
+            };
+            if b.forkoff != 0 && b.aformat == 1 && a.aformat != 1 && a.forkoff != 0 {
+                if let Some(o) = new_ops
+                    .iter_mut()
+                    .find(|o| o.op.ino == *ino && o.op.kind == "setxattr")
+                {
+                    o.op.transactions = o.op.transactions.saturating_add(1);
+                    o.op.why.push(
+                        "moved the attribute list into a leaf block (one more transaction)".into(),
+                    );
+                }
+            }
+        }
+        // A new inode chunk takes one more transaction (the allocation
+        // rolls before the create).
+        for (first, count) in &ch.chunks {
+            let end = first.saturating_add(u64::from(*count));
+            let taker = new_ops.iter_mut().find(|o| {
+                o.op.ino >= *first
+                    && o.op.ino < end
+                    && matches!(o.op.kind, "create" | "mkdir" | "mknod" | "symlink")
+            });
+            match taker {
+                Some(o) => {
+                    o.op.transactions = o.op.transactions.saturating_add(1);
+                    o.op.why.push(format!(
+                        "allocated the inode chunk at inode {first} (one more transaction)"
+                    ));
+                }
+                None => {
+                    self.unexplained = self.unexplained.saturating_add(1);
+                    cp.unexplained.push(Unexplained {
+                        ino: *first,
+                        transactions: 1,
+                        why: "an inode chunk allocated with no new inode found in it".into(),
+                    });
+                }
+            }
+        }
+
+        // Items: those about an operation's inodes go to it.
+        let mut touching: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (k, o) in new_ops.iter().enumerate() {
+            for i in [Some(o.op.ino), o.op.dir, o.op.to_dir]
+                .into_iter()
+                .flatten()
+            {
+                let v = touching.entry(i).or_default();
+                if !v.contains(&k) {
+                    v.push(k);
+                }
+            }
+        }
+        for (owner, bytes) in owners.iter().zip(item_bytes) {
+            let takers = owner.and_then(|o| touching.get(&o));
+            match takers {
+                Some(ks) if !ks.is_empty() => {
+                    let n = u64::try_from(ks.len()).unwrap_or(1).max(1);
+                    for (j, k) in ks.iter().enumerate() {
+                        if let Some(o) = new_ops.get_mut(*k) {
+                            let share = bytes.checked_div(n).unwrap_or(0);
+                            let rest = if j == 0 {
+                                bytes.checked_rem(n).unwrap_or(0)
+                            } else {
+                                0
+                            };
+                            o.op.bytes = o.op.bytes.saturating_add(share.saturating_add(rest));
+                            if j == 0 {
+                                o.op.items = o.op.items.saturating_add(1);
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    cp.shared_items = cp.shared_items.saturating_add(1);
+                    cp.shared_bytes = cp.shared_bytes.saturating_add(*bytes);
+                }
+            }
+        }
+
+        // Record, and remember what may get follow-ups.
+        let mut pushed: Vec<Option<u32>> = Vec::with_capacity(new_ops.len());
+        for o in new_ops {
+            let kind = o.op.kind;
+            let ino = o.op.ino;
+            let idx = self.push(o.op, cp);
+            pushed.push(idx);
+            let waits = match kind {
+                "unlink" | "rmdir" => state_of(ino).is_some_and(|s| s.allocated() && s.nlink == 0),
+                "write" | "truncate" => true,
+                _ => false,
+            };
+            if waits {
+                self.pending.insert(ino, Pending { kind, op: idx });
+            } else if self.pending.get(&ino).is_some_and(|p| p.kind == "write")
+                && kind != "setxattr"
+            {
+                self.pending.remove(&ino);
+            }
+        }
+        for (v, r) in &victims {
+            // A replaced inode still open waits for its inactivation.
+            if state_of(*v).is_some_and(|s| s.allocated() && s.nlink == 0) {
+                let op = pushed.get(*r).copied().flatten();
+                self.pending.insert(*v, Pending { kind: "rename", op });
+            }
+        }
+        for (ino, (_, a)) in &inodes {
+            if a.as_ref().is_some_and(|a| !a.allocated()) {
+                self.pending.remove(ino);
+            }
+        }
+    }
+
+    pub fn finish(mut self, clean: bool) -> OpsReport {
+        if self.unlisted > 0 {
+            self.note(format!(
+                "{} operations past the first {MAX_LISTED_OPS} are counted but not listed",
+                self.unlisted
+            ));
+        }
+        let (inodes, blocks) = self.tracker.followed();
+        if inodes > 0 {
+            self.note(format!(
+                "{inodes} inodes and {blocks} directory or attribute blocks followed"
+            ));
+        }
+        let mut notes = self.notes;
+        notes.append(&mut self.tracker.notes);
+        let log_form = match (self.checkpoint_seen, self.typed_seen) {
+            (_, false) => "checkpoints",
+            (false, true) => "typed",
+            (true, true) => "mixed",
+        };
+        OpsReport {
+            clean,
+            log_form,
+            operations: self
+                .totals
+                .iter()
+                .map(|(k, t)| (*k, t.operations))
+                .collect(),
+            transactions: self
+                .totals
+                .iter()
+                .map(|(k, t)| (*k, t.transactions))
+                .collect(),
+            by_kind: self.totals,
+            other_transactions: self.other,
+            unexplained_transactions: self.unexplained,
+            checkpoints: self.checkpoints,
+            operation_list: self.ops,
+            inodes: self.histories.into_values().collect(),
+            notes,
+        }
+    }
+}
