@@ -3,6 +3,7 @@
 
 use crate::web::bridge::Bridge;
 use crate::web::components::log_view::LogPanel;
+use crate::web::components::ops_view::OpsPanel;
 use crate::web::components::replay_diff::ReplayDiff;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
@@ -145,6 +146,16 @@ pub fn app() -> Html {
                                         filter: filter.clone(),
                                         start: *start,
                                         count: crate::web::components::replay_diff::PAGE,
+                                    },
+                                ))
+                            }
+                            Route::Ops { start, skip } => {
+                                send(Request::Ops);
+                                Some((
+                                    "reconstructing the operations of the log".to_string(),
+                                    Request::OpsTimeline {
+                                        start: *start,
+                                        skip: *skip,
                                     },
                                 ))
                             }
@@ -312,6 +323,13 @@ pub fn app() -> Html {
                     Some(l) => {
                         html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
                         selected={*sel} detail={state.log_tx.clone()} on_need_rows={on_need_rows.clone()} /> }
+                    }
+                    None => html! {},
+                },
+                Route::Ops { start, skip } => match &state.ops {
+                    Some(o) => {
+                        html! { <OpsPanel ops={Rc::clone(o)} timeline={state.ops_timeline.clone()}
+                        start={*start} skip={*skip} replayed={state.replay.as_ref().is_some_and(|r| r.on)} on_replay={on_replay.clone()} /> }
                     }
                     None => html! {},
                 },

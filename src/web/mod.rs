@@ -8,6 +8,7 @@ pub mod bridge;
 pub mod components;
 pub mod download;
 pub mod log_views;
+pub mod ops_views;
 pub mod protocol;
 pub mod route;
 pub mod state;

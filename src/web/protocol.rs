@@ -50,7 +50,21 @@ pub enum Request {
         start: u32,
         count: u32,
     },
+    /// The operations the log carries and the transactions each cost
+    /// (reconstructed once per image), with the forkoff distribution of the
+    /// disk's state and, when views show it, of the replayed state.
+    Ops,
+    /// A page of the operations timeline: checkpoints from `start`, the
+    /// first `skip` operations of that checkpoint left out, until
+    /// [`OPS_PAGE_CHECKPOINTS`] checkpoints or [`OPS_PAGE_OPERATIONS`]
+    /// operations are in it.
+    OpsTimeline { start: u32, skip: u32 },
 }
+
+/// Checkpoints a page of the operations timeline holds at most.
+pub const OPS_PAGE_CHECKPOINTS: u32 = 25;
+/// Operations a page of the operations timeline holds at most.
+pub const OPS_PAGE_OPERATIONS: u32 = 400;
 
 /// The parts of what replay changed.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +172,8 @@ pub enum Response {
     Replay(Box<ReplayView>),
     ReplayDiff(Box<ReplayDiffView>),
     ReplayDiffRows(Box<DiffRowsView>),
+    Ops(Box<OpsView>),
+    OpsTimeline(Box<OpsTimelineView>),
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -456,4 +472,158 @@ pub struct DiffRow {
     /// Blocks: the first sector and how many.
     pub daddr: u64,
     pub sectors: u64,
+}
+
+/// One operation kind's totals.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpKindRow {
+    pub kind: String,
+    pub operations: u64,
+    pub transactions: u64,
+    /// Log items and bytes about its inodes.
+    pub items: u64,
+    pub bytes: u64,
+}
+
+/// Checkpoints `first..=last` of the log, summed (one bar of the chart).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CheckpointBar {
+    pub first: u32,
+    pub last: u32,
+    pub items: u64,
+    pub bytes: u64,
+    pub operations: u64,
+    /// Items by item type, as indices into [`OpsView::item_types`].
+    pub items_by_type: Vec<(u32, u64)>,
+}
+
+/// Items and bytes of one log item type over the whole log.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ItemTypeRow {
+    pub name: String,
+    pub items: u64,
+    pub bytes: u64,
+}
+
+/// Where attribute forks start over every inode in use (`di_forkoff`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ForkoffView {
+    /// Inodes in use that were read.
+    pub inodes: u64,
+    pub with_attr_fork: u64,
+    /// forkoff and inodes.
+    pub by_value: Vec<(u8, u64)>,
+    /// File type, then forkoff and inodes.
+    pub by_type: Vec<(String, Vec<(u8, u64)>)>,
+    /// Reading (how the fork most likely came to be), inodes, a few examples.
+    pub by_reading: Vec<(String, u64, Vec<u64>)>,
+    pub default_forkoff: u8,
+    pub max_forkoff: u8,
+    pub unreadable_count: u64,
+    /// A few inodes in use that could not be read, and why.
+    pub unreadable: Vec<(u64, String)>,
+    pub crc_mismatch: u64,
+    pub problems: Vec<String>,
+    /// Milliseconds the walk over the inodes took.
+    pub ms: f64,
+}
+
+/// The operations a log carries, in numbers (the operations themselves
+/// come by pages with `OpsTimeline`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpsView {
+    /// The analysis failed (the forkoff distributions may still be there).
+    pub error: Option<String>,
+    pub clean: bool,
+    /// checkpoints (delayed logging), typed (each transaction names its
+    /// type) or mixed.
+    pub log_form: String,
+    /// The kinds with operations or transactions, in the core's order.
+    pub kinds: Vec<OpKindRow>,
+    /// Typed transactions of no operation kind, by type name.
+    pub other_transactions: Vec<(String, u64)>,
+    pub unexplained_transactions: u64,
+    pub checkpoints: u32,
+    /// Operations found in all (the timeline lists at most the core's limit).
+    pub operations: u64,
+    pub items: u64,
+    pub bytes: u64,
+    /// Items per checkpoint, in at most [`MAX_CHECKPOINT_BARS`] bars.
+    pub checkpoint_bars: Vec<CheckpointBar>,
+    /// Every item type, most bytes first.
+    pub item_types: Vec<ItemTypeRow>,
+    pub notes: Vec<String>,
+    /// Milliseconds the analysis took.
+    pub analyze_ms: f64,
+    /// The forkoff distribution on disk.
+    pub forkoff: Option<ForkoffView>,
+    /// ... and after replay, when views show the replayed state.
+    pub forkoff_replayed: Option<ForkoffView>,
+}
+
+/// Bars of the items-per-checkpoint chart at most (checkpoints are summed
+/// into bars beyond that).
+pub const MAX_CHECKPOINT_BARS: usize = 200;
+
+/// One operation of the timeline.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpRow {
+    /// Index in the log's operation list.
+    pub index: u32,
+    pub kind: String,
+    pub ino: u64,
+    pub dir: Option<u64>,
+    pub name: Option<String>,
+    pub to_dir: Option<u64>,
+    pub to_name: Option<String>,
+    pub transactions: u64,
+    pub items: u64,
+    pub bytes: u64,
+    /// How the transactions were counted, and anything uncertain.
+    pub why: Vec<String>,
+    /// Checkpoints after this one that carried its follow-up work.
+    pub later_checkpoints: Vec<u32>,
+    /// The inode and the directory were in use before the log (so the
+    /// view of the disk shows them); `None`: not known.
+    pub ino_on_disk: Option<bool>,
+    pub dir_on_disk: Option<bool>,
+}
+
+/// One checkpoint (or typed transaction) of the timeline.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CheckpointRow {
+    pub index: u32,
+    pub tid: u32,
+    pub lsn: String,
+    /// The transaction type's name, for typed transactions.
+    pub type_name: Option<String>,
+    pub items: u64,
+    pub bytes: u64,
+    pub inodes: u64,
+    /// Items about no operation's inode (AG headers, btree blocks, intents).
+    pub shared_items: u64,
+    pub shared_bytes: u64,
+    /// Operations by kind over the whole checkpoint.
+    pub kinds: Vec<(String, u64)>,
+    /// Operations in the checkpoint, and where this page's start.
+    pub operations_total: u32,
+    pub first_operation: u32,
+    pub operations: Vec<OpRow>,
+    /// Transactions on inodes that no operation explains: inode, count, why.
+    pub unexplained: Vec<(u64, u64, String)>,
+}
+
+/// A page of the operations timeline.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpsTimelineView {
+    pub start: u32,
+    pub skip: u32,
+    /// Checkpoints in the log.
+    pub total: u32,
+    pub checkpoints: Vec<CheckpointRow>,
+    /// Where the previous and the next page start: (checkpoint, skip).
+    pub prev: Option<(u32, u32)>,
+    pub next: Option<(u32, u32)>,
+    /// The analysis failed (the view shows why).
+    pub error: Option<String>,
 }

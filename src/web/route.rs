@@ -22,6 +22,12 @@ pub enum Route {
         filter: String,
         start: u32,
     },
+    /// The operations the log carries, the timeline from checkpoint
+    /// `start` (its first `skip` operations left out).
+    Ops {
+        start: u32,
+        skip: u32,
+    },
     /// A hash this page does not know.
     Unknown(String),
 }
@@ -55,6 +61,12 @@ impl Route {
             if let Ok(i) = n.trim().parse() {
                 return Route::Log(Some(i));
             }
+        }
+        if h == "ops" || h.starts_with("ops/") {
+            let mut parts = h.split('/').skip(1).map(|n| n.trim().parse().ok());
+            let start = parts.next().flatten().unwrap_or(0);
+            let skip = parts.next().flatten().unwrap_or(0);
+            return Route::Ops { start, skip };
         }
         if h == "replay" || h.starts_with("replay/") {
             let mut parts = h.split('/').skip(1).filter(|s| !s.is_empty());
@@ -108,6 +120,9 @@ impl Route {
                 let f = if filter.is_empty() { "all" } else { filter };
                 format!("#/replay/{}/{f}/{start}", section.name())
             }
+            Route::Ops { start: 0, skip: 0 } => "#/ops".into(),
+            Route::Ops { start, skip: 0 } => format!("#/ops/{start}"),
+            Route::Ops { start, skip } => format!("#/ops/{start}/{skip}"),
             Route::Inode(ino) => format!("#/inode/{ino}"),
             Route::Path(p) => {
                 let segs: Vec<String> =

@@ -3,7 +3,7 @@
 use crate::web::protocol::{
     AgsView, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
 };
-use crate::web::protocol::{DiffRowsView, ReplayDiffView, ReplayView};
+use crate::web::protocol::{DiffRowsView, OpsTimelineView, OpsView, ReplayDiffView, ReplayView};
 use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -40,6 +40,9 @@ pub struct State {
     /// What replay changed, and the page of rows shown.
     pub replay_diff: Option<Rc<ReplayDiffView>>,
     pub replay_rows: Option<Rc<DiffRowsView>>,
+    /// The operations of the log in numbers, and the page of the timeline shown.
+    pub ops: Option<Rc<OpsView>>,
+    pub ops_timeline: Option<Rc<OpsTimelineView>>,
     /// Bumped when the state views read from changes, so they load again.
     pub generation: u32,
 }
@@ -64,6 +67,8 @@ impl Default for State {
             replay: None,
             replay_diff: None,
             replay_rows: None,
+            ops: None,
+            ops_timeline: None,
             generation: 0,
         }
     }
@@ -133,6 +138,8 @@ fn reduce_response(s: &mut State, r: Response) {
             s.replay = None;
             s.replay_diff = None;
             s.replay_rows = None;
+            s.ops = None;
+            s.ops_timeline = None;
             s.opened = Some(Rc::from(*o));
         }
         Response::Error { name, message } => {
@@ -208,6 +215,14 @@ fn reduce_response(s: &mut State, r: Response) {
         Response::ReplayDiffRows(r) => {
             s.busy = None;
             s.replay_rows = Some(Rc::from(*r));
+        }
+        Response::Ops(o) => {
+            s.busy = None;
+            s.ops = Some(Rc::from(*o));
+        }
+        Response::OpsTimeline(t) => {
+            s.busy = None;
+            s.ops_timeline = Some(Rc::from(*t));
         }
         Response::Ags(a) => {
             s.busy = None;

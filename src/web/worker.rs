@@ -4,7 +4,7 @@
 
 use crate::web::blob_reader::BlobReader;
 use crate::web::protocol::{AgsView, Opened, Request, Response};
-use crate::web::{log_views, views};
+use crate::web::{log_views, ops_views, views};
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
 use crate::xfs::sb::read_superblock;
@@ -30,6 +30,11 @@ thread_local! {
     /// rows reads the fields again, entries show as paths), the
     /// milliseconds the comparison took, and the entries added and removed.
     static DIFF: RefCell<Option<StoredDiff>> = const { RefCell::new(None) };
+    /// The operations of the open image's log, made on first request.
+    static OPS: RefCell<Option<ops_views::StoredOps>> = const { RefCell::new(None) };
+    /// The forkoff distributions of the disk's state and of the replayed
+    /// one, made on first request.
+    static FORKOFF: RefCell<[Option<crate::web::protocol::ForkoffView>; 2]> = const { RefCell::new([None, None]) };
 }
 
 /// What replay changed, the milliseconds it took, entries added and removed.
@@ -60,6 +65,8 @@ fn open(blob: web_sys::Blob, name: String) -> Response {
     LOG.with(|l| *l.borrow_mut() = None);
     REPLAY.with(|r| *r.borrow_mut() = None);
     DIFF.with(|d| *d.borrow_mut() = None);
+    OPS.with(|o| *o.borrow_mut() = None);
+    FORKOFF.with(|f| *f.borrow_mut() = [None, None]);
     let reader = match BlobReader::new(blob) {
         Ok(r) => r,
         Err(message) => return Response::Error { name, message },
@@ -553,6 +560,128 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
     );
 }
 
+/// Run `f` on the open filesystem read in the state `replayed` says (the
+/// disk's, or the replayed one), the views' state restored after.
+fn in_state<T>(replayed: bool, f: impl FnOnce(&Fs<BlobReader>) -> T) -> Option<T> {
+    FS.with(|cell| {
+        let mut b = cell.borrow_mut();
+        let fs = b.as_mut()?;
+        let was = fs.img.uses_overlay();
+        fs.img.set_use_overlay(replayed);
+        let out = f(fs);
+        fs.img.set_use_overlay(was);
+        Some(out)
+    })
+}
+
+/// Reconstruct the operations of the log once per image.
+fn ensure_ops(scope: &DedicatedWorkerGlobalScope) {
+    if OPS.with(|o| o.borrow().is_some()) {
+        return;
+    }
+    let mut last = 0.0f64;
+    // The log as it is on disk, whatever state the views show.
+    let made = in_state(false, |fs| {
+        ops_views::analyze(fs, &mut |p| {
+            let now = js_sys::Date::now();
+            if now - last > 200.0 {
+                last = now;
+                post(
+                    scope,
+                    &Response::Progress {
+                        stage: format!(
+                            "reconstructing the operations of the log: {} checkpoints",
+                            p.checkpoints
+                        ),
+                        done: p.blocks_done,
+                        total: p.blocks_total,
+                    },
+                );
+            }
+        })
+    });
+    if let Some(m) = made {
+        OPS.with(|o| *o.borrow_mut() = Some(m));
+    }
+}
+
+/// The forkoff distribution of the disk's state or the replayed one, once
+/// per image.
+fn ensure_forkoff(scope: &DedicatedWorkerGlobalScope, replayed: bool) {
+    let slot = usize::from(replayed);
+    if FORKOFF.with(|f| f.borrow().get(slot).is_some_and(Option::is_some)) {
+        return;
+    }
+    let which = if replayed { "after replay" } else { "on disk" };
+    let made = in_state(replayed, |fs| {
+        let total = read_superblock(&fs.img)
+            .map(|s| s.icount.saturating_sub(s.ifree))
+            .unwrap_or(0);
+        let t0 = js_sys::Date::now();
+        let mut last = 0.0f64;
+        let d = crate::xfs::ops::forkoff::distribution(fs, &mut |n| {
+            let now = js_sys::Date::now();
+            if now - last > 200.0 {
+                last = now;
+                post(
+                    scope,
+                    &Response::Progress {
+                        stage: format!("reading every inode in use {which}: {n}"),
+                        done: n,
+                        total,
+                    },
+                );
+            }
+        });
+        ops_views::forkoff_view(&d, js_sys::Date::now() - t0)
+    });
+    FORKOFF.with(|f| {
+        if let Some(s) = f.borrow_mut().get_mut(slot) {
+            *s = made;
+        }
+    });
+}
+
+/// The operations view: the log's operations in numbers, the forkoff
+/// distribution on disk and, when the views show it, after replay.
+fn ops(scope: &DedicatedWorkerGlobalScope) -> Response {
+    post(
+        scope,
+        &Response::Progress {
+            stage: "reconstructing the operations of the log".into(),
+            done: 0,
+            total: 0,
+        },
+    );
+    ensure_ops(scope);
+    ensure_forkoff(scope, false);
+    let replayed = FS.with(|c| c.borrow().as_ref().is_some_and(|fs| fs.img.uses_overlay()));
+    if replayed {
+        ensure_forkoff(scope, true);
+    }
+    let Some(mut view) = OPS.with(|o| o.borrow().as_ref().map(ops_views::summary)) else {
+        return view_error("operations", "no filesystem is open");
+    };
+    FORKOFF.with(|f| {
+        let f = f.borrow();
+        view.forkoff = f.first().cloned().flatten();
+        if replayed {
+            view.forkoff_replayed = f.get(1).cloned().flatten();
+        }
+    });
+    Response::Ops(Box::new(view))
+}
+
+/// A page of the operations timeline (the operations reconstructed first
+/// if needed).
+fn ops_timeline(scope: &DedicatedWorkerGlobalScope, start: u32, skip: u32) -> Response {
+    ensure_ops(scope);
+    OPS.with(|o| match o.borrow().as_ref() {
+        Some(s) => Response::OpsTimeline(Box::new(ops_views::timeline(s, start, skip))),
+        None => view_error("operations", "no filesystem is open"),
+    })
+}
+
 fn ags(fs: &Fs<BlobReader>) -> Response {
     let ags = (0..fs.geo.agcount)
         .map(|a| match crate::xfs::ag::summarize(fs, AgNumber(a)) {
@@ -621,6 +750,8 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             start,
             count,
         } => replay_diff_rows(section, filter, start, count),
+        Request::Ops => ops(scope),
+        Request::OpsTimeline { start, skip } => ops_timeline(scope, start, skip),
     };
     post(scope, &resp);
 }

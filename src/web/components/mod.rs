@@ -6,6 +6,7 @@ pub mod inode_view;
 pub mod log_view;
 pub mod nav;
 pub mod open_panel;
+pub mod ops_view;
 pub mod replay_diff;
 pub mod status;
 pub mod superblock;

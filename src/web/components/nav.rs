@@ -46,6 +46,7 @@ pub fn nav(props: &Props) -> Html {
                 { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
                 { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags)) }
                 { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }
+                { tab("Operations", Route::Ops { start: 0, skip: 0 }, matches!(r, Route::Ops { .. })) }
                 { tab("Replay changes", Route::Replay { section: crate::web::protocol::DiffSection::Paths, filter: String::new(), start: 0 }, matches!(r, Route::Replay { .. })) }
                 <label class="replay" title="Read every view through the log replayed in memory, as the kernel's recovery would leave the filesystem; the file is never written">
                     <input type="checkbox" data-testid="replay-toggle" checked={props.replayed} {onchange} />

@@ -158,6 +158,10 @@ pub struct OpsReport {
     pub other_transactions: BTreeMap<&'static str, u64>,
     /// Transactions seen (change counts) that no operation explains.
     pub unexplained_transactions: u64,
+    /// Inodes made and freed within one checkpoint: operations whose kind
+    /// the log does not keep (their transactions are in
+    /// `unexplained_transactions`).
+    pub created_and_removed: u64,
     pub checkpoints: Vec<CheckpointOps>,
     pub operation_list: Vec<Operation>,
     /// Inodes with operations (at most [`MAX_HISTORIES`]).

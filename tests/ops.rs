@@ -1,0 +1,261 @@
+//! Operations and their transactions (`ops --json`) against the kernel's
+//! own count, and the forkoff distribution against `xfs_db`:
+//!
+//! * `ops-*` fixtures (made by `make-ops-fixtures.sh`): a known workload
+//!   run on the real kernel with the `xfs:xfs_trans_commit` tracepoint on,
+//!   each operation's commits (rolls included, and the background work
+//!   it caused) counted from the trace, then the filesystem shut down so
+//!   the whole workload stays in the log. `NAME.truth.json` `by_kind`
+//!   holds, per kind, the operations run and the transactions the kernel
+//!   committed for them.
+//! * `ops-typed` (made by `make-ops-typed-fixture.sh`): transactions that
+//!   carry their type, as kernels before delayed logging wrote them,
+//!   written by the project's log forger and read back by `xfs_logprint`
+//!   and the kernel's recovery; `NAME.truth.json` lists them.
+//! * `NAME.forkoff-disk.txt` / `NAME.forkoff-recovered.txt`: every inode
+//!   the inode btrees mark in use, printed with `xfs_db`, of the dirty
+//!   image and of a copy the kernel recovered.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const KINDS: [&str; 13] = [
+    "create",
+    "mkdir",
+    "mknod",
+    "symlink",
+    "link",
+    "unlink",
+    "rmdir",
+    "rename",
+    "setxattr",
+    "removexattr",
+    "write",
+    "truncate",
+    "setattr",
+];
+
+fn ops_json(name: &str) -> Value {
+    let img = image(name);
+    let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+    assert!(ok, "{name}: ops failed: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn truth(name: &str) -> Value {
+    serde_json::from_str(&oracle(name, "truth.json")).unwrap()
+}
+
+fn count(v: &Value, kind: &str) -> u64 {
+    v.get(kind).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The ops fixtures made by the kernel with tracepoint truth.
+fn kernel_fixtures() -> Vec<String> {
+    fixtures_with("truth.json")
+        .into_iter()
+        .filter(|n| truth(n).get("by_kind").is_some())
+        .collect()
+}
+
+#[test]
+fn operations_per_kind_equal_the_kernels_workload() {
+    for name in kernel_fixtures() {
+        let t = truth(&name);
+        let r = ops_json(&name);
+        for kind in KINDS {
+            let want = t["by_kind"].get(kind).map_or(0, |k| count(k, "operations"));
+            let got = count(&r["operations"], kind);
+            assert_eq!(got, want, "{name}: {kind} operations");
+        }
+    }
+}
+
+#[test]
+fn transactions_per_kind_equal_the_kernels_tracepoint_count() {
+    for name in kernel_fixtures() {
+        let t = truth(&name);
+        let r = ops_json(&name);
+        let mut diffs = Vec::new();
+        for kind in KINDS {
+            let want = t["by_kind"]
+                .get(kind)
+                .map_or(0, |k| count(k, "transactions"));
+            let got = count(&r["transactions"], kind);
+            if got != want {
+                diffs.push(format!(
+                    "{kind}: {got} counted, the kernel committed {want}"
+                ));
+            }
+        }
+        assert!(diffs.is_empty(), "{name}:\n{}", diffs.join("\n"));
+        assert_eq!(
+            r["unexplained_transactions"].as_u64(),
+            Some(0),
+            "{name}: transactions left unexplained"
+        );
+    }
+}
+
+#[test]
+fn typed_transactions_are_counted_by_type() {
+    let name = "ops-typed";
+    let t = truth(name);
+    let r = ops_json(name);
+    assert_eq!(r["log_form"], "typed");
+    // The forger's truth names kinds as the kernel's transaction types do;
+    // SETATTR_NOT_SIZE is a setattr.
+    let kind_of = |k: &str| if k == "chmod" { "setattr" } else { k }.to_string();
+    let mut ops: BTreeMap<String, u64> = BTreeMap::new();
+    let mut trans: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, v) in t["operations"].as_object().unwrap() {
+        *ops.entry(kind_of(k)).or_default() += v.as_u64().unwrap();
+    }
+    for (k, v) in t["transactions_by_kind"].as_object().unwrap() {
+        *trans.entry(kind_of(k)).or_default() += v.as_u64().unwrap();
+    }
+    for kind in KINDS {
+        assert_eq!(
+            count(&r["operations"], kind),
+            ops.get(kind).copied().unwrap_or(0),
+            "{kind} operations"
+        );
+        assert_eq!(
+            count(&r["transactions"], kind),
+            trans.get(kind).copied().unwrap_or(0),
+            "{kind} transactions"
+        );
+    }
+    // Every transaction is one checkpoint entry, named by its type.
+    let listed = t["transactions"].as_array().unwrap();
+    let cps = r["checkpoints"].as_array().unwrap();
+    assert_eq!(cps.len(), listed.len());
+    for (c, l) in cps.iter().zip(listed) {
+        assert_eq!(c["type_name"], l["name"]);
+        assert_eq!(c["th_type"], l["type"]);
+    }
+}
+
+/// `ino mode forkoff aformat format anextents` or `ino unreadable` lines.
+struct ForkoffOracle {
+    by_value: BTreeMap<u64, u64>,
+    by_type: BTreeMap<String, BTreeMap<u64, u64>>,
+    inodes: u64,
+    unreadable: u64,
+}
+
+fn type_of(mode: u32) -> &'static str {
+    match mode & 0o170000 {
+        0o100000 => "file",
+        0o040000 => "dir",
+        0o120000 => "symlink",
+        0o020000 => "chardev",
+        0o060000 => "blockdev",
+        0o010000 => "fifo",
+        0o140000 => "socket",
+        _ => "unknown",
+    }
+}
+
+fn forkoff_oracle(text: &str) -> ForkoffOracle {
+    let mut o = ForkoffOracle {
+        by_value: BTreeMap::new(),
+        by_type: BTreeMap::new(),
+        inodes: 0,
+        unreadable: 0,
+    };
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) == Some(&"unreadable") {
+            o.unreadable += 1;
+            continue;
+        }
+        let mode = u32::from_str_radix(f[1], 8).unwrap();
+        let forkoff: u64 = f[2].parse().unwrap();
+        o.inodes += 1;
+        *o.by_value.entry(forkoff).or_default() += 1;
+        *o.by_type
+            .entry(type_of(mode).to_string())
+            .or_default()
+            .entry(forkoff)
+            .or_default() += 1;
+    }
+    o
+}
+
+fn distribution_map(v: &Value) -> BTreeMap<u64, u64> {
+    v.as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.parse().unwrap(), n.as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn forkoff_distribution_equals_xfs_db_on_disk_and_after_recovery() {
+    for name in fixtures_with("forkoff-disk.txt") {
+        let r = ops_json(&name);
+        for (suffix, key) in [
+            ("forkoff-disk.txt", "forkoff"),
+            ("forkoff-recovered.txt", "forkoff_replayed"),
+        ] {
+            let o = forkoff_oracle(&oracle(&name, suffix));
+            let d = &r[key];
+            assert_eq!(d["inodes"].as_u64(), Some(o.inodes), "{name} {key}: inodes");
+            assert_eq!(
+                d["unreadable_count"].as_u64(),
+                Some(o.unreadable),
+                "{name} {key}: unreadable inodes"
+            );
+            assert_eq!(distribution_map(&d["by_value"]), o.by_value, "{name} {key}");
+            for (t, m) in &o.by_type {
+                assert_eq!(&distribution_map(&d["by_type"][t]), m, "{name} {key}: {t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn forkoff_command_counts_every_inode_the_kernel_lists_by_type() {
+    let name = "ops-typed";
+    let img = image(name);
+    let (ok, out, err) = run_cli(&["forkoff", img.to_str().unwrap(), "--json"]);
+    assert!(ok, "{err}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(d, ops_json(name)["forkoff"]);
+    // The forged log changes no inode's allocation: the inodes in use are
+    // the ones the kernel lists after recovery, plus the realtime bitmap
+    // and summary inodes the superblock names (regular files).
+    let mut by_type: BTreeMap<String, BTreeMap<u64, ()>> = BTreeMap::new();
+    for l in oracle(name, "recovered-ls.jsonl").lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        by_type
+            .entry(v["type"].as_str().unwrap().to_string())
+            .or_default()
+            .insert(v["ino"].as_u64().unwrap(), ());
+    }
+    let sb = parse_xfs_db_print(&oracle(name, "recovered-sb.txt"));
+    for field in ["rbmino", "rsumino"] {
+        let v = &sb.iter().find(|(k, _)| k == field).unwrap().1;
+        if let Some(ino) = xfs_db_number(v) {
+            by_type.entry("file".into()).or_default().insert(ino, ());
+        }
+    }
+    let total: usize = by_type.values().map(BTreeMap::len).sum();
+    assert_eq!(d["inodes"].as_u64(), Some(total as u64));
+    for (t, inos) in &by_type {
+        let n: u64 = d["by_type"][t]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(n, inos.len() as u64, "{t}");
+    }
+}
