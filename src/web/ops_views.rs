@@ -207,9 +207,12 @@ fn listed(cp: &CheckpointOps) -> usize {
     cp.operations.len()
 }
 
-/// The page from (`start`, `skip`): (checkpoint, first operation, how
-/// many) for each checkpoint in it, and where the next page starts.
-fn page(r: &OpsReport, start: u32, skip: u32) -> (Vec<(usize, usize, usize)>, Option<(u32, u32)>) {
+/// The checkpoints of a page: (checkpoint, first operation, how many) for
+/// each, and where the next page starts.
+type Page = (Vec<(usize, usize, usize)>, Option<(u32, u32)>);
+
+/// The page from (`start`, `skip`).
+fn page(r: &OpsReport, start: u32, skip: u32) -> Page {
     let max_ops = usize::try_from(OPS_PAGE_OPERATIONS).unwrap_or(usize::MAX);
     let max_cps = usize::try_from(OPS_PAGE_CHECKPOINTS).unwrap_or(usize::MAX);
     let mut budget = max_ops;

@@ -163,7 +163,7 @@ fn legend(entries: &[(String, &'static str)]) -> Html {
 
 /// Operations and transactions per kind, as grouped bars.
 fn kinds_chart(o: &OpsView) -> Html {
-    let (w, h, left, bottom, top_pad) = (640.0, 270.0, 48.0, 64.0, 22.0);
+    let (w, h, left, bottom, top_pad) = (660.0, 270.0, 48.0, 64.0, 22.0);
     let plot_h = h - bottom - top_pad;
     let y0 = h - bottom;
     let max = o
@@ -212,7 +212,7 @@ fn kinds_chart(o: &OpsView) -> Html {
 /// Items per checkpoint, stacked by item type; each bar links to its
 /// checkpoints in the timeline.
 fn checkpoints_chart(o: &OpsView) -> Html {
-    let (w, h, left, bottom, top_pad) = (640.0, 230.0, 48.0, 36.0, 12.0);
+    let (w, h, left, bottom, top_pad) = (520.0, 230.0, 44.0, 36.0, 12.0);
     let plot_h = h - bottom - top_pad;
     let y0 = h - bottom;
     let max = o.checkpoint_bars.iter().map(|b| b.items).max().unwrap_or(0);
@@ -269,10 +269,15 @@ fn checkpoints_chart(o: &OpsView) -> Html {
         .checkpoint_bars
         .first()
         .map_or(1, |b| b.last.saturating_sub(b.first).saturating_add(1));
-    let caption = if per > 1 {
-        format!("Log items per checkpoint ({per} checkpoints a bar), by item type")
+    let unit = if o.log_form == "typed" {
+        "transaction"
     } else {
-        "Log items per checkpoint, by item type".to_string()
+        "checkpoint"
+    };
+    let caption = if per > 1 {
+        format!("Log items per {unit} ({per} {unit}s a bar), by item type")
+    } else {
+        format!("Log items per {unit}, by item type")
     };
     let entries: Vec<(String, &'static str)> = o
         .item_types
@@ -282,13 +287,13 @@ fn checkpoints_chart(o: &OpsView) -> Html {
         .collect();
     html! {
         <figure class="chart" data-testid="ops-chart-checkpoints">
-            <figcaption>{ caption }<span class="muted">{ " · a bar opens its checkpoints in the timeline" }</span></figcaption>
+            <figcaption>{ caption }<span class="muted">{ format!(" · a bar opens its {unit}s in the timeline") }</span></figcaption>
             { legend(&entries) }
             <svg viewBox={format!("0 0 {w} {h}")} role="img" aria-label="log items per checkpoint">
                 { grid(top, step, left, w - 4.0, y0, plot_h) }
                 { for bars }
                 <line x1={left.to_string()} x2={(w - 4.0).to_string()} y1={y0.to_string()} y2={y0.to_string()} class="axis" />
-                <text x={((left + w) / 2.0).to_string()} y={(h - 4.0).to_string()} class="xlbl">{ "checkpoint" }</text>
+                <text x={((left + w) / 2.0).to_string()} y={(h - 4.0).to_string()} class="xlbl">{ unit }</text>
             </svg>
         </figure>
     }
@@ -297,7 +302,7 @@ fn checkpoints_chart(o: &OpsView) -> Html {
 /// Bytes per item type, as horizontal bars.
 fn item_types_chart(o: &OpsView) -> Html {
     let row = 24.0;
-    let (w, left, right) = (640.0, 96.0, 150.0);
+    let (w, left, right) = (520.0, 86.0, 150.0);
     let rows = o.item_types.len().max(1);
     let h = row * fl(u64::try_from(rows).unwrap_or(1)) + 8.0;
     let max = o
@@ -322,8 +327,8 @@ fn item_types_chart(o: &OpsView) -> Html {
     });
     html! {
         <figure class="chart" data-testid="ops-chart-item-types">
-            <figcaption>{ "Bytes logged per item type" }</figcaption>
-            { legend(&[("bytes (items)".into(), series(0))]) }
+            <figcaption>{ "Bytes logged per item type" }<span class="muted">{ " · bytes · items" }</span></figcaption>
+            { legend(&o.item_types.iter().enumerate().map(|(i, t)| (t.name.clone(), series(i))).collect::<Vec<_>>()) }
             <svg viewBox={format!("0 0 {w} {h}")} role="img" aria-label="bytes per item type">
                 { for bars }
                 <line x1={left.to_string()} x2={left.to_string()} y1="2" y2={(h - 2.0).to_string()} class="axis" />
@@ -444,7 +449,7 @@ fn forkoff(
                 <line x1={left.to_string()} x2={(w - 4.0).to_string()} y1={y0.to_string()} y2={y0.to_string()} class="axis" />
                 <text x={((left + w) / 2.0).to_string()} y={(h - 3.0).to_string()} class="xlbl">{ "di_forkoff (8-byte units after the core)" }</text>
             </svg>
-            <table class="kv readings" data-testid={format!("forkoff-readings-{state}")}>
+            <table class="readings" data-testid={format!("forkoff-readings-{state}")}>
                 <thead><tr><th>{ "reading" }</th><th class="num">{ "inodes" }</th><th>{ "for example" }</th></tr></thead>
                 <tbody>
                 { for f.by_reading.iter().map(|(r, n, ex)| html! {
@@ -541,6 +546,7 @@ fn checkpoint(cp: &CheckpointRow, now: bool, on_replay: &Callback<bool>) -> Html
                 <p class="muted small">{ "no operations found here" }</p>
             } else {
                 <table class="ops-list">
+                    <colgroup><col class="c-kind" /><col class="c-entry" /><col class="c-ino" /><col class="c-n" /><col class="c-n" /><col class="c-bytes" /><col /></colgroup>
                     <thead><tr><th>{ "kind" }</th><th>{ "entry" }</th><th class="num">{ "inode" }</th><th class="num">{ "trans." }</th>
                         <th class="num">{ "items" }</th><th class="num">{ "bytes" }</th><th>{ "how counted" }</th></tr></thead>
                     <tbody>{ for cp.operations.iter().map(|op| op_row(op, now, on_replay)) }</tbody>
@@ -551,6 +557,9 @@ fn checkpoint(cp: &CheckpointRow, now: bool, on_replay: &Callback<bool>) -> Html
                 }
             }
             if !cp.unexplained.is_empty() {
+                <details class="unexplained" open={cp.unexplained.len() <= 5}>
+                <summary class="warn small">{ format!("{} transactions on {} inodes that no operation found explains",
+                    cp.unexplained.iter().map(|(_, n, _)| *n).sum::<u64>(), cp.unexplained.len()) }</summary>
                 <ul class="unexplained" data-testid="ops-unexplained">
                 { for cp.unexplained.iter().map(|(ino, n, why)| html! {
                     <li class="warn">{ format!("{n} transactions on inode ") }
@@ -558,6 +567,7 @@ fn checkpoint(cp: &CheckpointRow, now: bool, on_replay: &Callback<bool>) -> Html
                         { format!(" that no operation explains: {why}") }</li>
                 }) }
                 </ul>
+                </details>
             }
         </section>
     }
@@ -628,10 +638,19 @@ pub fn ops_panel(props: &Props) -> Html {
         html! { <p class="muted forkoff-hint">{ "The distribution after replay shows with the replayed view: " }
         <button {onclick} data-testid="ops-show-replayed">{ "replay the log" }</button></p> }
     };
-    let form = match o.log_form.as_str() {
-        "typed" => "transactions that name their type",
-        "mixed" => "checkpoints and typed transactions",
-        _ => "checkpoints (delayed logging)",
+    let (form, how) = match o.log_form.as_str() {
+        "typed" => (
+            "transactions that name their type",
+            "counted by the type each transaction names",
+        ),
+        "mixed" => (
+            "checkpoints and typed transactions",
+            "counted by type where transactions name it, elsewhere from the inodes' change counts, directory entries and attribute names each checkpoint logged",
+        ),
+        _ => (
+            "checkpoints (delayed logging)",
+            "from the inodes' change counts, directory entries and attribute names each checkpoint logged",
+        ),
     };
     html! {
         <section class="ops" data-testid="ops-view">
@@ -641,7 +660,7 @@ pub fn ops_panel(props: &Props) -> Html {
             } else if o.clean {
                 <p data-testid="ops-clean">{ "The log is clean: it carries no operations." }</p>
             } else {
-                <p class="muted">{ format!("{} {form} · {} operations · {} log items · {} · reconstructed in {:.0} ms, from the inodes' change counts, directory entries and attribute names each checkpoint logged",
+                <p class="muted" data-testid="ops-summary">{ format!("{} {form} · {} operations · {} log items · {} · reconstructed in {:.0} ms, {how}",
                     o.checkpoints, o.operations, o.items, human(o.bytes), o.analyze_ms) }</p>
                 <div class="ops-top">
                     <div>
