@@ -720,6 +720,9 @@ fn op(tid: u32, data: &[u8], flags: u8) -> Vec<u8> {
     o
 }
 
+/// One log item: its regions.
+type Item = Vec<Vec<u8>>;
+
 fn main() {
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -800,7 +803,7 @@ fn main() {
     let mut prev = prev;
     // Per record: its transaction's type, its items, and the count its
     // header gives.
-    let mut records: Vec<(u32, Vec<Vec<Vec<u8>>>, u32)> = Vec::new();
+    let mut records: Vec<(u32, Vec<Item>, u32)> = Vec::new();
     if trans_at.is_empty() {
         // One checkpoint per record; items that do not fit one record (64
         // sectors of data) go into the next checkpoint.

@@ -50,6 +50,9 @@ struct NewOp {
     /// Takes the transactions beyond one on its inode (inactivation,
     /// writeback, rolls).
     variable: bool,
+    /// Its own transaction does not raise the change count (a write's
+    /// timestamp update logs the times, not the core).
+    silent: bool,
 }
 
 pub struct Inference<'f, R: ReadAt> {
@@ -348,6 +351,22 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                     }
             })
         };
+        // Whether the inode's state before the checkpoint is known and
+        // passes `f` (unknown states pass: nothing is dropped for them).
+        let before_has = |ino: u64, f: fn(&InoState) -> bool| -> bool {
+            match inodes.get(&ino).map(|(b, _)| b) {
+                Some(Before::Known(s)) if s.allocated() => f(s),
+                Some(Before::Known(_) | Before::Free) => false,
+                _ => true,
+            }
+        };
+        let mode_before = |ino: u64| -> Option<u16> {
+            match inodes.get(&ino) {
+                Some((Before::Known(s), _)) if s.allocated() => Some(s.mode),
+                Some((_, a)) => a.as_ref().map(|a| a.mode),
+                None => None,
+            }
+        };
         let state_of = |ino: u64| -> Option<InoState> {
             inodes.get(&ino).and_then(|(b, a)| {
                 a.clone().or_else(|| match b {
@@ -420,7 +439,9 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             if unknown_dirs.contains(d) {
                 continue;
             }
-            let b = ch.dirs.before.get(d).unwrap_or(&empty);
+            let had_blocks = before_has(*d, |s| s.format != 1);
+            let b = effective_before(&ch.dirs, *d, had_blocks);
+            let b = &b;
             let a = ch.dirs.after.get(d).unwrap_or(&empty);
             for (n, i) in b {
                 if a.get(n) != Some(i) {
@@ -447,10 +468,15 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         // Renames (an entry's inode removed in one place and added in
         // another), then creates and links.
         let mut renamed_in: BTreeSet<u64> = BTreeSet::new();
+        // New inodes whose create was found (their other names are links).
+        let mut made: BTreeSet<u64> = BTreeSet::new();
         for (d, n, ino) in &added {
+            // An inode made anew here (a new generation) is not the one a
+            // removed entry named, even with the same number.
             let from = removed
                 .iter()
                 .enumerate()
+                .filter(|_| !created(*ino))
                 .find(|(k, r)| r.2 == *ino && !removed_used.get(*k).copied().unwrap_or(true));
             if let Some((k, (fd, fname, _))) = from {
                 if let Some(u) = removed_used.get_mut(k) {
@@ -459,18 +485,32 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 let mut op = mk("rename", *ino);
                 op.dir = Some(*fd);
                 op.name = Some(name_text(fname));
+                if bumps.get(ino).copied().unwrap_or(0) > 1 {
+                    op.why.push("or a link to the new name and an unlink of the old one: the checkpoint keeps only the net move".into());
+                }
                 op.to_dir = Some(*d);
                 op.to_name = Some(name_text(n));
                 renamed_in.insert(*ino);
-                new_ops.push(NewOp { op, variable: true });
-            } else if created(*ino) {
+                new_ops.push(NewOp {
+                    op,
+                    variable: true,
+                    silent: false,
+                });
+            } else if created(*ino) && made.insert(*ino) {
                 let kind = state_of(*ino).map_or("create", |s| create_kind(s.mode));
                 let mut op = mk(kind, *ino);
                 op.dir = Some(*d);
                 op.name = Some(name_text(n));
+                let names = added.iter().filter(|a| a.2 == *ino).count();
+                if names > 1 {
+                    op.why.push(format!(
+                        "one of the {names} names it got in this checkpoint: which one it was made with is not in the log"
+                    ));
+                }
                 new_ops.push(NewOp {
                     op,
                     variable: false,
+                    silent: false,
                 });
             } else {
                 let mut op = mk("link", *ino);
@@ -479,6 +519,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 new_ops.push(NewOp {
                     op,
                     variable: false,
+                    silent: false,
                 });
             }
         }
@@ -501,11 +542,15 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 }
                 continue;
             }
-            let is_dir = state_of(*ino).is_some_and(|s| s.is_dir());
+            let is_dir = mode_before(*ino).is_some_and(|m| m & S_IFMT == S_IFDIR);
             let mut op = mk(if is_dir { "rmdir" } else { "unlink" }, *ino);
             op.dir = Some(*d);
             op.name = Some(name_text(n));
-            new_ops.push(NewOp { op, variable: true });
+            new_ops.push(NewOp {
+                op,
+                variable: true,
+                silent: false,
+            });
         }
         // New inodes with no entry found (their directory block not read).
         for ino in inodes.keys() {
@@ -517,12 +562,16 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 new_ops.push(NewOp {
                     op,
                     variable: false,
+                    silent: false,
                 });
             }
         }
 
         // Attributes set, replaced and removed.
         let unknown_attrs: BTreeSet<u64> = ch.attrs.unknown.iter().copied().collect();
+        let mut acl_rewrites: BTreeSet<u64> = BTreeSet::new();
+        let a_has_blocks = |ino: u64| state_of(ino).is_some_and(|s| s.anextents > 0);
+        let rises_of = |ino: u64| bumps.get(&ino).copied().unwrap_or(0);
         let attr_owners: BTreeSet<u64> = ch
             .attrs
             .before
@@ -538,7 +587,9 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             if state_of(*o).is_none_or(|s| !s.allocated() || s.nlink == 0) {
                 continue;
             }
-            let b = ch.attrs.before.get(o).unwrap_or(&empty);
+            let had_blocks = before_has(*o, |s| s.anextents > 0);
+            let b = effective_before(&ch.attrs, *o, had_blocks);
+            let b = &b;
             let a = ch.attrs.after.get(o).unwrap_or(&empty);
             let is_new = created(*o);
             let ns = |k: &[u8]| k.first().copied().unwrap_or(0);
@@ -555,17 +606,58 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                     }
                     continue;
                 }
+                // chmod of a file with an access ACL rewrites the ACL in a
+                // transaction of its own: part of the setattr.
+                let mode_changed = matches!(inodes.get(o), Some((Before::Known(bs), Some(af))) if bs.mode != af.mode);
+                if ns(k) & NS_ROOT != 0
+                    && k.get(1..) == Some(&b"SGI_ACL_FILE"[..])
+                    && mode_changed
+                    && b.contains_key(k)
+                {
+                    acl_rewrites.insert(*o);
+                    continue;
+                }
+                let replace = b.contains_key(k);
                 let mut op = mk("setxattr", *o);
                 op.name = Some(show(k));
-                if v & REMOTE_VALUE != 0 {
-                    // The value goes to blocks of its own; a second
-                    // transaction (which logs no inode core) marks the
-                    // entry complete.
-                    op.transactions = 1;
+                if replace && had_blocks && a_has_blocks(*o) {
+                    // A value replaced in a leaf: the new entry is added
+                    // incomplete, then flipped with the old one in a
+                    // transaction that logs only the leaf.
+                    op.transactions = op.transactions.saturating_add(1);
                     op.why
-                        .push("a remote value: one more transaction completes the entry".into());
+                        .push("replaced a value in a leaf block (one more transaction)".into());
                 }
-                new_ops.push(NewOp { op, variable: true });
+                if v & REMOTE_VALUE != 0 {
+                    op.why.push("a remote value (in blocks of its own)".into());
+                }
+                new_ops.push(NewOp {
+                    op,
+                    variable: true,
+                    silent: false,
+                });
+            }
+            let changed = a
+                .iter()
+                .any(|(k, v)| ns(k) & NS_PARENT == 0 && b.get(k) != Some(v))
+                || b.keys()
+                    .any(|k| ns(k) & NS_PARENT == 0 && !a.contains_key(k));
+            if !changed && !a.is_empty() && !is_new && !acl_rewrites.contains(o) && rises_of(*o) > 0
+            {
+                // An attribute block rewritten with the same names and
+                // values: a value replaced by an equal one.
+                let mut op = mk("setxattr", *o);
+                op.why.push("an attribute block was rewritten with the same names and values: a value replaced by an equal one".into());
+                if had_blocks && a_has_blocks(*o) {
+                    op.transactions = op.transactions.saturating_add(1);
+                    op.why
+                        .push("replaced a value in a leaf block (one more transaction)".into());
+                }
+                new_ops.push(NewOp {
+                    op,
+                    variable: true,
+                    silent: false,
+                });
             }
             for k in b.keys() {
                 if ns(k) & NS_PARENT != 0 || a.contains_key(k) {
@@ -573,9 +665,19 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 }
                 let mut op = mk("removexattr", *o);
                 op.name = Some(show(k));
+                if !state_of(*o).is_some_and(|s| s.is_dir()) && self.tracker.node_form(*o) {
+                    // In node form the name is removed, then the tree
+                    // fixed up after a roll that logs only its blocks.
+                    op.transactions = op.transactions.saturating_add(1);
+                    op.why.push(
+                        "removed from a node-form attribute fork (one more transaction)".into(),
+                    );
+                }
+                // Freeing a remote value's blocks rolls, logging the inode.
                 new_ops.push(NewOp {
                     op,
-                    variable: false,
+                    variable: true,
+                    silent: false,
                 });
             }
         }
@@ -591,6 +693,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 new_ops.push(NewOp {
                     op: mk("setattr", *ino),
                     variable: false,
+                    silent: false,
                 });
             }
             // A new regular file with data was written.
@@ -598,6 +701,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 new_ops.push(NewOp {
                     op: mk("write", *ino),
                     variable: true,
+                    silent: false,
                 });
             }
         }
@@ -627,25 +731,54 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 if a.size < b.size {
                     file_op = Some("truncate");
                 } else if (blocks || a.size > b.size) && !(pending_write && a.mtime == b.mtime) {
-                    let grow_only = a.size > b.size && !blocks && !pending_write;
+                    // Growing without blocks is a truncate up (an append
+                    // into preallocated blocks would look the same).
+                    let grow_only = a.size > b.size && !blocks;
                     file_op = Some(if grow_only { "truncate" } else { "write" });
                 } else if mtime_now && !entry_op && !blocks {
                     file_op = Some("write");
                 }
             }
             if let Some(k) = file_op {
+                // A write's first transaction updates the times, which
+                // raises no change count (nobody asked for it since).
+                let silent = k == "write" && a.mtime != b.mtime;
+                let mut op = mk(k, *ino);
+                if silent {
+                    op.why.push(
+                        "its timestamp update (one transaction that leaves the change count alone)"
+                            .into(),
+                    );
+                }
                 new_ops.push(NewOp {
-                    op: mk(k, *ino),
+                    op,
                     variable: true,
+                    silent,
                 });
             }
             let ids = a.mode != b.mode || a.uid != b.uid || a.gid != b.gid;
             let times = a.atime != b.atime || (regular && a.mtime != b.mtime);
-            let times_alone = times && !entry_op && file_op.is_none() && !a.is_dir();
+            // A directory's times change with every entry made in it.
+            let parent_of_op = new_ops
+                .iter()
+                .any(|o| o.op.dir == Some(*ino) || o.op.to_dir == Some(*ino));
+            let times_alone = times
+                && !entry_op
+                && file_op.is_none()
+                && !(a.is_dir() && (parent_of_op || a.atime == b.atime));
             if ids || times_alone {
+                let mut op = mk("setattr", *ino);
+                let acl = acl_rewrites.contains(ino);
+                if acl {
+                    op.why.push(
+                        "rewrote the access ACL to match the new mode (a transaction of its own)"
+                            .into(),
+                    );
+                }
                 new_ops.push(NewOp {
-                    op: mk("setattr", *ino),
-                    variable: false,
+                    op,
+                    variable: acl,
+                    silent: false,
                 });
             }
         }
@@ -653,8 +786,12 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         // Transactions: each operation one rise of its inode's counter,
         // the rest to the operation that takes more (or a follow-up).
         let mut per_ino: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-        for (k, o) in new_ops.iter().enumerate() {
+        for (k, o) in new_ops.iter_mut().enumerate() {
             per_ino.entry(o.op.ino).or_default().push(k);
+            // Its own transaction, whether or not the change count shows
+            // it (a rename that moves a directory may log the moved one
+            // only through its fork).
+            o.op.transactions = o.op.transactions.saturating_add(1);
         }
         for (ino, n) in &bumps {
             // A directory rises once in the transaction of every entry
@@ -667,12 +804,28 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             let mut left = n.saturating_sub(u64::try_from(as_parent).unwrap_or(u64::MAX));
             let mine = per_ino.get(ino).cloned().unwrap_or_default();
             for k in &mine {
-                if let Some(o) = new_ops.get_mut(*k) {
-                    if left > 0 {
-                        o.op.transactions = o.op.transactions.saturating_add(1);
-                        left = left.saturating_sub(1);
-                    }
+                if new_ops.get(*k).is_some_and(|o| !o.silent) {
+                    left = left.saturating_sub(1);
                 }
+            }
+            // A symlink's target block freed at inactivation: the free
+            // rolls into a transaction that does not log the inode.
+            let link_block_freed = matches!(inodes.get(ino), Some((Before::Known(b), Some(a)))
+                if b.mode & S_IFMT == S_IFLNK && b.nextents > 0 && (a.nextents == 0 || !a.allocated()));
+            if link_block_freed {
+                left = left.saturating_add(1);
+            }
+            // The last inode of its chunk freed: the chunk is freed too
+            // (its cluster buffers logged stale), and the extent free
+            // rolls into a transaction that does not log the inode.
+            let chunk_freed = state_of(*ino).is_some_and(|s| !s.allocated())
+                && self.tracker.inode_daddr(*ino).is_some_and(|d| {
+                    ch.cancelled
+                        .iter()
+                        .any(|(start, len)| d >= *start && d < start.saturating_add(*len))
+                });
+            if chunk_freed {
+                left = left.saturating_add(1);
             }
             // Victims: their first rise is the rename's own transaction.
             if let Some((_, r)) = victims.iter().find(|(v, _)| v == ino) {
@@ -740,22 +893,94 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 why: "change count rose with no operation found that explains it".into(),
             });
         }
-        // An attribute list that moved from the inode to a leaf block: the
-        // set that did it rolled after the conversion (the add into the
-        // leaf logs no inode core).
+        // An attribute fork that went from no blocks to blocks, or back:
+        // the set that made the first leaf rolled after making it, and the
+        // removal that emptied the last leaf rolled before turning the
+        // fork back into a list (each roll logs no inode core).
         for (ino, (b, a)) in &inodes {
             let (Before::Known(b), Some(a)) = (b, a) else {
                 continue;
             };
-            if b.forkoff != 0 && b.aformat == 1 && a.aformat != 1 && a.forkoff != 0 {
-                if let Some(o) = new_ops
-                    .iter_mut()
-                    .find(|o| o.op.ino == *ino && o.op.kind == "setxattr")
-                {
-                    o.op.transactions = o.op.transactions.saturating_add(1);
-                    o.op.why.push(
-                        "moved the attribute list into a leaf block (one more transaction)".into(),
-                    );
+            if !a.allocated() || a.nlink == 0 {
+                continue;
+            }
+            let data_same = a.nextents == b.nextents && a.size == b.size;
+            let (kind, why) = if (b.anextents == 0 && a.anextents > 0)
+                || (b.anextents > 0 && data_same && a.nblocks > b.nblocks)
+            {
+                (
+                    "setxattr",
+                    "gave the attribute fork more blocks (one more transaction)",
+                )
+            } else if b.anextents > 0 && a.anextents == 0 {
+                (
+                    "removexattr",
+                    "emptied the attribute fork's last block (one more transaction)",
+                )
+            } else {
+                continue;
+            };
+            if let Some(o) = new_ops
+                .iter_mut()
+                .find(|o| o.op.ino == *ino && o.op.kind == kind)
+            {
+                o.op.transactions = o.op.transactions.saturating_add(1);
+                o.op.why.push(why.into());
+            }
+        }
+        // Reverse mapping: every change to a file's block mapping defers
+        // an rmap update to a roll that logs no inode core. A write that
+        // allocates past the end of the file maps unwritten blocks and
+        // converts them at I/O completion (two changes), one inside it
+        // maps written blocks (one); a new remote symlink block and a
+        // directory's first block are mapped once.
+        if self.tracker.rmapbt() {
+            for o in new_ops.iter_mut() {
+                let Some((b, a)) = inodes.get(&o.op.ino) else {
+                    continue;
+                };
+                let Some(a) = a else { continue };
+                let b = match b {
+                    Before::Known(s) if s.allocated() && !created(o.op.ino) => Some(s),
+                    _ => None,
+                };
+                let rolls = match o.op.kind {
+                    "write" => {
+                        let (size0, ext0, blk0) =
+                            b.map_or((0, 0, 0), |b| (b.size, b.nextents, b.nblocks));
+                        let mapped = a.nextents != ext0
+                            || (a.nblocks > blk0 && a.anextents == b.map_or(0, |b| b.anextents));
+                        if !mapped {
+                            0
+                        } else if a.size > size0 {
+                            2
+                        } else {
+                            1
+                        }
+                    }
+                    "symlink" => u64::from(a.nextents > 0),
+                    _ => 0,
+                };
+                if rolls > 0 {
+                    o.op.transactions = o.op.transactions.saturating_add(rolls);
+                    o.op.why.push(format!(
+                        "{rolls} reverse-mapping update(s) in transactions of their own"
+                    ));
+                }
+            }
+            // A directory whose entries moved from the inode to a block.
+            for (ino, (b, a)) in &inodes {
+                let (Before::Known(b), Some(a)) = (b, a) else {
+                    continue;
+                };
+                if b.is_dir() && b.format == 1 && a.format != 1 {
+                    if let Some(o) = new_ops
+                        .iter_mut()
+                        .find(|o| o.op.dir == Some(*ino) || o.op.to_dir == Some(*ino))
+                    {
+                        o.op.transactions = o.op.transactions.saturating_add(1);
+                        o.op.why.push("moved its directory into a block (a reverse-mapping update in a transaction of its own)".into());
+                    }
                 }
             }
         }
@@ -903,4 +1128,21 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             notes,
         }
     }
+}
+
+/// The names an owner had before a checkpoint: without those read from
+/// blocks when its fork had no blocks then (a block freed and reused
+/// still holds the names of its last life).
+fn effective_before(nc: &super::track::NameChanges, owner: u64, had_blocks: bool) -> Names {
+    let mut b = nc.before.get(&owner).cloned().unwrap_or_default();
+    if !had_blocks {
+        if let Some(stale) = nc.block_before.get(&owner) {
+            for (k, v) in stale {
+                if b.get(k) == Some(v) {
+                    b.remove(k);
+                }
+            }
+        }
+    }
+    b
 }

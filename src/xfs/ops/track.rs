@@ -27,6 +27,8 @@ use std::collections::{BTreeMap, HashMap};
 const FMT_LOCAL: u8 = 1;
 const S_IFMT: u16 = 0o170_000;
 const S_IFDIR: u16 = 0o040_000;
+/// `XFS_DA3_NODE_MAGIC`.
+const XFS_DA3_NODE_MAGIC: u16 = 0x3ebe;
 
 /// The inode fields the inference looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +141,10 @@ pub struct NameChanges {
     pub after: BTreeMap<u64, Names>,
     /// Owners whose "before" is unknown (a source's disk copy was newer).
     pub unknown: Vec<u64>,
+    /// The part of `before` read from blocks (a block freed and reused
+    /// without being logged in between still holds its old names: they
+    /// count only if the owner's fork had blocks before).
+    pub block_before: BTreeMap<u64, Names>,
 }
 
 /// One checkpoint's changes, ready for the inference.
@@ -149,6 +155,8 @@ pub struct Changes {
     pub attrs: NameChanges,
     /// `(first inode, count)` of inode chunks initialised (icreate items).
     pub chunks: Vec<(u64, u32)>,
+    /// `(daddr, sectors)` of buffers logged as cancelled (freed).
+    pub cancelled: Vec<(u64, u64)>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -181,6 +189,8 @@ pub struct Tracker<'f, R: ReadAt> {
     sf_dirs: HashMap<u64, Names>,
     sf_attrs: HashMap<u64, Names>,
     blocks: HashMap<i64, Shadow>,
+    /// Owners of da node blocks seen in the log (forks in node form).
+    node_owners: std::collections::HashSet<u64>,
     pub notes: Vec<String>,
 }
 
@@ -230,6 +240,7 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             sf_dirs: HashMap::new(),
             sf_attrs: HashMap::new(),
             blocks: HashMap::new(),
+            node_owners: std::collections::HashSet::new(),
             notes: Vec::new(),
         }
     }
@@ -238,6 +249,22 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         if self.notes.len() < 50 {
             self.notes.push(s);
         }
+    }
+
+    /// Whether a da node block of `ino`'s was logged (and not freed since):
+    /// its attribute fork is in node form.
+    pub fn node_form(&self, ino: u64) -> bool {
+        self.node_owners.contains(&ino)
+    }
+
+    /// Whether the filesystem has reverse-mapping btrees.
+    pub fn rmapbt(&self) -> bool {
+        self.fs.sb.features_ro_compat & (1 << 1) != 0
+    }
+
+    /// The sector inode `ino` lives in.
+    pub fn inode_daddr(&self, ino: u64) -> Option<u64> {
+        self.fs.inode_location(Ino(ino)).ok().map(|l| l.daddr.0)
     }
 
     /// The first inode of the chunk at `agbno` of AG `ag`.
@@ -427,6 +454,11 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         if b.segment != Segment::Whole || b.blkno < 0 {
             return None;
         }
+        if b.cancel() && changes.cancelled.len() < 65_536 {
+            changes
+                .cancelled
+                .push((u64::try_from(b.blkno).unwrap_or(0), u64::from(b.len)));
+        }
         let len = u64::from(b.len).saturating_mul(512);
         if len == 0 || len > (1 << 16) {
             return None;
@@ -454,6 +486,16 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             before_names = if stale { None } else { names };
         }
         let sh = self.blocks.get_mut(&blkno)?;
+        // da node blocks (`xfs_da3_blkinfo` magic at byte 8, owner at 48):
+        // their owners' forks are in node form.
+        let node_owner = |bytes: &[u8]| {
+            (crate::xfs::fs::be16(bytes, 8) == Some(XFS_DA3_NODE_MAGIC))
+                .then(|| crate::xfs::fs::be64(bytes, 48))
+                .flatten()
+        };
+        if let Some(o) = node_owner(&sh.bytes) {
+            self.node_owners.remove(&o);
+        }
         let after_names = if b.cancel() {
             sh.stale = false;
             None
@@ -462,6 +504,9 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                 return None;
             }
             sh.stale = false;
+            if let Some(o) = node_owner(&sh.bytes) {
+                self.node_owners.insert(o);
+            }
             let bytes = std::mem::take(&mut sh.bytes);
             let n = self.block_names(&bytes, daddr);
             if let Some(sh) = self.blocks.get_mut(&blkno) {
@@ -488,6 +533,9 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             BlockKind::Attr => &mut changes.attrs,
         };
         add_names(target, owner, was.as_ref(), now.as_ref(), stale_before);
+        if let Some(w) = was {
+            target.block_before.entry(owner).or_default().extend(w);
+        }
         Some(owner)
     }
 
