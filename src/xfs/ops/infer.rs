@@ -731,9 +731,15 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 if a.size < b.size {
                     file_op = Some("truncate");
                 } else if (blocks || a.size > b.size) && !(pending_write && a.mtime == b.mtime) {
-                    // Growing without blocks is a truncate up (an append
-                    // into preallocated blocks would look the same).
-                    let grow_only = a.size > b.size && !blocks;
+                    // Growing without new blocks past the blocks the file
+                    // had is a truncate up; within them (blocks allocated
+                    // past the end by speculative preallocation, or the
+                    // last block's tail) a write. A truncate up within the
+                    // last block would look like a write.
+                    let allocated = b
+                        .nblocks
+                        .saturating_mul(u64::from(self.tracker.block_size()));
+                    let grow_only = a.size > b.size && !blocks && a.size > allocated;
                     file_op = Some(if grow_only { "truncate" } else { "write" });
                 } else if mtime_now && !entry_op && !blocks {
                     file_op = Some("write");
@@ -766,7 +772,21 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 && !entry_op
                 && file_op.is_none()
                 && !(a.is_dir() && (parent_of_op || a.atime == b.atime));
-            if ids || times_alone {
+            // Only the change time moved, with a transaction on the inode
+            // and nothing else to explain it: a chmod or chown that
+            // changed nothing else.
+            let ctime_only = a.ctime != b.ctime
+                && !times
+                && !ids
+                && !entry_op
+                && file_op.is_none()
+                && !parent_of_op
+                && rises_of(*ino) > 0
+                && a.nlink == b.nlink
+                && !victims.iter().any(|(v, _)| v == ino)
+                && !new_ops.iter().any(|o| o.op.ino == *ino)
+                && !attr_owners.contains(ino);
+            if ids || times_alone || ctime_only {
                 let mut op = mk("setattr", *ino);
                 let acl = acl_rewrites.contains(ino);
                 if acl {

@@ -257,6 +257,11 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         self.node_owners.contains(&ino)
     }
 
+    /// The filesystem block size.
+    pub fn block_size(&self) -> u32 {
+        self.fs.geo.blocksize
+    }
+
     /// Whether the filesystem has reverse-mapping btrees.
     pub fn rmapbt(&self) -> bool {
         self.fs.sb.features_ro_compat & (1 << 1) != 0
