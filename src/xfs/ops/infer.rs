@@ -665,9 +665,18 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 }
                 let mut op = mk("removexattr", *o);
                 op.name = Some(show(k));
-                if !state_of(*o).is_some_and(|s| s.is_dir()) && self.tracker.node_form(*o) {
-                    // In node form the name is removed, then the tree
-                    // fixed up after a roll that logs only its blocks.
+                // A fork that is more than one leaf block (a node, or a leaf
+                // with remote values beside it) takes the node path: the
+                // name is removed, then the tree fixed up after a roll that
+                // logs only its blocks.
+                let node_path = (!state_of(*o).is_some_and(|s| s.is_dir())
+                    && self.tracker.node_form(*o))
+                    || before_has(*o, |s| s.anextents > 1)
+                    || b.values().any(|v| v & REMOTE_VALUE != 0);
+                // (Freeing a remote value's own blocks logs the inode at
+                // each step: its rises count those.)
+                let removed_remote = b.get(k).is_some_and(|v| v & REMOTE_VALUE != 0);
+                if node_path && !removed_remote {
                     op.transactions = op.transactions.saturating_add(1);
                     op.why.push(
                         "removed from a node-form attribute fork (one more transaction)".into(),
@@ -948,6 +957,32 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 o.op.why.push(why.into());
             }
         }
+        // A set that gave an inode its attribute fork: the inode was made
+        // without one (a kernel that did not make it at create, a symlink,
+        // no security module or ACL asking for it), and the fork was added
+        // in the set's own transaction.
+        for (ino, (b, a)) in &inodes {
+            let (Some(a), Some(b)) = (
+                a,
+                match b {
+                    Before::Known(s) if s.allocated() => Some(s),
+                    _ => None,
+                },
+            ) else {
+                continue;
+            };
+            if b.forkoff == 0 && a.forkoff != 0 && !created(*ino) {
+                if let Some(o) = new_ops
+                    .iter_mut()
+                    .find(|o| o.op.ino == *ino && o.op.kind == "setxattr")
+                {
+                    o.op.why.push(format!(
+                        "added the attribute fork at forkoff {} (the inode was created without one)",
+                        a.forkoff
+                    ));
+                }
+            }
+        }
         // Reverse mapping: every change to a file's block mapping defers
         // an rmap update to a roll that logs no inode core. A write that
         // allocates past the end of the file maps unwritten blocks and
@@ -971,7 +1006,12 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                         let mapped = a.nextents != ext0
                             || (a.nblocks > blk0 && a.anextents == b.map_or(0, |b| b.anextents));
                         if !mapped {
-                            0
+                            // Past the end's block into blocks
+                            // preallocated unwritten: converted at I/O
+                            // completion.
+                            let bs = u64::from(self.tracker.block_size()).max(1);
+                            let eof_block_end = size0.div_ceil(bs).saturating_mul(bs);
+                            u64::from(a.size > eof_block_end)
                         } else if a.size > size0 {
                             2
                         } else {
