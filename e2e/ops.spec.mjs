@@ -27,7 +27,7 @@ test.beforeAll(() => {
   test.setTimeout(20 * 60_000);
   execFileSync('cargo', ['build', '--release', '--locked', '--bin', 'xfs-explorer'], { stdio: 'inherit' });
   for (const n of [...NAMES, LONG]) {
-    cli[n] = JSON.parse(execFileSync(CLI, ['ops', join(TMP, `${n}.img`), '--json'], { maxBuffer: 1 << 30 }));
+    cli[n] = JSON.parse(execFileSync(CLI, ['--replay', 'ops', join(TMP, `${n}.img`), '--json'], { maxBuffer: 1 << 30 }));
   }
 });
 

@@ -40,7 +40,7 @@ const KINDS: [&str; 13] = [
 
 fn ops_json(name: &str) -> Value {
     let img = image(name);
-    let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+    let (ok, out, err) = run_cli(&["--replay", "ops", img.to_str().unwrap(), "--json"]);
     assert!(ok, "{name}: ops failed: {err}");
     serde_json::from_str(&out).unwrap()
 }

@@ -125,8 +125,9 @@ enum Command {
     /// The file operations the log carries (create, mkdir, mknod, symlink,
     /// link, unlink, rmdir, rename, setxattr, removexattr, write, truncate,
     /// setattr) and the transactions each cost the kernel, per kind and per
-    /// checkpoint, with the attribute fork offsets of the disk's state and
-    /// of the replayed one.
+    /// checkpoint, with the attribute fork offsets of the disk's state (and,
+    /// with --replay, of the replayed one; the log analysed is the image's
+    /// either way).
     Ops {
         /// The image file (opened read-only).
         image: PathBuf,

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// `ops --json`: the report, the forkoff distribution of the disk's state
-/// and of the replayed one.
+/// and (with `--replay`) of the replayed one.
 #[derive(Serialize)]
 struct OpsJson<'a> {
     #[serde(flatten)]
@@ -40,7 +40,9 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
     let report =
         ops::analyze(&fs, &mut |_| {}).map_err(|e| format!("{}: log: {e}", path.display()))?;
     let disk = forkoff::distribution(&fs, &mut |_| {});
-    let (replayed, replayed_err) = if report.clean {
+    // The replayed state's distribution costs a replay: with --replay.
+    let with_replayed = super::REPLAY.load(std::sync::atomic::Ordering::Relaxed);
+    let (replayed, replayed_err) = if report.clean || !with_replayed {
         (None, None)
     } else {
         match replayed_forkoff(path) {

@@ -642,8 +642,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 .any(|(k, v)| ns(k) & NS_PARENT == 0 && b.get(k) != Some(v))
                 || b.keys()
                     .any(|k| ns(k) & NS_PARENT == 0 && !a.contains_key(k));
-            if !changed && !a.is_empty() && !is_new && !acl_rewrites.contains(o) && rises_of(*o) > 0
-            {
+            if !changed && !is_new && !acl_rewrites.contains(o) && rises_of(*o) > 0 {
                 // An attribute block rewritten with the same names and
                 // values: a value replaced by an equal one.
                 let mut op = mk("setxattr", *o);

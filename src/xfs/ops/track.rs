@@ -14,7 +14,10 @@
 use crate::xfs::attr::{AttrGeometry, AttrValue};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{DirGeometry, ForkAt};
-use crate::xfs::format::log::{XFS_ILOG_ADATA, XFS_ILOG_AFORK, XFS_ILOG_CORE, XFS_ILOG_DFORK};
+use crate::xfs::format::log::{
+    XFS_BLFT_ATTR_LEAF_BUF, XFS_BLFT_DA_NODE_BUF, XFS_BLFT_DIR_BLOCK_BUF, XFS_BLFT_DIR_DATA_BUF,
+    XFS_BLFT_UNKNOWN_BUF, XFS_ILOG_ADATA, XFS_ILOG_AFORK, XFS_ILOG_CORE, XFS_ILOG_DFORK,
+};
 use crate::xfs::fs::Fs;
 use crate::xfs::inode::InodeCore;
 use crate::xfs::log::items::{BufItem, InodeItem, LogDinodeCore, Segment};
@@ -170,6 +173,8 @@ struct Shadow {
     bytes: Vec<u8>,
     /// The disk copy was newer than the first checkpoint that logged it.
     stale: bool,
+    /// The names `bytes` hold, parsed when they last changed.
+    names: Option<BlockNames>,
 }
 
 /// Names in a parsed block, with its owner.
@@ -464,6 +469,22 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                 .cancelled
                 .push((u64::try_from(b.blkno).unwrap_or(0), u64::from(b.len)));
         }
+        // Only directory data, attribute leaf and da node blocks are
+        // followed (v5 buffers say their type; v4 ones are all looked at).
+        // A block logged as something else now holds no names.
+        let followed = matches!(
+            b.buf_type,
+            XFS_BLFT_UNKNOWN_BUF
+                | XFS_BLFT_DIR_BLOCK_BUF
+                | XFS_BLFT_DIR_DATA_BUF
+                | XFS_BLFT_DA_NODE_BUF
+                | XFS_BLFT_ATTR_LEAF_BUF
+        );
+        let cancels_followed = b.cancel() && self.blocks.contains_key(&b.blkno);
+        if !followed && !cancels_followed {
+            self.blocks.remove(&b.blkno);
+            return None;
+        }
         let len = u64::from(b.len).saturating_mul(512);
         if len == 0 || len > (1 << 16) {
             return None;
@@ -472,13 +493,10 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         let daddr = u64::try_from(blkno).unwrap_or(0);
         let before_names;
         let stale_before;
-        if let Some(sh) = self.blocks.get(&blkno) {
+        if let Some(sh) = self.blocks.get_mut(&blkno) {
             stale_before = sh.stale;
-            before_names = if sh.stale {
-                None
-            } else {
-                self.block_names(&sh.bytes, daddr)
-            };
+            let cached = sh.names.take();
+            before_names = if sh.stale { None } else { cached };
         } else {
             let Ok(bytes) = self.fs.read_daddr("logged block", Daddr(daddr), len) else {
                 return None;
@@ -486,7 +504,14 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             let names = self.block_names(&bytes, daddr);
             let disk_lsn = crate::xfs::replay::buf::block_lsn(&bytes, &self.geo);
             let stale = disk_lsn.is_some_and(|l| l >= lsn) && names.is_some();
-            self.blocks.insert(blkno, Shadow { bytes, stale });
+            self.blocks.insert(
+                blkno,
+                Shadow {
+                    bytes,
+                    stale,
+                    names: None,
+                },
+            );
             stale_before = stale;
             before_names = if stale { None } else { names };
         }
@@ -526,20 +551,34 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             (Some(bn), None) => (bn.kind, bn.owner),
             (None, None) => return None,
         };
-        let pick = |n: &Option<BlockNames>| {
+        fn pick(n: &Option<BlockNames>, kind: BlockKind, owner: u64) -> Option<&Names> {
             n.as_ref()
                 .filter(|n| n.kind == kind && n.owner == owner)
-                .map(|n| n.names.clone())
-        };
-        let was = pick(&before_names);
-        let now = pick(&after_names);
+                .map(|n| &n.names)
+        }
+        let empty = Names::new();
+        let was = pick(&before_names, kind, owner).unwrap_or(&empty);
+        let now = pick(&after_names, kind, owner).unwrap_or(&empty);
         let target = match kind {
             BlockKind::Dir => &mut changes.dirs,
             BlockKind::Attr => &mut changes.attrs,
         };
-        add_names(target, owner, was.as_ref(), now.as_ref(), stale_before);
-        if let Some(w) = was {
-            target.block_before.entry(owner).or_default().extend(w);
+        // Only what changed: the inference compares names, and a block
+        // holds hundreds.
+        let gone: Names = was
+            .iter()
+            .filter(|(k, v)| now.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        let new: Names = now
+            .iter()
+            .filter(|(k, v)| was.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        add_names(target, owner, Some(&gone), Some(&new), stale_before);
+        target.block_before.entry(owner).or_default().extend(gone);
+        if let Some(sh) = self.blocks.get_mut(&blkno) {
+            sh.names = after_names;
         }
         Some(owner)
     }
