@@ -744,10 +744,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                     // past the end by speculative preallocation, or the
                     // last block's tail) a write. A truncate up within the
                     // last block would look like a write.
-                    let allocated = b
-                        .nblocks
-                        .saturating_mul(u64::from(self.tracker.block_size()));
-                    let grow_only = a.size > b.size && !blocks && a.size > allocated;
+                    let bs = u64::from(self.tracker.block_size()).max(1);
+                    let allocated = b.nblocks.saturating_mul(bs);
+                    let eof_block_end = b.size.div_ceil(bs).saturating_mul(bs);
+                    let grow_only =
+                        a.size > b.size && !blocks && a.size > allocated.max(eof_block_end);
                     file_op = Some(if grow_only { "truncate" } else { "write" });
                 } else if mtime_now && !entry_op && !blocks {
                     file_op = Some("write");
@@ -1040,6 +1041,22 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                         o.op.transactions = o.op.transactions.saturating_add(1);
                         o.op.why.push("moved its directory into a block (a reverse-mapping update in a transaction of its own)".into());
                     }
+                }
+            }
+        }
+        // A directory whose last block went back into the inode: freeing
+        // the block rolls into a transaction that logs neither inode.
+        for (ino, (b, a)) in &inodes {
+            let (Before::Known(b), Some(a)) = (b, a) else {
+                continue;
+            };
+            if b.is_dir() && b.format != 1 && a.format == 1 {
+                let taker = new_ops.iter_mut().find(|o| {
+                    o.op.dir == Some(*ino) && matches!(o.op.kind, "unlink" | "rmdir" | "rename")
+                });
+                if let Some(o) = taker {
+                    o.op.transactions = o.op.transactions.saturating_add(1);
+                    o.op.why.push("turned its directory back into a shortform one, freeing the block (one more transaction)".into());
                 }
             }
         }
