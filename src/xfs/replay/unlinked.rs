@@ -201,6 +201,15 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         let ftype = core.mode & 0o170000;
         let reflink = core.flags2_or_zero() & (1 << 1) != 0;
         let truncate = matches!(ftype, 0o100000 | 0o040000 | 0o120000);
+        // xfs_inactive: a regular file with a size or data, a directory
+        // with blocks, a symlink in blocks are truncated to size 0.
+        let in_blocks = matches!(inode.data, Fork::Extents { ref extents } if !extents.is_empty())
+            || matches!(inode.data, Fork::Btree { .. });
+        let zero_size = match ftype {
+            0o100000 => core.size != 0 || in_blocks,
+            0o040000 | 0o120000 => in_blocks,
+            _ => false,
+        };
         // The attr fork: only an inline one (or none) is dropped here.
         if let Some(a) = &inode.attr {
             match a {
@@ -453,8 +462,17 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             if let Some(x) = b.get_mut(5) {
                 *x = 2;
             }
-            put_be64(&mut b, 56, 0);
+            // The size goes to 0 only where inactivation truncated (a
+            // regular file with a size or data, a directory or symlink in
+            // blocks): an empty shortform directory keeps its 6 bytes.
+            if zero_size {
+                put_be64(&mut b, 56, 0);
+            }
             put_be64(&mut b, 64, 0);
+            if g.v5 {
+                // di_big_nextents (with NREXT64) or the v2 padding.
+                put_be64(&mut b, 24, 0);
+            }
             put_be32(&mut b, 76, 0);
             put_be16(&mut b, 80, 0);
             if let Some(x) = b.get_mut(82) {
