@@ -233,6 +233,31 @@ fn mount_work_left(v: &Value) -> Vec<String> {
     left
 }
 
+/// Blocks outside the log where the export (`rec`, made from `dirty`)
+/// and the kernel's recovered copy (`o`) differ.
+fn blocks_differing_from_the_kernels(
+    name: &str,
+    o: &BlocksOracle,
+    dirty: &[u8],
+    rec: &[u8],
+) -> Vec<u64> {
+    let ours = changed_blocks(name, dirty, rec, o);
+    let kernel: BTreeMap<u64, String> = o
+        .hashes
+        .iter()
+        .filter(|(b, _)| !(o.log.0..=o.log.1).contains(*b))
+        .map(|(b, h)| (*b, h.clone()))
+        .collect();
+    kernel
+        .keys()
+        .chain(ours.keys())
+        .copied()
+        .collect::<std::collections::BTreeSet<u64>>()
+        .into_iter()
+        .filter(|b| kernel.get(b) != ours.get(b))
+        .collect()
+}
+
 #[test]
 fn exported_image_has_the_kernels_recovered_blocks() {
     let names = fixtures_with("recovered-blocks.txt");
@@ -244,22 +269,8 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();
         assert_eq!(dirty.len(), rec.len(), "{name}: the export keeps the size");
-        let ours = changed_blocks(name, &dirty, &rec, &o);
-        let kernel: BTreeMap<u64, String> = o
-            .hashes
-            .iter()
-            .filter(|(b, _)| !(o.log.0..=o.log.1).contains(*b))
-            .map(|(b, h)| (*b, h.clone()))
-            .collect();
         let left = mount_work_left(&v);
-        let differing: Vec<u64> = kernel
-            .keys()
-            .chain(ours.keys())
-            .copied()
-            .collect::<std::collections::BTreeSet<u64>>()
-            .into_iter()
-            .filter(|b| kernel.get(b) != ours.get(b))
-            .collect();
+        let differing = blocks_differing_from_the_kernels(name, &o, &dirty, &rec);
         // Unlinked inodes and CoW staging extents freed at mount: the kernel writes that work in
         // later checkpoints whose LSNs are not known here, so those AG
         // blocks are compared record by record
@@ -582,21 +593,7 @@ fn random_workload_images_export_byte_identical_to_the_kernels() {
         assert!(mount_work_left(&v).is_empty(), "{name}: work left");
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();
-        let ours = changed_blocks(name, &dirty, &rec, &o);
-        let kernel: BTreeMap<u64, String> = o
-            .hashes
-            .iter()
-            .filter(|(b, _)| !(o.log.0..=o.log.1).contains(*b))
-            .map(|(b, h)| (*b, h.clone()))
-            .collect();
-        let differing: Vec<u64> = kernel
-            .keys()
-            .chain(ours.keys())
-            .copied()
-            .collect::<std::collections::BTreeSet<u64>>()
-            .into_iter()
-            .filter(|b| kernel.get(b) != ours.get(b))
-            .collect();
+        let differing = blocks_differing_from_the_kernels(name, &o, &dirty, &rec);
         assert!(
             differing.is_empty(),
             "{name}: {} blocks differ from the kernel's recovered copy, first {:?}",

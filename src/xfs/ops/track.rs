@@ -14,6 +14,9 @@
 use crate::xfs::attr::{AttrGeometry, AttrValue};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{DirGeometry, ForkAt};
+use crate::xfs::format::attr::XFS_ATTR3_LEAF_MAGIC;
+use crate::xfs::format::da::{XfsDa3Blkinfo, XFS_DA3_NODE_MAGIC};
+use crate::xfs::format::dir2::{XfsDir3BlkHdr, XFS_DIR3_BLOCK_MAGIC, XFS_DIR3_DATA_MAGIC};
 use crate::xfs::format::log::{
     XFS_BLFT_ATTR_LEAF_BUF, XFS_BLFT_DA_NODE_BUF, XFS_BLFT_DIR_BLOCK_BUF, XFS_BLFT_DIR_DATA_BUF,
     XFS_BLFT_UNKNOWN_BUF, XFS_ILOG_ADATA, XFS_ILOG_AFORK, XFS_ILOG_CORE, XFS_ILOG_DFORK,
@@ -24,14 +27,14 @@ use crate::xfs::log::items::{BufItem, InodeItem, LogDinodeCore, Segment};
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::walk::RItem;
 use crate::xfs::types::{Daddr, Ino};
+use core::mem::offset_of;
 use std::collections::{BTreeMap, HashMap};
+use zerocopy::FromBytes;
 
 /// Data fork format `LOCAL`.
 const FMT_LOCAL: u8 = 1;
 const S_IFMT: u16 = 0o170_000;
 const S_IFDIR: u16 = 0o040_000;
-/// `XFS_DA3_NODE_MAGIC`.
-const XFS_DA3_NODE_MAGIC: u16 = 0x3ebe;
 
 /// The inode fields the inference looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -519,9 +522,10 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         // da node blocks (`xfs_da3_blkinfo` magic at byte 8, owner at 48):
         // their owners' forks are in node form.
         let node_owner = |bytes: &[u8]| {
-            (crate::xfs::fs::be16(bytes, 8) == Some(XFS_DA3_NODE_MAGIC))
-                .then(|| crate::xfs::fs::be64(bytes, 48))
-                .flatten()
+            XfsDa3Blkinfo::ref_from_prefix(bytes)
+                .ok()
+                .filter(|(h, _)| h.hdr.magic.get() == XFS_DA3_NODE_MAGIC)
+                .map(|(h, _)| h.owner.get())
         };
         if let Some(o) = node_owner(&sh.bytes) {
             self.node_owners.remove(&o);
@@ -586,8 +590,9 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
     /// The names in a directory data block or attribute leaf block, found
     /// by its magic (v5 blocks name their owner).
     fn block_names(&self, bytes: &[u8], daddr: u64) -> Option<BlockNames> {
-        let magic32 = crate::xfs::fs::be32(bytes, 0)?;
-        let magic16 = crate::xfs::fs::be16(bytes, 8)?;
+        let dir_hdr = XfsDir3BlkHdr::ref_from_prefix(bytes).ok()?.0;
+        let da_hdr = XfsDa3Blkinfo::ref_from_prefix(bytes).ok()?.0;
+        let magic32 = dir_hdr.magic.get();
         // Logged copies carry no CRC (the kernel sets it when it writes
         // the block): parse a copy with one.
         let mut buf = DaBuf {
@@ -595,18 +600,15 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             daddr: Daddr(daddr),
             bytes: bytes.to_vec(),
         };
-        const XDB3: u32 = 0x5844_4233;
-        const XDD3: u32 = 0x5844_4433;
-        const ATTR3_LEAF: u16 = 0x3bee;
-        if magic32 == XDB3 || magic32 == XDD3 {
-            // `xfs_dir3_blk_hdr`: magic, crc, blkno, lsn, uuid, owner.
-            let owner = crate::xfs::fs::be64(bytes, 40)?;
-            crate::xfs::replay::put_crc(&mut buf.bytes, 4);
+        if magic32 == XFS_DIR3_BLOCK_MAGIC || magic32 == XFS_DIR3_DATA_MAGIC {
+            let owner = dir_hdr.owner.get();
+            crate::xfs::replay::put_crc(&mut buf.bytes, offset_of!(XfsDir3BlkHdr, crc));
             let dg = DirGeometry::new(&self.fs.geo, &self.fs.sb, Ino(owner));
             if dg.blksize() != bytes.len() {
                 return None;
             }
-            let blk = crate::xfs::dir::parse_data_block(&buf, &dg, magic32 == XDB3).ok()?;
+            let blk = crate::xfs::dir::parse_data_block(&buf, &dg, magic32 == XFS_DIR3_BLOCK_MAGIC)
+                .ok()?;
             let names = blk
                 .entries
                 .into_iter()
@@ -619,11 +621,9 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                 names,
             });
         }
-        if magic16 == ATTR3_LEAF {
-            // `xfs_da3_blkinfo`: forw, back, magic, pad, crc, blkno, lsn,
-            // uuid, owner.
-            let owner = crate::xfs::fs::be64(bytes, 48)?;
-            crate::xfs::replay::put_crc(&mut buf.bytes, 12);
+        if da_hdr.hdr.magic.get() == XFS_ATTR3_LEAF_MAGIC {
+            let owner = da_hdr.owner.get();
+            crate::xfs::replay::put_crc(&mut buf.bytes, offset_of!(XfsDa3Blkinfo, crc));
             let ag = AttrGeometry::new(&self.fs.geo, &self.fs.sb, Ino(owner));
             let leaf = crate::xfs::attr::parse_leaf(&buf, &ag).ok()?;
             let names = leaf

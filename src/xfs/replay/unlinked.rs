@@ -471,7 +471,11 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             put_be64(&mut b, 64, 0);
             if g.v5 {
                 // di_big_nextents (with NREXT64) or the v2 padding.
-                put_be64(&mut b, 24, 0);
+                put_be64(
+                    &mut b,
+                    core::mem::offset_of!(crate::xfs::format::dinode::XfsDinode, di_big_nextents),
+                    0,
+                );
             }
             put_be32(&mut b, 76, 0);
             put_be16(&mut b, 80, 0);
