@@ -59,9 +59,12 @@ async function allEntries(page) {
       })))));
     const next = page.getByTestId('ops-next').first();
     if (await next.count() === 0) return out;
-    const before = page.url();
+    // The page the worker delivered, not only the address, must be the
+    // next one before its entries are read.
+    const href = await next.getAttribute('href');
+    const [, start = '0', skip = '0'] = href.match(/#\/ops(?:\/(\d+))?(?:\/(\d+))?$/) ?? [];
     await next.click();
-    await expect(page).not.toHaveURL(before);
+    await expect(page.getByTestId('ops-timeline')).toHaveAttribute('data-page', `${start}/${skip}`);
   }
 }
 

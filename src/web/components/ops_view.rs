@@ -592,7 +592,7 @@ fn timeline(t: &OpsTimelineView, now: bool, on_replay: &Callback<bool>) -> Html 
         </p>
     };
     html! {
-        <div class="timeline" data-testid="ops-timeline">
+        <div class="timeline" data-testid="ops-timeline" data-page={format!("{}/{}", t.start, t.skip)}>
             { pager.clone() }
             { for t.checkpoints.iter().map(|c| checkpoint(c, now, on_replay)) }
             if t.checkpoints.len() > 1 { { pager } }
