@@ -6,7 +6,6 @@ use crate::xfs::ag::btree::{
 };
 use crate::xfs::ag::{self, AgSummary, HeaderCtx, TreeStats, TreeSummary};
 use crate::xfs::fs::Fs;
-use crate::xfs::read::FileReader;
 use crate::xfs::sb::Field;
 use crate::xfs::types::AgNumber;
 use serde_json::{json, Map, Value};
@@ -398,7 +397,7 @@ pub fn entry_json(e: &NodeEntry) -> Map<String, Value> {
 }
 
 fn dump(
-    fs: &Fs<FileReader>,
+    fs: &Fs<super::Disk>,
     ags: &[AgNumber],
     tree: AgTree,
     records: bool,

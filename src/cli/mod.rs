@@ -1,5 +1,6 @@
 //! `xfs-explorer`: the core on the command line, with `--json` everywhere.
 
+use crate::xfs::container::{self, Volume};
 use crate::xfs::image::Image;
 use crate::xfs::read::FileReader;
 use clap::{Parser, Subcommand};
@@ -20,7 +21,19 @@ struct Cli {
     /// the log replayed in memory (the image is not written).
     #[arg(long, global = true)]
     replay: bool,
+    /// Open this partition of a partitioned disk image (numbered as its
+    /// table numbers them: GPT entries from 1, MBR primaries 1-4, logical
+    /// partitions from 5). Without it, the one XFS partition is opened.
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    partition: Option<u32>,
 }
+
+/// Set once from `--partition` before any command opens its image.
+static PARTITION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The reader every command opens: the file, under any qcow2 layers and
+/// partition window.
+pub(crate) type Disk = Volume<FileReader>;
 
 /// Set once from `--replay` before any command opens its image.
 static REPLAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -33,11 +46,21 @@ mod inode;
 mod log;
 mod ls;
 mod ops;
+mod partitions;
 mod replay;
 
 /// One variant per command; each command lives in its own module.
 #[derive(Subcommand)]
 enum Command {
+    /// What holds the filesystem: qcow2 layers, the partition table and
+    /// its partitions (number, type, start, size, XFS or not).
+    Partitions {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the primary superblock: every field, the features, the CRC.
     Info {
         /// The image file (opened read-only).
@@ -179,7 +202,12 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     REPLAY.store(cli.replay, std::sync::atomic::Ordering::Relaxed);
+    PARTITION.store(
+        cli.partition.unwrap_or(0),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let result = match cli.command {
+        Command::Partitions { image, json } => partitions::run(&image, json),
         Command::Info { image, json } => info::run(&image, json),
         Command::Ag {
             image,
@@ -238,9 +266,38 @@ pub fn main() -> ExitCode {
     }
 }
 
-pub(crate) fn open(path: &Path) -> Result<Image<FileReader>, String> {
+/// The partition asked for with `--partition`.
+pub(crate) fn partition_choice() -> Option<u32> {
+    match PARTITION.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        n => Some(n),
+    }
+}
+
+/// The file's filesystem volume: qcow2 layers and partition tables found
+/// and looked through, the partition chosen (`--partition`, or the one XFS
+/// partition).
+pub(crate) fn open_volume(path: &Path) -> Result<Disk, String> {
     let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let img = Image::new(reader);
+    container::open(reader, partition_choice())
+        .map(|(v, _)| v)
+        .map_err(|e| match e {
+            crate::xfs::Error::Partition(_) if partition_choice().is_none() => format!(
+                "{}: {e} (--partition N; `xfs-explorer partitions {}` lists them)",
+                path.display(),
+                path.display()
+            ),
+            e => format!("{}: {e}", path.display()),
+        })
+}
+
+/// The image as it is on disk (no replay), through its containers.
+pub(crate) fn open_raw_image(path: &Path) -> Result<Image<Disk>, String> {
+    Ok(Image::new(open_volume(path)?))
+}
+
+pub(crate) fn open(path: &Path) -> Result<Image<Disk>, String> {
+    let img = open_raw_image(path)?;
     if REPLAY.load(std::sync::atomic::Ordering::Relaxed) {
         return replay::replayed_image(path, img);
     }
@@ -254,6 +311,6 @@ pub(crate) fn print(text: &str) -> Result<(), String> {
 }
 
 /// Open an image and its filesystem geometry.
-pub(crate) fn open_fs(path: &Path) -> Result<crate::xfs::fs::Fs<FileReader>, String> {
+pub(crate) fn open_fs(path: &Path) -> Result<crate::xfs::fs::Fs<Disk>, String> {
     crate::xfs::fs::Fs::open(open(path)?).map_err(|e| format!("{}: {e}", path.display()))
 }

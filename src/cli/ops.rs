@@ -1,10 +1,9 @@
 //! `xfs-explorer ops`: the operations a log carries and the transactions
 //! each cost; `xfs-explorer forkoff`: where attribute forks start.
 
+use super::Disk;
 use crate::xfs::fs::Fs;
-use crate::xfs::image::Image;
 use crate::xfs::ops::{self, forkoff, OpsReport, KINDS};
-use crate::xfs::read::FileReader;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,15 +21,13 @@ struct OpsJson<'a> {
 
 /// The image as it is on disk (the log analysis needs the log as it is,
 /// whatever `--replay` says).
-fn open_raw(path: &Path) -> Result<Fs<FileReader>, String> {
-    let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Fs::open(Image::new(reader)).map_err(|e| format!("{}: {e}", path.display()))
+fn open_raw(path: &Path) -> Result<Fs<Disk>, String> {
+    Fs::open(super::open_raw_image(path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The forkoff distribution after replay.
 fn replayed_forkoff(path: &Path) -> Result<forkoff::Distribution, String> {
-    let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let img = super::replay::replayed_image(path, Image::new(reader))?;
+    let img = super::replay::replayed_image(path, super::open_raw_image(path)?)?;
     let fs = Fs::open(img).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(forkoff::distribution(&fs, &mut |_| {}))
 }

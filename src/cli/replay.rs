@@ -1,9 +1,9 @@
 //! `xfs-explorer replay`: log recovery in memory, its report, and the
 //! export of a recovered image; and `--replay` for every other command.
 
+use super::Disk;
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
-use crate::xfs::read::FileReader;
 use crate::xfs::replay;
 use std::path::Path;
 
@@ -42,7 +42,7 @@ fn parse_epoch(v: &str) -> Option<replay::RecoveryTime> {
 }
 
 /// `--replay`: the image with the replayed state laid over it.
-pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileReader>, String> {
+pub fn replayed_image(path: &Path, img: Image<Disk>) -> Result<Image<Disk>, String> {
     let at = |e: crate::xfs::Error| format!("{}: {e}", path.display());
     let fs = Fs::open(img).map_err(at)?;
     let (_, plan) = replay::replay_and_mount(&fs, recovery_time(), &mut |_| {})
@@ -82,8 +82,8 @@ pub fn replayed_image(path: &Path, img: Image<FileReader>) -> Result<Image<FileR
 }
 
 pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> Result<(), String> {
-    let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let fs = Fs::open(Image::new(reader)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let fs =
+        Fs::open(super::open_raw_image(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
     let start = std::time::Instant::now();
     let mut last = std::time::Instant::now();
     let show = output.is_some() && !json;
@@ -184,11 +184,7 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
 /// Write the recovered image to a new file, skipping all-zero chunks
 /// (the file is sparse where the input reads as zeros). Returns the bytes
 /// actually written.
-fn write_image(
-    fs: &Fs<FileReader>,
-    plan: &replay::export::Plan,
-    out: &Path,
-) -> Result<u64, String> {
+fn write_image(fs: &Fs<Disk>, plan: &replay::export::Plan, out: &Path) -> Result<u64, String> {
     use std::os::unix::fs::FileExt;
     let rec = replay::export::Recovered {
         fs,

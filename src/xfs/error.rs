@@ -57,6 +57,10 @@ pub enum Error {
         location: Location,
         detail: String,
     },
+    /// The image holds a partition table and the partition to open is not
+    /// clear (several or no XFS partitions, or a bad number asked for).
+    #[error("{0}")]
+    Partition(String),
     /// The image uses something this tool does not read.
     #[error("{structure} at {location}: unsupported: {detail}")]
     Unsupported {

@@ -23,6 +23,7 @@
 pub mod ag;
 pub mod attr;
 pub mod bmap;
+pub mod container;
 pub mod dabtree;
 pub mod dahash;
 pub mod dir;
