@@ -4,6 +4,7 @@
 use crate::web::bridge::Bridge;
 use crate::web::components::log_view::LogPanel;
 use crate::web::components::ops_view::OpsPanel;
+use crate::web::components::partitions::PartitionMap;
 use crate::web::components::replay_diff::ReplayDiff;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
@@ -186,6 +187,15 @@ pub fn app() -> Html {
         })
     };
 
+    let on_pick_partition = {
+        let send = Rc::clone(&send);
+        let dispatcher = state.dispatcher();
+        Callback::from(move |number: u32| {
+            dispatcher.dispatch(Action::Loading(format!("opening partition {number}")));
+            send(Request::OpenPartition { number });
+        })
+    };
+
     let on_xattr = {
         let send = Rc::clone(&send);
         let ino = state.inode.as_ref().map(|i| i.ino);
@@ -290,7 +300,12 @@ pub fn app() -> Html {
         html! { <div class="error" data-testid="view-error" role="alert">{ format!("{what}: {msg}") }</div> }
     });
     let body = match &state.opened {
-        None => html! {},
+        None => match &state.choosing {
+            Some(c) => html! {
+                <PartitionMap layout={c.layout.clone()} message={Some(c.message.clone())} on_pick={on_pick_partition.clone()} />
+            },
+            None => html! {},
+        },
         Some(opened) => {
             let main = match &state.route {
                 Route::Superblock | Route::Unknown(_) => {
@@ -299,7 +314,12 @@ pub fn app() -> Html {
                         .as_ref()
                         .filter(|r| r.on && r.superblock.is_some())
                         .map(Rc::clone);
-                    html! { <SuperblockTable opened={Rc::clone(opened)} {replayed} /> }
+                    html! { <>
+                        if opened.layout.table.is_some() || !opened.layout.qcow2.is_empty() {
+                            <PartitionMap layout={opened.layout.clone()} on_pick={on_pick_partition.clone()} />
+                        }
+                        <SuperblockTable opened={Rc::clone(opened)} {replayed} />
+                    </> }
                 }
                 _ if opened.fs_error.is_some() => html! {
                     <p class="error" data-testid="view-error">{ opened.fs_error.clone().unwrap_or_default() }</p>

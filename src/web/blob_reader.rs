@@ -5,6 +5,10 @@
 use crate::xfs::read::{ReadAt, ReadError};
 use web_sys::{Blob, FileReaderSync};
 
+/// What the worker reads the filesystem through: the file under its qcow2
+/// layers and partition window.
+pub type Disk = crate::xfs::container::Volume<BlobReader>;
+
 pub struct BlobReader {
     blob: Blob,
     len: u64,

@@ -1,7 +1,7 @@
 //! Worker side of the log view: the decoded log, kept once per image, and
 //! the pieces of it the page asks for.
 
-use crate::web::blob_reader::BlobReader;
+use crate::web::blob_reader::Disk;
 use crate::web::protocol::{BitmapView, ItemView, Kv, LogView, Response, RunView, TxDetail, TxRow};
 use crate::xfs::fs::Fs;
 use crate::xfs::log::bitmap::describe_run;
@@ -31,7 +31,7 @@ fn lsn(l: Lsn) -> String {
 }
 
 /// Decode the log of `fs`, timing it.
-pub fn decode(fs: &Fs<BlobReader>) -> Result<DecodedLog, String> {
+pub fn decode(fs: &Fs<Disk>) -> Result<DecodedLog, String> {
     let t0 = js_sys::Date::now();
     let d = log::decode(fs, OPTS).map_err(|e| e.to_string())?;
     let decode_ms = js_sys::Date::now() - t0;

@@ -4,7 +4,7 @@
 //! (kinds, items per checkpoint, bytes per item type) and pages of the
 //! timeline, so a log of a million items never travels whole.
 
-use crate::web::blob_reader::BlobReader;
+use crate::web::blob_reader::Disk;
 use crate::web::protocol::{
     CheckpointBar, CheckpointRow, ForkoffView, ItemTypeRow, OpKindRow, OpRow, OpsTimelineView,
     OpsView, MAX_CHECKPOINT_BARS, OPS_PAGE_CHECKPOINTS, OPS_PAGE_OPERATIONS,
@@ -24,7 +24,7 @@ pub struct StoredOps {
 
 /// Reconstruct the operations of the log of `fs` (read as it is on disk),
 /// timing it.
-pub fn analyze(fs: &Fs<BlobReader>, progress: &mut dyn FnMut(&ops::Progress)) -> StoredOps {
+pub fn analyze(fs: &Fs<Disk>, progress: &mut dyn FnMut(&ops::Progress)) -> StoredOps {
     let t0 = js_sys::Date::now();
     let report = ops::analyze(fs, progress).map_err(|e| e.to_string());
     let ms = js_sys::Date::now() - t0;

@@ -3,6 +3,7 @@
 //! reference, never the bytes. Every view the page shows arrives as one of
 //! the small structs below, already shaped for display.
 
+use crate::xfs::container::Layout;
 use crate::xfs::image::ReadStats;
 use crate::xfs::sb::SuperblockView;
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,9 @@ pub enum Request {
         blob: web_sys::Blob,
         name: String,
     },
+    /// Open partition `number` of the disk the last `Open` found (its table
+    /// came back as `ChoosePartition`, or with `Opened`).
+    OpenPartition { number: u32 },
     /// Resolve a path: a directory comes back as `Dir`, anything else as `Inode`.
     Path { path: String },
     /// One inode.
@@ -132,6 +136,9 @@ pub enum Response {
     },
     /// An image was opened and its superblock read.
     Opened(Box<Opened>),
+    /// The image is a partitioned disk and which partition to open is not
+    /// clear (several XFS partitions, or none): its table, and why.
+    ChoosePartition(Box<ChoosePartition>),
     /// Opening failed; the message is for people.
     Error {
         name: String,
@@ -187,6 +194,20 @@ pub struct Opened {
     /// Why the metadata cannot be browsed, if it cannot (the superblock is
     /// still shown).
     pub fs_error: Option<String>,
+    /// What holds the filesystem: qcow2 layers, the partition table, the
+    /// partition opened.
+    pub layout: Layout,
+}
+
+/// A partitioned disk waiting for the user to pick a partition.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ChoosePartition {
+    pub name: String,
+    /// The file size in bytes.
+    pub size: u64,
+    pub layout: Layout,
+    /// Why no partition was opened.
+    pub message: String,
 }
 
 /// A name, a value as text, and what it means.

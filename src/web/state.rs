@@ -1,7 +1,7 @@
 //! The page's state and the actions that change it (one reducer).
 
 use crate::web::protocol::{
-    AgsView, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
+    AgsView, ChoosePartition, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
 };
 use crate::web::protocol::{DiffRowsView, OpsTimelineView, OpsView, ReplayDiffView, ReplayView};
 use crate::web::route::Route;
@@ -19,6 +19,8 @@ pub struct State {
     pub opened: Option<Rc<Opened>>,
     /// The last error opening a file, shown until the next file.
     pub error: Option<String>,
+    /// A partitioned disk whose partition the user is to pick.
+    pub choosing: Option<Rc<ChoosePartition>>,
     /// Where the user is.
     pub route: Route,
     /// The view data for the current route, as it arrives.
@@ -54,6 +56,7 @@ impl Default for State {
             busy: None,
             opened: None,
             error: None,
+            choosing: None,
             route: Route::Superblock,
             dir: None,
             inode: None,
@@ -96,6 +99,7 @@ impl Reducible for State {
             Action::Opening(name) => {
                 s.busy = Some((format!("opening {name}"), None));
                 s.error = None;
+                s.choosing = None;
             }
             Action::Failed(message) => {
                 s.busy = None;
@@ -140,7 +144,17 @@ fn reduce_response(s: &mut State, r: Response) {
             s.replay_rows = None;
             s.ops = None;
             s.ops_timeline = None;
+            s.choosing = None;
             s.opened = Some(Rc::from(*o));
+        }
+        Response::ChoosePartition(c) => {
+            s.busy = None;
+            s.error = None;
+            s.opened = None;
+            s.dir = None;
+            s.inode = None;
+            s.ags = None;
+            s.choosing = Some(Rc::from(*c));
         }
         Response::Error { name, message } => {
             s.busy = None;

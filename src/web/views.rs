@@ -238,7 +238,7 @@ pub fn ag_view(s: &AgSummary) -> AgView {
     }
 }
 
-use crate::web::blob_reader::BlobReader;
+use crate::web::blob_reader::Disk;
 use crate::web::protocol::{DirView, EntryView, Response, XattrName};
 use crate::xfs::attr::{linux_xattrs, AttrValue};
 use crate::xfs::fs::Fs;
@@ -253,7 +253,7 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 }
 
 /// An inode with its symlink target and xattr names, as the inspector shows it.
-pub fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
+pub fn inode(fs: &Fs<Disk>, ino: u64, path: Option<String>) -> Response {
     match fs.inode(Ino(ino)) {
         Ok(mut i) => {
             let _ = fs.mark_shared(&mut i);
@@ -263,7 +263,7 @@ pub fn inode(fs: &Fs<BlobReader>, ino: u64, path: Option<String>) -> Response {
     }
 }
 
-fn inode_full(fs: &Fs<BlobReader>, i: &Inode, path: Option<String>) -> InodeView {
+fn inode_full(fs: &Fs<Disk>, i: &Inode, path: Option<String>) -> InodeView {
     let mut v = inode_view(i, path);
     if i.file_type() == FileType::Symlink {
         match fs.symlink_target(i) {
@@ -300,7 +300,7 @@ fn inode_full(fs: &Fs<BlobReader>, i: &Inode, path: Option<String>) -> InodeView
 }
 
 /// Resolve a path: a directory's listing, or an inode view.
-pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
+pub fn path(fs: &Fs<Disk>, path: &str) -> Response {
     let mut i = match fs.lookup_path(path.as_bytes()) {
         Ok(i) => i,
         Err(e) => return view_error(path, e),
@@ -351,7 +351,7 @@ pub fn path(fs: &Fs<BlobReader>, path: &str) -> Response {
     }))
 }
 
-pub fn xattr_value(fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
+pub fn xattr_value(fs: &Fs<Disk>, ino: u64, name: &str) -> Response {
     let what = format!("inode {ino} xattr {name}");
     let i = match fs.inode(Ino(ino)) {
         Ok(i) => i,
@@ -378,7 +378,7 @@ pub fn xattr_value(fs: &Fs<BlobReader>, ino: u64, name: &str) -> Response {
 }
 
 /// The subdirectories of `path`, sorted by name.
-pub fn tree_children(fs: &Fs<BlobReader>, path: &str) -> Response {
+pub fn tree_children(fs: &Fs<Disk>, path: &str) -> Response {
     let result = fs
         .lookup_path(path.as_bytes())
         .and_then(|i| fs.read_dir(&i));

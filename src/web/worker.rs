@@ -2,11 +2,13 @@
 //! Reads are synchronous here (`FileReaderSync`), so the page never waits
 //! on them and never freezes.
 
-use crate::web::blob_reader::BlobReader;
-use crate::web::protocol::{AgsView, Opened, Request, Response};
+use crate::web::blob_reader::{BlobReader, Disk};
+use crate::web::protocol::{AgsView, ChoosePartition, Opened, Request, Response};
 use crate::web::{log_views, ops_views, views};
+use crate::xfs::container::{self, Layout};
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
+use crate::xfs::read::ReadAt;
 use crate::xfs::sb::read_superblock;
 use crate::xfs::types::{AgNumber, Ino};
 use std::cell::RefCell;
@@ -20,7 +22,10 @@ const WEB_CHUNK: u64 = 1 << 20;
 const WEB_CACHE_CHUNKS: usize = 64;
 
 thread_local! {
-    static FS: RefCell<Option<Fs<BlobReader>>> = const { RefCell::new(None) };
+    /// The opened file's layers and partition table (to open another
+    /// partition of it), its name and size.
+    static DISK: RefCell<Option<(container::Disk<BlobReader>, String, u64)>> = const { RefCell::new(None) };
+    static FS: RefCell<Option<Fs<Disk>>> = const { RefCell::new(None) };
     /// The decoded log of the open image, made on first request.
     static LOG: RefCell<Option<log_views::DecodedLog>> = const { RefCell::new(None) };
     /// The replay of the open image's log: its summary and overlay, made
@@ -62,27 +67,80 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 }
 
 fn open(blob: web_sys::Blob, name: String) -> Response {
+    DISK.with(|d| *d.borrow_mut() = None);
+    FS.with(|f| *f.borrow_mut() = None);
+    let reader = match BlobReader::new(blob) {
+        Ok(r) => r,
+        Err(message) => return Response::Error { name, message },
+    };
+    let size = reader.len();
+    let disk = match container::detect(reader) {
+        Ok(d) => d,
+        Err(e) => {
+            return Response::Error {
+                name,
+                message: e.to_string(),
+            }
+        }
+    };
+    let chosen = disk.choose(None);
+    let resp = match chosen {
+        Ok((volume, layout)) => open_volume(volume, layout, name.clone(), size),
+        Err(e) if disk.layout().table.is_some() => {
+            Response::ChoosePartition(Box::new(ChoosePartition {
+                name: name.clone(),
+                size,
+                layout: disk.layout().clone(),
+                message: e.to_string(),
+            }))
+        }
+        Err(e) => Response::Error {
+            name: name.clone(),
+            message: e.to_string(),
+        },
+    };
+    DISK.with(|d| *d.borrow_mut() = Some((disk, name, size)));
+    resp
+}
+
+/// Open partition `number` of the disk found by the last `Open`.
+fn open_partition(number: u32) -> Response {
+    DISK.with(|cell| {
+        let cell = cell.borrow();
+        let Some((disk, name, size)) = cell.as_ref() else {
+            return Response::Error {
+                name: String::new(),
+                message: "no disk is open".into(),
+            };
+        };
+        match disk.choose(Some(number)) {
+            Ok((volume, layout)) => open_volume(volume, layout, name.clone(), *size),
+            Err(e) => Response::Error {
+                name: name.clone(),
+                message: e.to_string(),
+            },
+        }
+    })
+}
+
+/// Read the superblock of the filesystem in `volume` and keep it open.
+fn open_volume(volume: Disk, layout: Layout, name: String, size: u64) -> Response {
     LOG.with(|l| *l.borrow_mut() = None);
     REPLAY.with(|r| *r.borrow_mut() = None);
     DIFF.with(|d| *d.borrow_mut() = None);
     OPS.with(|o| *o.borrow_mut() = None);
     FORKOFF.with(|f| *f.borrow_mut() = [None, None]);
-    let reader = match BlobReader::new(blob) {
-        Ok(r) => r,
-        Err(message) => return Response::Error { name, message },
-    };
-    let img = Image::with_cache(reader, WEB_CHUNK, WEB_CACHE_CHUNKS);
+    FS.with(|f| *f.borrow_mut() = None);
+    let img = Image::with_cache(volume, WEB_CHUNK, WEB_CACHE_CHUNKS);
     let sb = match read_superblock(&img) {
         Ok(sb) => sb,
         Err(e) => {
-            FS.with(|f| *f.borrow_mut() = None);
             return Response::Error {
                 name,
                 message: e.to_string(),
             };
         }
     };
-    let size = img.len();
     let stats = img.stats();
     let superblock = sb.view();
     let fs_error = match Fs::open(img) {
@@ -90,10 +148,7 @@ fn open(blob: web_sys::Blob, name: String) -> Response {
             FS.with(|f| *f.borrow_mut() = Some(fs));
             None
         }
-        Err(e) => {
-            FS.with(|f| *f.borrow_mut() = None);
-            Some(e.to_string())
-        }
+        Err(e) => Some(e.to_string()),
     };
     Response::Opened(Box::new(Opened {
         name,
@@ -101,17 +156,18 @@ fn open(blob: web_sys::Blob, name: String) -> Response {
         superblock,
         stats,
         fs_error,
+        layout,
     }))
 }
 
-fn with_fs(what: &str, f: impl FnOnce(&Fs<BlobReader>) -> Response) -> Response {
+fn with_fs(what: &str, f: impl FnOnce(&Fs<Disk>) -> Response) -> Response {
     FS.with(|cell| match cell.borrow().as_ref() {
         Some(fs) => f(fs),
         None => view_error(what, "no filesystem is open"),
     })
 }
 
-fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<BlobReader>, ino: u64) {
+fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<Disk>, ino: u64) {
     let i = match fs.inode(Ino(ino)) {
         Ok(i) => i,
         Err(e) => return post(scope, &view_error(format!("inode {ino}"), e)),
@@ -562,7 +618,7 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
 
 /// Run `f` on the open filesystem read in the state `replayed` says (the
 /// disk's, or the replayed one), the views' state restored after.
-fn in_state<T>(replayed: bool, f: impl FnOnce(&Fs<BlobReader>) -> T) -> Option<T> {
+fn in_state<T>(replayed: bool, f: impl FnOnce(&Fs<Disk>) -> T) -> Option<T> {
     FS.with(|cell| {
         let mut b = cell.borrow_mut();
         let fs = b.as_mut()?;
@@ -682,7 +738,7 @@ fn ops_timeline(scope: &DedicatedWorkerGlobalScope, start: u32, skip: u32) -> Re
     })
 }
 
-fn ags(fs: &Fs<BlobReader>) -> Response {
+fn ags(fs: &Fs<Disk>) -> Response {
     let ags = (0..fs.geo.agcount)
         .map(|a| match crate::xfs::ag::summarize(fs, AgNumber(a)) {
             Ok(s) => views::ag_view(&s),
@@ -710,6 +766,17 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                 },
             );
             open(blob, name)
+        }
+        Request::OpenPartition { number } => {
+            post(
+                scope,
+                &Response::Progress {
+                    stage: format!("opening partition {number}"),
+                    done: 0,
+                    total: 1,
+                },
+            );
+            open_partition(number)
         }
         Request::Inode { ino } => with_fs("inode", |fs| views::inode(fs, ino, None)),
         Request::Path { path } => with_fs("path", |fs| views::path(fs, &path)),

@@ -7,6 +7,7 @@ pub mod log_view;
 pub mod nav;
 pub mod open_panel;
 pub mod ops_view;
+pub mod partitions;
 pub mod replay_diff;
 pub mod status;
 pub mod superblock;

@@ -642,7 +642,11 @@ pub(crate) mod tests {
             3,
             12,
             8 * cs,
-            &[(0, L2_COMPRESSED | (3 * cs)), (1, 3 * cs + 512), (2, 1 << 50)],
+            &[
+                (0, L2_COMPRESSED | (3 * cs)),
+                (1, 3 * cs + 512),
+                (2, 1 << 50),
+            ],
         );
         let q = Qcow2::open(f).unwrap();
         let mut b = [0u8; 16];
