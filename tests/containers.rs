@@ -54,6 +54,7 @@ fn every_container_fixture_lists_as_the_kernel_lists_its_partition() {
         "disk-mbr",
         "qcow2-big",
         "qcow2-compressed",
+        "qcow2-extl2-gpt",
         "qcow2-v2-gpt",
         "qcow2-v3-gpt",
     ];
@@ -74,8 +75,8 @@ fn every_container_fixture_lists_as_the_kernel_lists_its_partition() {
         assert_same_listing(name, &ours, &kernel);
         checked += ours.len();
     }
-    // 7 images of 53 objects each.
-    assert_eq!(checked, 7 * 53);
+    // 8 images of 53 objects each.
+    assert_eq!(checked, 8 * 53);
 }
 
 /// `partitions --json` of a fixture.
@@ -109,6 +110,7 @@ fn partition_tables_equal_sfdisk_and_blkid() {
         "disk-mbr",
         "qcow2-v3-gpt",
         "qcow2-v2-gpt",
+        "qcow2-extl2-gpt",
         "qcow2-big",
     ] {
         let ours = partitions(name, &[]);
@@ -185,7 +187,7 @@ fn partition_tables_equal_sfdisk_and_blkid() {
             assert!(ours["choose"].as_str().unwrap().contains("choose one"));
         }
     }
-    assert_eq!(rows, 2 + 2 + 2 + 4 + 2 + 2 + 1);
+    assert_eq!(rows, 2 + 2 + 2 + 4 + 2 + 2 + 2 + 1);
 }
 
 #[test]
@@ -193,6 +195,7 @@ fn qcow2_headers_equal_qemu_img_info() {
     for (name, chain) in [
         ("qcow2-v3-gpt", "qcow2 v3 > GPT > partition 1"),
         ("qcow2-v2-gpt", "qcow2 v2 > GPT > partition 1"),
+        ("qcow2-extl2-gpt", "qcow2 v3 > GPT > partition 1"),
         ("qcow2-big", "qcow2 v3 > GPT > partition 1"),
     ] {
         let ours = partitions(name, &[]);
