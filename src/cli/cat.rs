@@ -28,6 +28,17 @@ pub fn run(path: &Path, target: &str, force_ino: bool) -> Result<(), String> {
     let inode = fs
         .inode(ino)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    if super::METADUMP.load(std::sync::atomic::Ordering::Relaxed)
+        && inode.file_type() == crate::xfs::inode::FileType::File
+        && inode.core.size > 0
+    {
+        return Err(format!(
+            "{}: inode {}: its {} bytes of content are not in the metadump (xfs_metadump copies metadata only; they would read as zeros)",
+            path.display(),
+            ino.0,
+            inode.core.size
+        ));
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut write_err = None;

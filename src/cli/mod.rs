@@ -28,6 +28,10 @@ struct Cli {
     partition: Option<u32>,
 }
 
+/// Set when the image opened is a metadump (it holds no file contents).
+pub(crate) static METADUMP: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Set once from `--partition` before any command opens its image.
 static PARTITION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -280,7 +284,12 @@ pub(crate) fn partition_choice() -> Option<u32> {
 pub(crate) fn open_volume(path: &Path) -> Result<Disk, String> {
     let reader = FileReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     container::open(reader, partition_choice())
-        .map(|(v, _)| v)
+        .map(|(v, layout)| {
+            if layout.metadump.is_some() {
+                METADUMP.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            v
+        })
         .map_err(|e| match e {
             crate::xfs::Error::Partition(_) if partition_choice().is_none() => format!(
                 "{}: {e} (--partition N; `xfs-explorer partitions {}` lists them)",

@@ -59,6 +59,26 @@ fn text(layout: &Layout, choose: Option<&str>) -> String {
             s.push_str(&format!("  note: {n}\n"));
         }
     }
+    if let Some(m) = &layout.metadump {
+        let flag = |v: Option<bool>, yes: &str, no: &str| match v {
+            Some(true) => yes.to_string(),
+            Some(false) => no.to_string(),
+            None => "unknown".to_string(),
+        };
+        s.push_str(&format!(
+            "metadump version {}: {}, {} log, {} metadata blocks; holds {} of the filesystem's {} bytes, file {} bytes\n",
+            m.version,
+            flag(m.obfuscated, "obfuscated", "not obfuscated"),
+            flag(m.dirty_log, "dirty", "clean"),
+            flag(m.full_blocks, "full", "zeroed"),
+            m.bytes_held,
+            m.fs_size,
+            m.file_size
+        ));
+        for n in &m.notes {
+            s.push_str(&format!("  note: {n}\n"));
+        }
+    }
     let Some(t) = &layout.table else {
         s.push_str("no partition table\n");
         return s;

@@ -21,6 +21,10 @@ pub fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(take(b, at))
 }
 
+pub fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes(take(b, at))
+}
+
 pub fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(take(b, at))
 }

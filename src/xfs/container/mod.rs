@@ -14,11 +14,13 @@
 pub(crate) mod bytes;
 pub mod gpt;
 pub mod mbr;
+pub mod metadump;
 pub mod qcow2;
 
 use crate::xfs::error::{Error, Result};
 use crate::xfs::read::{ReadAt, ReadError};
 use bytes::to_u64;
+use metadump::{Metadump, MetadumpInfo};
 use qcow2::{Qcow2, Qcow2Info};
 use serde::{Deserialize, Serialize};
 use std::rc::Rc;
@@ -128,6 +130,8 @@ pub struct PartitionTable {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct Layout {
     pub qcow2: Vec<Qcow2Info>,
+    /// A metadump read in place (the filesystem it holds, sparse).
+    pub metadump: Option<MetadumpInfo>,
     pub table: Option<PartitionTable>,
     /// The partition opened, by number.
     pub partition: Option<u32>,
@@ -146,6 +150,9 @@ impl Layout {
             .iter()
             .map(|q| format!("qcow2 v{}", q.version))
             .collect();
+        if let Some(m) = &self.metadump {
+            parts.push(format!("metadump v{}", m.version));
+        }
         if let Some(t) = &self.table {
             parts.push(t.scheme.name().to_string());
             if let Some(n) = self.partition {
@@ -181,6 +188,7 @@ enum Node<R: ReadAt> {
         len: u64,
     },
     Qcow2(Qcow2<Volume<R>>),
+    Metadump(Metadump<Volume<R>>),
 }
 
 impl<R: ReadAt> Volume<R> {
@@ -214,6 +222,7 @@ impl<R: ReadAt> ReadAt for Volume<R> {
         match &*self.0 {
             Node::Whole { len, .. } | Node::Window { len, .. } => *len,
             Node::Qcow2(q) => q.len(),
+            Node::Metadump(m) => m.len(),
         }
     }
 
@@ -231,6 +240,7 @@ impl<R: ReadAt> ReadAt for Volume<R> {
                 inner.read_exact_at(start.saturating_add(offset), buf)
             }
             Node::Qcow2(q) => q.read_exact_at(offset, buf),
+            Node::Metadump(m) => m.read_exact_at(offset, buf),
         }
     }
 }
@@ -293,9 +303,15 @@ pub fn detect<R: ReadAt>(reader: R) -> Result<Disk<R>> {
         disk = Volume(Rc::new(Node::Qcow2(q)));
         depth = depth.saturating_add(1);
     }
-    let head = first_bytes(&disk)?;
+    let mut head = first_bytes(&disk)?;
+    if metadump::is_metadump(&head) {
+        let m = Metadump::open(disk.clone())?;
+        layout.metadump = Some(m.info().clone());
+        disk = Volume(Rc::new(Node::Metadump(m)));
+        head = first_bytes(&disk)?;
+    }
     layout.size = disk.len();
-    if head.get(0..4) == Some(XFS_MAGIC.as_slice()) {
+    if head.get(0..4) == Some(XFS_MAGIC.as_slice()) || layout.metadump.is_some() {
         return Ok(Disk { disk, layout });
     }
     let mbr_here = mbr::looks_like_mbr(&head);
