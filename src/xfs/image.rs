@@ -23,6 +23,9 @@ pub const MAX_READ: u64 = 16 << 20;
 pub struct Overlay {
     pages: BTreeMap<u64, Box<Page>>,
     sectors: usize,
+    /// While recording ([`Overlay::record_undo`]): each sector's state
+    /// before its first write since (`None`: not in the overlay).
+    undo: Option<BTreeMap<u64, Option<Box<[u8; 512]>>>>,
 }
 
 #[derive(Clone, Debug)]
@@ -52,27 +55,85 @@ impl Overlay {
 
     /// Put `bytes` (whole sectors; a partial last sector is ignored) from
     /// sector `daddr` on.
+    /// Remember, from now on, what each sector held before it is first
+    /// written, so that [`Overlay::revert`] can put it back.
+    pub fn record_undo(&mut self) {
+        self.undo = Some(BTreeMap::new());
+    }
+
+    /// Stop remembering (and forget what was remembered).
+    pub fn stop_undo(&mut self) {
+        self.undo = None;
+    }
+
+    /// Put back the `count` sectors from `daddr` as they were when
+    /// recording began: a sector written since gets its old bytes, or
+    /// leaves the overlay if it was not in it. Sectors not written since
+    /// are left alone.
+    pub fn revert(&mut self, daddr: u64, count: u64) {
+        let Some(undo) = self.undo.as_mut() else {
+            return;
+        };
+        let mut back = Vec::new();
+        for at in daddr..daddr.saturating_add(count) {
+            if let Some(old) = undo.remove(&at) {
+                back.push((at, old));
+            }
+        }
+        for (at, old) in back {
+            match old {
+                Some(b) => self.write_sector(at, &b[..]),
+                None => self.drop_sector(at),
+            }
+        }
+    }
+
+    fn drop_sector(&mut self, at: u64) {
+        let slot = u32::try_from(at % PAGE_SECTORS).unwrap_or(0);
+        let Some(page) = self.pages.get_mut(&(at / PAGE_SECTORS)) else {
+            return;
+        };
+        let bit = 1u8.checked_shl(slot).unwrap_or(0);
+        if page.mask & bit != 0 {
+            page.mask &= !bit;
+            self.sectors = self.sectors.saturating_sub(1);
+        }
+        if page.mask == 0 {
+            self.pages.remove(&(at / PAGE_SECTORS));
+        }
+    }
+
     pub fn put(&mut self, daddr: u64, bytes: &[u8]) {
         for (i, chunk) in bytes.chunks_exact(512).enumerate() {
             let at = daddr.saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
-            let slot = usize::try_from(at % PAGE_SECTORS).unwrap_or(0);
-            let page = self.pages.entry(at / PAGE_SECTORS).or_insert_with(|| {
-                Box::new(Page {
-                    mask: 0,
-                    data: [0u8; 4096],
-                })
-            });
-            let bit = 1u8
-                .checked_shl(u32::try_from(slot).unwrap_or(0))
-                .unwrap_or(0);
-            if page.mask & bit == 0 {
-                page.mask |= bit;
-                self.sectors = self.sectors.saturating_add(1);
+            if self.undo.as_ref().is_some_and(|u| !u.contains_key(&at)) {
+                let old = self.sector(at).map(|s| Box::new(*s));
+                if let Some(u) = self.undo.as_mut() {
+                    u.insert(at, old);
+                }
             }
-            let lo = slot.saturating_mul(512);
-            if let Some(d) = page.data.get_mut(lo..lo.saturating_add(512)) {
-                d.copy_from_slice(chunk);
-            }
+            self.write_sector(at, chunk);
+        }
+    }
+
+    fn write_sector(&mut self, at: u64, chunk: &[u8]) {
+        let slot = usize::try_from(at % PAGE_SECTORS).unwrap_or(0);
+        let page = self.pages.entry(at / PAGE_SECTORS).or_insert_with(|| {
+            Box::new(Page {
+                mask: 0,
+                data: [0u8; 4096],
+            })
+        });
+        let bit = 1u8
+            .checked_shl(u32::try_from(slot).unwrap_or(0))
+            .unwrap_or(0);
+        if page.mask & bit == 0 {
+            page.mask |= bit;
+            self.sectors = self.sectors.saturating_add(1);
+        }
+        let lo = slot.saturating_mul(512);
+        if let Some(d) = page.data.get_mut(lo..lo.saturating_add(512)) {
+            d.copy_from_slice(chunk);
         }
     }
 
@@ -448,6 +509,28 @@ mod tests {
 
     fn pattern(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn revert_puts_back_what_sectors_held_when_recording_began() {
+        let mut ov = Overlay::default();
+        ov.put(10, &[1u8; 1024]); // sectors 10, 11
+        ov.record_undo();
+        ov.put(11, &[2u8; 1024]); // 11 written over, 12 new
+        ov.put(11, &[3u8; 512]); // a second write keeps the first undo
+        ov.put(20, &[4u8; 512]);
+        assert_eq!(ov.len(), 4);
+        ov.revert(10, 3);
+        assert_eq!(ov.sector(10), Some(&[1u8; 512]));
+        assert_eq!(ov.sector(11), Some(&[1u8; 512]));
+        assert_eq!(ov.sector(12), None);
+        assert_eq!(ov.len(), 3);
+        // Reverting again, or sectors not written since, changes nothing.
+        ov.revert(10, 3);
+        assert_eq!(ov.sector(11), Some(&[1u8; 512]));
+        ov.stop_undo();
+        ov.revert(20, 1);
+        assert_eq!(ov.sector(20), Some(&[4u8; 512]));
     }
 
     #[test]

@@ -335,6 +335,7 @@ pub struct Snapshot {
     agfl: Option<Vec<u8>>,
     agfl_dirty: bool,
     dirty: BTreeSet<u32>,
+    stale: BTreeSet<u32>,
     deferred: Vec<(u32, u64)>,
     busy: Vec<(u32, u32)>,
 }
@@ -363,6 +364,9 @@ pub struct AgStore<'a, R: ReadAt> {
     agfl: Option<Vec<u8>>,
     agfl_dirty: bool,
     dirty: BTreeSet<u32>,
+    /// Btree blocks freed in this session (`xfs_trans_binval`): whatever
+    /// an earlier session wrote to them is not written either.
+    stale: BTreeSet<u32>,
     /// Blocks whose free the kernel defers: (agbno, rmap owner).
     deferred: Vec<(u32, u64)>,
     /// Extents freed in this session that the allocator must not hand
@@ -400,6 +404,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl: None,
             agfl_dirty: false,
             dirty: BTreeSet::new(),
+            stale: BTreeSet::new(),
             deferred: Vec::new(),
             busy: Vec::new(),
             hdr: if v5 { 56 } else { 16 },
@@ -479,6 +484,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl: self.agfl.clone(),
             agfl_dirty: self.agfl_dirty,
             dirty: self.dirty.clone(),
+            stale: self.stale.clone(),
             deferred: self.deferred.clone(),
             busy: self.busy.clone(),
         }
@@ -493,6 +499,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.agfl = s.agfl;
         self.agfl_dirty = s.agfl_dirty;
         self.dirty = s.dirty;
+        self.stale = s.stale;
         self.deferred = s.deferred;
         self.busy = s.busy;
     }
@@ -801,6 +808,19 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             if i >= slots {
                 i = 0;
             }
+        }
+        Ok(out)
+    }
+
+    /// Btree blocks freed in this session and not in use again at its end,
+    /// as (daddr, sectors): the kernel never writes a freed buffer, so
+    /// what an earlier session of mount-time work wrote to them must not
+    /// reach the disk either ([`Overlay::revert`]).
+    pub fn stale(&self) -> Result<Vec<(u64, u64)>> {
+        let per = u64::from(self.fs.geo.blocksize) / 512;
+        let mut out = Vec::new();
+        for b in self.stale.difference(&self.dirty) {
+            out.push((self.ag_byte(*b)? / 512, per));
         }
         Ok(out)
     }
@@ -1964,6 +1984,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     fn free_block(&mut self, tree: Tree, bno: u32) -> EditResult<()> {
         // xfs_trans_binval: the block's changes are not written.
         self.dirty.remove(&bno);
+        self.stale.insert(bno);
         match tree {
             Tree::Bno | Tree::Cnt => {
                 self.put_freelist_ex(bno, true)?;

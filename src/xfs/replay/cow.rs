@@ -96,7 +96,7 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
         return Ok(report);
     }
     for agno in 0..fs.geo.agcount {
-        let changes = {
+        let (changes, stale) = {
             let mut s = AgStore::new(fs, ov, agno)?;
             let leftovers: Vec<(u32, u32)> = match s.records(Tree::Refc) {
                 Ok(recs) => recs
@@ -147,9 +147,12 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
                     }
                 }
             }
-            s.changed()?
+            (s.changed()?, s.stale()?)
         };
         stamp_into(ov, changes, lsn, fs.geo.v5);
+        for (daddr, n) in stale {
+            ov.revert(daddr, n);
+        }
     }
     Ok(report)
 }

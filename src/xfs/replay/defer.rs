@@ -1111,6 +1111,15 @@ pub const DEFER_MAX_ITEMS: usize = 16;
 /// [`DEFER_MAX_ITEMS`] each: `xfs_defer_add` appends to the last op when it
 /// is of the same type and not full), put at the front of `queue` in
 /// their order.
+/// Whether `w` is a deferred op on a filesystem with or without the rmapbt.
+fn is_deferred(rmapbt: bool, w: &Work) -> bool {
+    rmapbt
+        || !matches!(
+            w,
+            Work::RmapMap { .. } | Work::RmapUnmap { .. } | Work::RmapConvert { .. }
+        )
+}
+
 fn push_runs(queue: &mut VecDeque<Vec<Work>>, work: Vec<Work>) {
     let mut runs: Vec<Vec<Work>> = Vec::new();
     for w in work {
@@ -1365,11 +1374,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
     /// Whether `w` is deferred work at all on this filesystem (reverse
     /// mappings are not without the rmapbt).
     pub fn defers(&self, w: &Work) -> bool {
-        self.rmapbt
-            || !matches!(
-                w,
-                Work::RmapMap { .. } | Work::RmapUnmap { .. } | Work::RmapConvert { .. }
-            )
+        is_deferred(self.rmapbt, w)
     }
 
     /// Finish one item of a captured chain: the work it creates, and
@@ -1388,7 +1393,15 @@ impl<'a, R: ReadAt> Engine<'a, R> {
     /// goes before the ops that were pending.
     pub fn run(&mut self, work: Vec<Work>) -> EditResult<()> {
         let mut queue: VecDeque<Vec<Work>> = VecDeque::new();
-        push_runs(&mut queue, work);
+        // Work that is no deferred op on this filesystem (reverse mappings
+        // without the rmapbt: `xfs_rmap_update_is_needed`) makes no
+        // intent and costs no roll.
+        let rmapbt = self.rmapbt;
+        let deferred = |w: &Work| is_deferred(rmapbt, w);
+        push_runs(
+            &mut queue,
+            work.into_iter().filter(|w| deferred(w)).collect(),
+        );
         let mut guard = 0u64;
         while let Some(run) = queue.pop_front() {
             let dfps = self.dfps;
@@ -1402,9 +1415,21 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             }
             self.dfps = dfps.saturating_add(1);
             self.last_agfl = false;
-            push_runs(&mut queue, created);
+            push_runs(
+                &mut queue,
+                created.into_iter().filter(|w| deferred(w)).collect(),
+            );
         }
         Ok(())
+    }
+
+    /// The btree blocks of every AG freed and not in use again.
+    pub fn stale(&self) -> crate::xfs::error::Result<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        for s in self.stores.values() {
+            out.extend(s.stale()?);
+        }
+        Ok(out)
     }
 
     /// The changed blocks of every AG.

@@ -251,7 +251,8 @@ pub struct Plan {
     /// Replayed sectors plus the mount-time superblock changes.
     pub overlay: Overlay,
     pub log: Option<CleanLog>,
-    /// `None` when the log was clean (the image is copied as it is).
+    /// `None` when the log was clean (the image is copied as it is, but
+    /// for the superblock fields every kernel write of it changes).
     pub mount: Option<super::mount::MountChanges>,
 }
 
@@ -264,6 +265,7 @@ pub fn plan<R: ReadAt>(
     let mut overlay = replay.overlay;
     let rep = &replay.report;
     if rep.clean {
+        super::mount::apply_clean(fs, &mut overlay)?;
         return Ok(Plan {
             overlay,
             log: None,
@@ -282,6 +284,10 @@ pub fn plan<R: ReadAt>(
         sunit: fs.sb.logsunit,
         fmt: XLOG_FMT_LINUX_LE,
     };
+    // Every mount-time step below is recorded, so that a btree block one
+    // step writes and a later one frees goes back to its replayed bytes:
+    // the kernel never writes a buffer it freed.
+    overlay.record_undo();
     // Unfinished intents first (the kernel finishes them before anything
     // else at mount), then CoW staging extents.
     let intents =
@@ -305,6 +311,7 @@ pub fn plan<R: ReadAt>(
             "CoW staging extents were freed after intents: the kernel writes them in a later checkpoint, whose LSN this tool does not know; they carry the head's".to_string(),
         );
     }
+    overlay.stop_undo();
     let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
     let mut ags: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
     for u in &mount.unlinked {

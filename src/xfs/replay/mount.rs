@@ -146,6 +146,43 @@ pub fn counters<R: ReadAt>(fs: &Fs<R>, ov: &Overlay) -> Result<(Counters, Vec<Un
     Ok((c, unlinked))
 }
 
+/// What every write of a v5 superblock by the kernel changes, whatever else
+/// happened: quota inodes of 0 become NULLFSINO (`xfs_sb_quota_from_disk`
+/// folds the two "none" values into one, `xfs_sb_to_disk` writes it back)
+/// and the log-incompatible features are cleared (at unmount).
+fn as_the_kernel_writes_it(sb: &mut [u8]) {
+    for off in [
+        offset_of!(XfsDsb, sb_uquotino),
+        offset_of!(XfsDsb, sb_gquotino),
+        offset_of!(XfsDsb, sb_pquotino),
+    ] {
+        if crate::xfs::fs::be64(sb, off) == Some(0) {
+            put_be64(sb, off, u64::MAX);
+        }
+    }
+    put_be32(sb, offset_of!(XfsDsb, sb_features_log_incompat), 0);
+}
+
+/// A clean log: no recovery, but the kernel's mount and unmount write the
+/// superblock once (`xfs_log_sbcount` at unmount), changing what
+/// [`as_the_kernel_writes_it`] changes. Applied to `ov` where that changes
+/// anything (v5 only; `sb_lsn` is left alone). Whether it did.
+pub fn apply_clean<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay) -> Result<bool> {
+    if !fs.geo.v5 {
+        return Ok(false);
+    }
+    let ss = u64::from(fs.geo.sectsize);
+    let old = read(fs, ov, "superblock", 0, ss)?;
+    let mut sb = old.clone();
+    as_the_kernel_writes_it(&mut sb);
+    if sb == old {
+        return Ok(false);
+    }
+    put_crc(&mut sb, XFS_SB_CRC_OFF);
+    ov.put(0, &sb);
+    Ok(true)
+}
+
 /// Apply the superblock changes to `ov` (the replayed sectors): counters,
 /// quota inodes, log-incompatible features, `sb_lsn`, CRC.
 pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<MountChanges> {
@@ -173,16 +210,7 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         qflags
     });
     if fs.geo.v5 {
-        for off in [
-            offset_of!(XfsDsb, sb_uquotino),
-            offset_of!(XfsDsb, sb_gquotino),
-            offset_of!(XfsDsb, sb_pquotino),
-        ] {
-            if g64(&sb, off) == 0 {
-                put_be64(&mut sb, off, u64::MAX);
-            }
-        }
-        put_be32(&mut sb, offset_of!(XfsDsb, sb_features_log_incompat), 0);
+        as_the_kernel_writes_it(&mut sb);
         put_be64(&mut sb, offset_of!(XfsDsb, sb_lsn), sb_lsn.raw());
         put_crc(&mut sb, XFS_SB_CRC_OFF);
     }

@@ -447,23 +447,26 @@ pub fn recover<R: ReadAt>(
     if intents.is_empty() {
         return Ok(rep);
     }
-    let (changes, fork_changes) = {
+    let (changes, fork_changes, stale) = {
         let mut engine = Engine::new(fs, ov);
         let mut forks = ForkEditor::new(fs, ov);
         match finish_all(fs, &mut engine, &mut forks, intents, now) {
             Ok(()) => {
                 rep.finished = intents.iter().map(|u| u.id).collect();
                 rep.work_items = engine.done.saturating_add(forks.done);
-                (engine.changed()?, forks.into_changes(lsn)?)
+                (engine.changed()?, forks.into_changes(lsn)?, engine.stale()?)
             }
             Err(EditError::Read(e)) => return Err(e),
             Err(EditError::Unsupported(u)) => {
                 rep.not_finished = Some(u.0);
-                (Vec::new(), Vec::new())
+                (Vec::new(), Vec::new(), Vec::new())
             }
         }
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
+    for (daddr, n) in stale {
+        ov.revert(daddr, n);
+    }
     for (daddr, data) in fork_changes {
         ov.put(daddr, &data);
     }

@@ -3,29 +3,36 @@
 //! inode at a time, `xfs_inactive`):
 //!
 //! ```text
-//!  truncate the data fork (xfs_itruncate_extents), last extent first:
-//!      rmap unmap (unmap_shared for a reflinked file), then refcount
+//!  truncate the data fork (xfs_inactive_truncate: a regular file with a
+//!      size or blocks, a directory or symlink in blocks), last extent
+//!      first, two per __xfs_bunmapi call: rmap unmap (unmap_shared for a
+//!      reflinked file; no intent without the rmapbt), then refcount
 //!      decrease (reflinked: blocks whose last reference goes are freed)
-//!      or free (not reflinked); then the bmbt blocks, freed with their
-//!      owner's mapping
-//!  attr fork dropped (inline only here)
+//!      or free (not reflinked); a one-block bmbt freed with the call
+//!      after which the extents fit in the inode
+//!  drop the attr fork (xfs_attr_inactive): inline in one transaction; in
+//!      blocks, the da tree invalidated depth first (a roll per child of
+//!      every node and one for the root; the blocks are not written), then
+//!      truncated as the data fork is
 //!  xfs_ifree: off its unlinked list (the AGI bucket takes its next),
 //!      inobt record marks it free, finobt too (inserted if new), AGI
 //!      freecount + 1; a chunk left all free is deleted from both trees
 //!      (AGI count - 64), its blocks freed (owner "inodes")
 //! ```
 //!
-//! Known differences from the kernel's order: the kernel frees bmbt blocks
-//! as leaves empty during the truncate; this tool frees them after the
-//! data extents (same blocks freed, the free list may differ). Inodes of a
-//! freed chunk are left as recovery wrote them (the kernel stales their
-//! buffers); inodes of a kept chunk get the freed core, `di_changecount`
-//! bumped once per transaction that logs the inode as the kernel counts
-//! them (on `replay-unlinked` the inodes come out byte for byte).
+//! Known differences from the kernel's order: the kernel frees the blocks
+//! of a taller bmbt as leaves empty during the truncate; this tool frees
+//! them after the extents (same blocks freed, the free list may differ).
+//! Inodes of a freed chunk are left as recovery wrote them (the kernel
+//! stales their buffers); inodes of a kept chunk get the freed core,
+//! `di_changecount` bumped once per transaction that logs the inode as the
+//! kernel counts them (checked against the kernel's recovery on
+//! replay-unlinked, replay-unlinked-reflink, replay-unlinked-attr and
+//! replay-unlinked-attr-normap, and the random-workload images).
 //!
 //! Each inode is freed whole or not at all; the first one that cannot be
-//! (a btree change the editor refuses, attributes in blocks) stops the
-//! walk and it and the rest are reported.
+//! (a btree change the editor refuses, a damaged attr tree) stops the walk
+//! and it and the rest are reported.
 
 use super::agedit::refuse;
 use super::agedit::{key_ino, EditError, EditResult, Tree};
@@ -183,6 +190,185 @@ struct Ctx<'a, 'f, R: ReadAt> {
 impl<R: ReadAt> Ctx<'_, '_, R> {
     /// `xfs_inactive` then `xfs_ifree` for one inode; returns the inode
     /// that follows it on its list.
+    /// The `__xfs_bunmapi` calls that truncate `fork` to nothing (two
+    /// extents each, from the end), each with the deferred work it queues;
+    /// and the bmbt blocks freed after them. `fork_bytes`: the fork's room
+    /// in the inode, which decides when a one-block bmbt goes back to an
+    /// extent list.
+    fn unmap_calls(
+        &self,
+        ino: u64,
+        fork: &Fork,
+        attr: bool,
+        reflinked: bool,
+        fork_bytes: u64,
+    ) -> EditResult<(Vec<Vec<Work>>, Vec<Work>)> {
+        let g = &self.fs.geo;
+        let mask = 1u64
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            .saturating_sub(1);
+        let (extents, bmbt) = match fork {
+            Fork::Extents { extents } => (extents.clone(), Vec::new()),
+            Fork::Btree {
+                extents, blocks, ..
+            } => (extents.clone(), blocks.clone()),
+            Fork::Local { .. } | Fork::Dev { .. } => (Vec::new(), Vec::new()),
+            Fork::Corrupt { error, .. } => return Err(EditError::Read(error.clone())),
+            Fork::Unknown { format } => {
+                let which = if attr { "attr" } else { "data" };
+                return refuse(format!("inode {ino}: {which} fork format {format}"));
+            }
+        };
+        let mut calls: Vec<Vec<Work>> = Vec::new();
+        let mut work = Vec::new();
+        // A bmbt of one block goes back to an extent list at the end of
+        // the call after which the extents fit in the fork
+        // (xfs_bmap_btree_to_extents): its block is freed with that
+        // call's work. Taller bmbts lose blocks as leaves join, which
+        // is not followed here: their blocks are freed at the end.
+        let maxext = fork_bytes / 16;
+        let total = u64::try_from(extents.len()).unwrap_or(u64::MAX);
+        let convert_after = if bmbt.len() == 1 {
+            // Index of the call after which at most maxext remain.
+            let need = total.saturating_sub(maxext);
+            Some(usize::try_from(need.div_ceil(2).saturating_sub(1)).unwrap_or(0))
+        } else {
+            None
+        };
+        for (i, e) in extents.iter().rev().enumerate() {
+            if i % 2 == 0 {
+                calls.push(Vec::new());
+            }
+            let Some(call) = calls.last_mut() else {
+                return refuse("no bunmapi call".into());
+            };
+            let fsb = e.start.0;
+            let agno_e = u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX);
+            let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
+            let len = u32::try_from(e.len).unwrap_or(u32::MAX);
+            let m = Rmap {
+                start: agbno,
+                len,
+                owner: ino,
+                offset: e.file_block,
+                attr,
+                bmbt: false,
+                unwritten: e.unwritten,
+            };
+            call.push(Work::RmapUnmap {
+                agno: agno_e,
+                m,
+                shared: reflinked,
+            });
+            if reflinked {
+                call.push(Work::Refcount {
+                    agno: agno_e,
+                    agbno,
+                    len,
+                    adj: -1,
+                });
+            } else {
+                call.push(Work::Free {
+                    agno: agno_e,
+                    agbno,
+                    len,
+                    owner: FreeOwner::Skip,
+                });
+            }
+        }
+        for b in bmbt.iter().rev() {
+            let agno_b = u32::try_from(b.0 >> g.agblklog).unwrap_or(u32::MAX);
+            let agbno = u32::try_from(b.0 & mask).unwrap_or(u32::MAX);
+            let w = Work::Free {
+                agno: agno_b,
+                agbno,
+                len: 1,
+                owner: FreeOwner::Known(Rmap {
+                    start: agbno,
+                    len: 1,
+                    owner: ino,
+                    offset: 0,
+                    attr,
+                    bmbt: true,
+                    unwritten: false,
+                }),
+            };
+            match convert_after.and_then(|c| calls.get_mut(c)) {
+                Some(call) => call.push(w),
+                None => work.push(w),
+            }
+        }
+        Ok((calls, work))
+    }
+
+    /// The rolls `xfs_attr3_root_inactive` makes over an attr fork in
+    /// blocks: one per child of every node (depth first), one for the root.
+    fn attr_invalidation_rolls(&self, inode: &crate::xfs::inode::Inode) -> EditResult<u64> {
+        use crate::xfs::attr::AttrGeometry;
+        use crate::xfs::bmap::WhichFork;
+        use crate::xfs::dabtree::{parse_node, read_da_block, InodeFork};
+        use crate::xfs::format::attr::{XFS_ATTR3_LEAF_MAGIC, XFS_ATTR_LEAF_MAGIC};
+        use crate::xfs::format::da::XFS_DA_NODE_MAXDEPTH;
+        use crate::xfs::format::da::{XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
+        const S: &str = "attr block (inactivation)";
+        let src = InodeFork {
+            fs: self.view,
+            inode,
+            which: WhichFork::Attr,
+        };
+        let dg = AttrGeometry::new(&self.view.geo, &self.view.sb, inode.ino).da;
+        // Blocks visited are bounded by the fork's blocks (a loop in the
+        // tree cannot make the walk longer).
+        let limit: u64 = inode
+            .attr
+            .as_ref()
+            .map(|f| f.extents().iter().map(|e| e.len).sum())
+            .unwrap_or(0);
+        let mut rolls = 1u64;
+        let mut visited = 0u64;
+        // (dablk, level)
+        let mut stack = vec![(0u64, 1usize)];
+        while let Some((dablk, level)) = stack.pop() {
+            visited = visited.saturating_add(1);
+            if visited > limit.saturating_add(1) {
+                return refuse(format!(
+                    "inode {}: the attr tree visits more blocks than the fork has ({limit})",
+                    inode.ino.0
+                ));
+            }
+            let buf = read_da_block(&src, &self.view.geo, &dg, S, dablk)?;
+            match buf.da_magic() {
+                Some(XFS_DA3_NODE_MAGIC | XFS_DA_NODE_MAGIC) => {
+                    if level > XFS_DA_NODE_MAXDEPTH {
+                        return refuse(format!(
+                            "inode {}: attr tree deeper than {XFS_DA_NODE_MAXDEPTH} levels",
+                            inode.ino.0
+                        ));
+                    }
+                    let node = parse_node(&buf, &dg)?;
+                    rolls = rolls.saturating_add(u64::try_from(node.entries.len()).unwrap_or(0));
+                    for (_, before) in node.entries.iter().rev() {
+                        stack.push((u64::from(*before), level.saturating_add(1)));
+                    }
+                }
+                Some(XFS_ATTR3_LEAF_MAGIC | XFS_ATTR_LEAF_MAGIC) => {}
+                m => {
+                    return Err(EditError::Read(buf.bad(
+                        S,
+                        8,
+                        format!(
+                            "inode {}: attr fork block {dablk} has magic {:#06x}, neither a node nor a leaf",
+                            inode.ino.0,
+                            m.unwrap_or(0)
+                        ),
+                    )))
+                }
+            }
+        }
+        Ok(rolls)
+    }
+
     fn free_inode(&mut self, ino: u64, agno: u32, agino: u32, bucket: usize) -> EditResult<u32> {
         let inode = self.view.inode(Ino(ino))?;
         let core = &inode.core;
@@ -194,13 +380,8 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         }
         let next = core.next_unlinked;
         let g = &self.fs.geo;
-        let mask = 1u64
-            .checked_shl(u32::from(g.agblklog))
-            .unwrap_or(0)
-            .saturating_sub(1);
         let ftype = core.mode & 0o170000;
         let reflink = core.flags2_or_zero() & (1 << 1) != 0;
-        let truncate = matches!(ftype, 0o100000 | 0o040000 | 0o120000);
         // xfs_inactive: a regular file with a size or data, a directory
         // with blocks, a symlink in blocks are truncated to size 0.
         let in_blocks = matches!(inode.data, Fork::Extents { ref extents } if !extents.is_empty())
@@ -210,117 +391,18 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             0o040000 | 0o120000 => in_blocks,
             _ => false,
         };
-        // The attr fork: only an inline one (or none) is dropped here.
-        if let Some(a) = &inode.attr {
-            match a {
-                Fork::Local { .. } => {}
-                Fork::Extents { extents } if extents.is_empty() => {}
-                _ => {
-                    return refuse(format!(
-                        "inode {ino}: an attribute fork in blocks is not freed by this tool"
-                    ))
-                }
-            }
-        }
         // Each __xfs_bunmapi call unmaps up to two extents from the end
         // (XFS_ITRUNC_MAX_EXTENTS), then its deferred work is finished.
         let mut calls: Vec<Vec<Work>> = Vec::new();
         let mut work = Vec::new();
-        if truncate {
-            let (extents, bmbt) = match &inode.data {
-                Fork::Extents { extents } => (extents.clone(), Vec::new()),
-                Fork::Btree {
-                    extents, blocks, ..
-                } => (extents.clone(), blocks.clone()),
-                Fork::Local { .. } | Fork::Dev { .. } => (Vec::new(), Vec::new()),
-                Fork::Corrupt { error, .. } => return Err(EditError::Read(error.clone())),
-                Fork::Unknown { format } => {
-                    return refuse(format!("inode {ino}: data fork format {format}"))
-                }
-            };
-            let reflinked = reflink && ftype == 0o100000;
-            // A bmbt of one block goes back to an extent list at the end of
-            // the call after which the extents fit in the fork
-            // (xfs_bmap_btree_to_extents): its block is freed with that
-            // call's work. Taller bmbts lose blocks as leaves join, which
-            // is not followed here: their blocks are freed at the end.
-            let fork_bytes = if inode.core.forkoff != 0 {
+        if zero_size {
+            let data_bytes = if inode.core.forkoff != 0 {
                 u64::from(inode.core.forkoff).saturating_mul(8)
             } else {
                 u64::from(g.inodesize).saturating_sub(u64::from(inode.core.core_bytes()))
             };
-            let maxext = fork_bytes / 16;
-            let total = u64::try_from(extents.len()).unwrap_or(u64::MAX);
-            let convert_after = if bmbt.len() == 1 {
-                // Index of the call after which at most maxext remain.
-                let need = total.saturating_sub(maxext);
-                Some(usize::try_from(need.div_ceil(2).saturating_sub(1)).unwrap_or(0))
-            } else {
-                None
-            };
-            for (i, e) in extents.iter().rev().enumerate() {
-                if i % 2 == 0 {
-                    calls.push(Vec::new());
-                }
-                let Some(call) = calls.last_mut() else {
-                    return refuse("no bunmapi call".into());
-                };
-                let fsb = e.start.0;
-                let agno_e = u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX);
-                let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
-                let len = u32::try_from(e.len).unwrap_or(u32::MAX);
-                let m = Rmap {
-                    start: agbno,
-                    len,
-                    owner: ino,
-                    offset: e.file_block,
-                    attr: false,
-                    bmbt: false,
-                    unwritten: e.unwritten,
-                };
-                call.push(Work::RmapUnmap {
-                    agno: agno_e,
-                    m,
-                    shared: reflinked,
-                });
-                if reflinked {
-                    call.push(Work::Refcount {
-                        agno: agno_e,
-                        agbno,
-                        len,
-                        adj: -1,
-                    });
-                } else {
-                    call.push(Work::Free {
-                        agno: agno_e,
-                        agbno,
-                        len,
-                        owner: FreeOwner::Skip,
-                    });
-                }
-            }
-            for b in bmbt.iter().rev() {
-                let agno_b = u32::try_from(b.0 >> g.agblklog).unwrap_or(u32::MAX);
-                let agbno = u32::try_from(b.0 & mask).unwrap_or(u32::MAX);
-                let w = Work::Free {
-                    agno: agno_b,
-                    agbno,
-                    len: 1,
-                    owner: FreeOwner::Known(Rmap {
-                        start: agbno,
-                        len: 1,
-                        owner: ino,
-                        offset: 0,
-                        attr: false,
-                        bmbt: true,
-                        unwritten: false,
-                    }),
-                };
-                match convert_after.and_then(|c| calls.get_mut(c)) {
-                    Some(call) => call.push(w),
-                    None => work.push(w),
-                }
-            }
+            let reflinked = reflink && ftype == 0o100000;
+            (calls, work) = self.unmap_calls(ino, &inode.data, false, reflinked, data_bytes)?;
         }
         // Transactions that log the inode, each bumping di_changecount
         // once: the truncate's first (size 0), then per bunmapi call one
@@ -330,8 +412,16 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         // replay-unlinked-reflink (files of 1, 10 and 60 extents, and none,
         // reflinked or not); bmbts of more than one block may differ.
         let mut txs: u64 = 1;
-        if truncate && !calls.is_empty() {
+        if zero_size {
+            // xfs_inactive_truncate: the size goes to 0 in its first
+            // transaction; with nothing mapped, the one __xfs_bunmapi call
+            // finds no work and xfs_defer_finish still rolls the dirty
+            // transaction once (a file whose size was never written back:
+            // random-9020, random-31008).
             txs = txs.saturating_add(1);
+            if calls.is_empty() {
+                txs = txs.saturating_add(1);
+            }
             for call in calls {
                 // Work queued one after another of the same kind shares a
                 // deferred-op group (xfs_defer_add appends to the last):
@@ -343,10 +433,31 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     .saturating_add(1);
             }
         }
-        if inode.attr.is_some() {
-            txs = txs.saturating_add(1);
-        }
         self.engine.run(work)?;
+        // xfs_attr_inactive: one transaction that drops an inline fork (or
+        // an empty one); a fork in blocks is first invalidated block by
+        // block (one roll per da child, one for the root: the blocks are
+        // never written, only dropped from the cache), then truncated as
+        // the data fork is, the fork removed in the last transaction.
+        if let Some(a) = &inode.attr {
+            txs = txs.saturating_add(1);
+            if a.extents().iter().any(|e| e.len > 0) {
+                let attr_bytes = u64::from(g.inodesize)
+                    .saturating_sub(u64::from(inode.core.core_bytes()))
+                    .saturating_sub(u64::from(inode.core.forkoff).saturating_mul(8));
+                let rolls = self.attr_invalidation_rolls(&inode)?;
+                let (acalls, awork) = self.unmap_calls(ino, a, true, false, attr_bytes)?;
+                txs = txs.saturating_add(rolls);
+                for call in acalls {
+                    let before = self.engine.dfps;
+                    self.engine.run(call)?;
+                    txs = txs
+                        .saturating_add(self.engine.dfps.saturating_sub(before))
+                        .saturating_add(1);
+                }
+                self.engine.run(awork)?;
+            }
+        }
         // xfs_ifree: the unlinked list, the inode btrees, the AGI.
         let sb_inopblock = self.fs.sb.inopblock;
         let ialloc_blks = u32::try_from(64u64 >> g.inopblog).unwrap_or(1).max(1);
@@ -516,7 +627,7 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
     let mut rep = UnlinkedReport::default();
     let g = fs.geo;
     let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
-    let (changes, inodes) = {
+    let (changes, inodes, stale) = {
         let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
         let mut cx = Ctx {
             fs,
@@ -572,9 +683,12 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         rep.not_freed = stop;
         rep.work_items = cx.engine.done;
         rep.chunks_freed = cx.chunks_freed.clone();
-        (cx.engine.changed()?, cx.inodes)
+        (cx.engine.changed()?, cx.inodes, cx.engine.stale()?)
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
+    for (daddr, n) in stale {
+        ov.revert(daddr, n);
+    }
     for (_, (off, b)) in inodes {
         let (daddr, sec) = inode_sectors(fs, ov, off, b, lsn)?;
         ov.put(daddr, &sec);
