@@ -315,7 +315,7 @@ pub fn app() -> Html {
                         .filter(|r| r.on && r.superblock.is_some())
                         .map(Rc::clone);
                     html! { <>
-                        if opened.layout.table.is_some() || !opened.layout.qcow2.is_empty() {
+                        if opened.layout.table.is_some() || !opened.layout.qcow2.is_empty() || opened.layout.metadump.is_some() {
                             <PartitionMap layout={opened.layout.clone()} on_pick={on_pick_partition.clone()} />
                         }
                         <SuperblockTable opened={Rc::clone(opened)} {replayed} />

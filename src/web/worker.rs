@@ -26,6 +26,8 @@ thread_local! {
     /// partition of it), its name and size.
     static DISK: RefCell<Option<(container::Disk<BlobReader>, String, u64)>> = const { RefCell::new(None) };
     static FS: RefCell<Option<Fs<Disk>>> = const { RefCell::new(None) };
+    /// The open filesystem is a metadump's: it holds no file contents.
+    static METADUMP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The decoded log of the open image, made on first request.
     static LOG: RefCell<Option<log_views::DecodedLog>> = const { RefCell::new(None) };
     /// The replay of the open image's log: its summary and overlay, made
@@ -131,6 +133,7 @@ fn open_volume(volume: Disk, layout: Layout, name: String, size: u64) -> Respons
     OPS.with(|o| *o.borrow_mut() = None);
     FORKOFF.with(|f| *f.borrow_mut() = [None, None]);
     FS.with(|f| *f.borrow_mut() = None);
+    METADUMP.with(|m| m.set(layout.metadump.is_some()));
     let img = Image::with_cache(volume, WEB_CHUNK, WEB_CACHE_CHUNKS);
     let sb = match read_superblock(&img) {
         Ok(sb) => sb,
@@ -173,6 +176,16 @@ fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<Disk>, ino: u64) {
         Err(e) => return post(scope, &view_error(format!("inode {ino}"), e)),
     };
     let total = i.core.size;
+    if METADUMP.with(|m| m.get()) && i.file_type() == crate::xfs::inode::FileType::File && total > 0
+    {
+        return post(
+            scope,
+            &view_error(
+                format!("inode {ino}"),
+                format!("its {total} bytes of content are not in the metadump (xfs_metadump copies metadata only)"),
+            ),
+        );
+    }
     let mut offset = 0u64;
     let result = fs.read_file(&i, &mut |chunk: &[u8]| {
         post(

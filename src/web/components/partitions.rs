@@ -53,11 +53,28 @@ pub fn partition_map(props: &Props) -> Html {
             </li>
         }
     });
+    let metadump = l.metadump.as_ref().map(|m| {
+        let flag = |v: Option<bool>, yes: &str, no: &str| match v {
+            Some(true) => yes.to_string(),
+            Some(false) => no.to_string(),
+            None => "flags unknown".to_string(),
+        };
+        html! {
+            <li data-testid="metadump-layer" data-version={m.version.to_string()}
+                data-obfuscated={m.obfuscated.map(|o| o.to_string()).unwrap_or_default()}
+                data-dirty-log={m.dirty_log.map(|o| o.to_string()).unwrap_or_default()}>
+                { format!("xfs_metadump version {}: {}, {} log; it holds {} of the filesystem's {}", m.version,
+                    flag(m.obfuscated, "names obfuscated", "names as they were"), flag(m.dirty_log, "dirty", "clean"),
+                    human_bytes(m.bytes_held), human_bytes(m.fs_size)) }
+                { for m.notes.iter().map(|n| html! { <div class="warn">{ n }</div> }) }
+            </li>
+        }
+    });
     let Some(t) = &l.table else {
         return html! {
             <section class="partitions" data-testid="partitions">
-                <p class="muted" data-testid="container-chain">{ l.chain() }</p>
-                <ul class="layers">{ for layers }</ul>
+                <h2>{ "Image: " }<span data-testid="container-chain">{ l.chain() }</span></h2>
+                <ul class="layers">{ for layers }{ for metadump }</ul>
             </section>
         };
     };
