@@ -57,6 +57,7 @@ fn every_container_fixture_lists_as_the_kernel_lists_its_partition() {
         "qcow2-extl2-gpt",
         "qcow2-v2-gpt",
         "qcow2-v3-gpt",
+        "qcow2-zero-gpt",
     ];
     assert_eq!(names, expected);
     let mut checked = 0;
@@ -75,8 +76,8 @@ fn every_container_fixture_lists_as_the_kernel_lists_its_partition() {
         assert_same_listing(name, &ours, &kernel);
         checked += ours.len();
     }
-    // 8 images of 53 objects each.
-    assert_eq!(checked, 8 * 53);
+    // 9 images of 53 objects each.
+    assert_eq!(checked, 9 * 53);
 }
 
 /// `partitions --json` of a fixture.
@@ -111,6 +112,7 @@ fn partition_tables_equal_sfdisk_and_blkid() {
         "qcow2-v3-gpt",
         "qcow2-v2-gpt",
         "qcow2-extl2-gpt",
+        "qcow2-zero-gpt",
         "qcow2-big",
     ] {
         let ours = partitions(name, &[]);
@@ -187,7 +189,7 @@ fn partition_tables_equal_sfdisk_and_blkid() {
             assert!(ours["choose"].as_str().unwrap().contains("choose one"));
         }
     }
-    assert_eq!(rows, 2 + 2 + 2 + 4 + 2 + 2 + 2 + 1);
+    assert_eq!(rows, 2 + 2 + 2 + 4 + 2 + 2 + 2 + 2 + 1);
 }
 
 #[test]
@@ -196,6 +198,7 @@ fn qcow2_headers_equal_qemu_img_info() {
         ("qcow2-v3-gpt", "qcow2 v3 > GPT > partition 1"),
         ("qcow2-v2-gpt", "qcow2 v2 > GPT > partition 1"),
         ("qcow2-extl2-gpt", "qcow2 v3 > GPT > partition 1"),
+        ("qcow2-zero-gpt", "qcow2 v3 > GPT > partition 1"),
         ("qcow2-big", "qcow2 v3 > GPT > partition 1"),
     ] {
         let ours = partitions(name, &[]);
@@ -379,4 +382,46 @@ fn a_100_gib_qcow2_opens_reading_little() {
         bytes.get(),
         calls.get()
     );
+}
+
+#[test]
+fn qcow2_guest_disks_equal_the_raw_disk_byte_for_byte() {
+    // qemu-img compare says each image holds the raw disk it was made of.
+    let raw = std::fs::read(image("disk-gpt")).unwrap();
+    for name in [
+        "qcow2-v3-gpt",
+        "qcow2-v2-gpt",
+        "qcow2-extl2-gpt",
+        "qcow2-zero-gpt",
+    ] {
+        assert_eq!(
+            oracle(name, "qemu-img-compare.txt").trim(),
+            "Images are identical.",
+            "{name}"
+        );
+        let disk = container::detect(FileReader::open(&image(name)).unwrap()).unwrap();
+        let guest = disk.disk();
+        assert_eq!(guest.len(), raw.len() as u64, "{name}");
+        let mut buf = vec![0u8; 1 << 20];
+        for (i, want) in raw.chunks(1 << 20).enumerate() {
+            let got = &mut buf[..want.len()];
+            guest.read_exact_at((i << 20) as u64, got).unwrap();
+            assert!(got == want, "{name}: MiB {i} differs");
+        }
+    }
+    // The zero clusters of qcow2-zero-gpt sit on file clusters that hold
+    // 0xaa (qemu-io wrote it before zeroing): the flag, not the file's
+    // bytes, decides.
+    let map: Value = json(&oracle("qcow2-zero-gpt", "qemu-img-map.json"));
+    let zero = map
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["zero"] == true && e["present"] == true && e["offset"].is_u64())
+        .unwrap();
+    let file = std::fs::read(image("qcow2-zero-gpt")).unwrap();
+    let at = zero["offset"].as_u64().unwrap() as usize;
+    let len = zero["length"].as_u64().unwrap() as usize;
+    assert!(file[at..at + len].iter().all(|b| *b == 0xaa));
+    assert_eq!(zero["start"].as_u64().unwrap(), 40 << 20);
 }

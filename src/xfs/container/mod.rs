@@ -416,6 +416,12 @@ impl<R: ReadAt> Disk<R> {
         &self.layout
     }
 
+    /// The disk the partition table is on (the guest disk of a qcow2
+    /// image, the filesystem of a metadump).
+    pub fn disk(&self) -> &Volume<R> {
+        &self.disk
+    }
+
     /// The volume that holds the filesystem, and the layout with the
     /// partition chosen: `choice`, or the one XFS partition of the table.
     pub fn choose(&self, choice: Option<u32>) -> Result<(Volume<R>, Layout)> {
