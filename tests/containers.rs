@@ -257,6 +257,12 @@ fn partition_option_picks_and_refuses() {
     assert_same_listing("disk-gpt2xfs 2 after", &lines(&out), &second);
     let (_, p, _) = run_cli(&["partitions", two, "--partition", "2"]);
     assert!(p.contains("container: GPT > partition 2"), "{p}");
+    let (ok, i, err) = run_cli(&["info", two, "--partition", "2"]);
+    assert!(ok, "{err}");
+    assert!(
+        i.starts_with("container: GPT > partition 2\nsuperblock (version 5)"),
+        "{i}"
+    );
 
     let gpt = image("disk-gpt");
     let gpt = gpt.to_str().unwrap();

@@ -15,7 +15,15 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         s.push('\n');
         s
     } else {
-        superblock_text(&sb)
+        // What held the filesystem, when something did.
+        let chain = crate::xfs::read::FileReader::open(path)
+            .ok()
+            .and_then(|r| crate::xfs::container::open(r, super::partition_choice()).ok())
+            .map(|(_, l)| l.chain())
+            .filter(|c| c != "plain");
+        let mut t = chain.map_or_else(String::new, |c| format!("container: {c}\n"));
+        t.push_str(&superblock_text(&sb));
+        t
     };
     super::print(&text)
 }
