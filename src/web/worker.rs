@@ -68,9 +68,19 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
     }
 }
 
+/// Drop everything worked out for the open filesystem.
+fn forget_views() {
+    LOG.with(|l| *l.borrow_mut() = None);
+    REPLAY.with(|r| *r.borrow_mut() = None);
+    DIFF.with(|d| *d.borrow_mut() = None);
+    OPS.with(|o| *o.borrow_mut() = None);
+    FORKOFF.with(|f| *f.borrow_mut() = [None, None]);
+    FS.with(|f| *f.borrow_mut() = None);
+}
+
 fn open(blob: web_sys::Blob, name: String) -> Response {
     DISK.with(|d| *d.borrow_mut() = None);
-    FS.with(|f| *f.borrow_mut() = None);
+    forget_views();
     let reader = match BlobReader::new(blob) {
         Ok(r) => r,
         Err(message) => return Response::Error { name, message },
@@ -127,12 +137,7 @@ fn open_partition(number: u32) -> Response {
 
 /// Read the superblock of the filesystem in `volume` and keep it open.
 fn open_volume(volume: Disk, layout: Layout, name: String, size: u64) -> Response {
-    LOG.with(|l| *l.borrow_mut() = None);
-    REPLAY.with(|r| *r.borrow_mut() = None);
-    DIFF.with(|d| *d.borrow_mut() = None);
-    OPS.with(|o| *o.borrow_mut() = None);
-    FORKOFF.with(|f| *f.borrow_mut() = [None, None]);
-    FS.with(|f| *f.borrow_mut() = None);
+    forget_views();
     METADUMP.with(|m| m.set(layout.metadump.is_some()));
     let img = Image::with_cache(volume, WEB_CHUNK, WEB_CACHE_CHUNKS);
     let sb = match read_superblock(&img) {
