@@ -599,7 +599,10 @@ fn unfinished_intents_are_the_ones_logprint_shows() {
 /// (random-1269, d1269, `-n size=65536 -m rmapbt=1`) shrinks the rmapbt
 /// that freeing 252 unlinked inodes had just rewritten: the freed leaf and
 /// node keep the bytes log recovery gave them, as the kernel never writes
-/// a buffer it freed. The export is byte for byte the kernel's
+/// a buffer it freed; and removed symlinks with a target in blocks
+/// (random-1038 with the rmapbt, random-1046 without), whose inactivation
+/// unmaps in one call and whose last transaction, committed rather than
+/// rolled, does not log the inode. The export is byte for byte the kernel's
 /// recovered copy outside the log (and the superblock's LSN and CRC).
 #[test]
 fn random_workload_images_export_byte_identical_to_the_kernels() {
@@ -614,6 +617,8 @@ fn random_workload_images_export_byte_identical_to_the_kernels() {
         "random-31034",
         "random-1121",
         "random-1269",
+        "random-1038",
+        "random-1046",
     ] {
         let o = blocks_oracle(name);
         let (out, v) = export(name);
@@ -644,7 +649,11 @@ fn unlinked_inodes_with_attr_forks_in_blocks_are_freed_as_the_kernel_frees_them(
         let (out, v) = export(name);
         let freed = &v["mount"]["unlinked_freed"];
         assert!(freed["not_freed"].is_null(), "{name}: {freed}");
-        assert_eq!(freed["freed"].as_array().map(Vec::len), Some(6), "{name}: {freed}");
+        assert_eq!(
+            freed["freed"].as_array().map(Vec::len),
+            Some(6),
+            "{name}: {freed}"
+        );
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();
         let differing = blocks_differing_from_the_kernels(name, &o, &dirty, &rec);
@@ -655,6 +664,40 @@ fn unlinked_inodes_with_attr_forks_in_blocks_are_freed_as_the_kernel_frees_them(
             &differing[..differing.len().min(10)]
         );
     }
+}
+
+/// A random workload (random-1008, differential run d1008, `-m rmapbt=1
+/// -b size=1024`) that left on an unlinked list a file whose attribute fork
+/// in blocks starts with a block of file data: the kernel's verifier
+/// rejects it, the inactivation fails after the data truncate, and the
+/// inode stays on AGI 0 bucket 36 while the rest of the lists are freed.
+/// Replay does the same: the inode is reported kept, not left undone, and
+/// its sector is the kernel's byte for byte (the rest of the AG differs
+/// from the kernel's copy only in the LSNs of the checkpoints the kernel
+/// wrote after recovery, which replay does not know).
+#[test]
+fn an_inode_whose_inactivation_fails_stays_on_its_list_as_the_kernel_leaves_it() {
+    let name = "random-1008";
+    let o = blocks_oracle(name);
+    let (out, v) = export(name);
+    let freed = &v["mount"]["unlinked_freed"];
+    assert!(freed["not_freed"].is_null(), "{freed}");
+    let kept = freed["kept"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{freed}");
+    assert_eq!(kept[0]["ino"], 100);
+    assert!(kept[0]["why"].as_str().unwrap().contains("attr"), "{freed}");
+    assert!(mount_work_left(&v).is_empty(), "{v}");
+    let dirty = std::fs::read(image(name)).unwrap();
+    let rec = std::fs::read(&out).unwrap();
+    let differing = blocks_differing_from_the_kernels(name, &o, &dirty, &rec);
+    // 1 KiB blocks: inode 100 is the first half of block 50.
+    assert_eq!(o.blocksize, 1024);
+    assert!(!differing.contains(&50), "{differing:?}");
+    // Still listed: AGI 0 (sector 2) bucket 36.
+    let agi = &rec[1024..1536];
+    assert_eq!(&agi[0..4], b"XAGI");
+    let at = 40 + 36 * 4;
+    assert_eq!(u32::from_be_bytes(agi[at..at + 4].try_into().unwrap()), 100);
 }
 
 #[test]

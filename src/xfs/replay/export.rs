@@ -313,6 +313,13 @@ pub fn plan<R: ReadAt>(
     }
     overlay.stop_undo();
     let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
+    // Inodes whose inactivation fails stay listed in the kernel's copy too:
+    // that is no work left undone.
+    if let Some(f) = &unlinked {
+        mount
+            .unlinked
+            .retain(|u| !f.kept.iter().any(|k| k.ino == u.ino));
+    }
     let mut ags: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
     for u in &mount.unlinked {
         ags.insert(u.agno);

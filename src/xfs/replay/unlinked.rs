@@ -108,9 +108,21 @@ pub struct UnlinkedReport {
     /// Inodes still on a list (not freed), and why the first was not.
     pub left: Vec<u64>,
     pub not_freed: Option<String>,
+    /// Inodes the kernel leaves on their lists too: their inactivation
+    /// fails (an attribute block its verifier rejects), after the truncate
+    /// of their data.
+    pub kept: Vec<KeptInode>,
     pub work_items: u64,
     /// AGs that inodes still listed (or their blocks) live in.
     pub ags_of_left: Vec<u32>,
+}
+
+/// An inode left on its unlinked list, as the kernel leaves it.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeptInode {
+    pub ino: u64,
+    /// Why its inactivation failed.
+    pub why: String,
 }
 
 const NULLAGINO: u32 = u32::MAX;
@@ -184,6 +196,10 @@ struct Ctx<'a, 'f, R: ReadAt> {
     engine: Engine<'a, R>,
     /// Inode bytes to write (inodes of chunks kept).
     inodes: BTreeMap<u64, (u64, Vec<u8>)>,
+    /// Of those, inodes whose core no transaction logged (an inode left on
+    /// its list untouched, whose next pointer alone may change): written
+    /// only if that changed, without a new LSN.
+    unlogged: std::collections::BTreeSet<u64>,
     chunks_freed: Vec<(u32, u32)>,
 }
 
@@ -369,7 +385,17 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         Ok(rolls)
     }
 
-    fn free_inode(&mut self, ino: u64, agno: u32, agino: u32, bucket: usize) -> EditResult<u32> {
+    /// `prev`: the inode before this one on its list that stays there (its
+    /// inactivation failed), whose `di_next_unlinked` then takes this
+    /// one's next instead of the AGI bucket.
+    fn free_inode(
+        &mut self,
+        ino: u64,
+        agno: u32,
+        agino: u32,
+        bucket: usize,
+        prev: Option<u64>,
+    ) -> EditResult<Freed> {
         let inode = self.view.inode(Ino(ino))?;
         let core = &inode.core;
         if core.mode == 0 || core.nlink != 0 {
@@ -412,7 +438,18 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         // replay-unlinked-reflink (files of 1, 10 and 60 extents, and none,
         // reflinked or not); bmbts of more than one block may differ.
         let mut txs: u64 = 1;
-        if zero_size {
+        if zero_size && ftype == 0o120000 {
+            // xfs_inactive_symlink_rmt: one transaction sets the size to 0
+            // and unmaps every extent in one __xfs_bunmapi call; its commit
+            // finishes the deferred work, each roll logging the inode into
+            // the transaction it ends, the last (committed, not rolled)
+            // without it: as many change-count rises as deferred ops
+            // (kernel recoveries of differential runs d1038, d1046, d1179).
+            let all: Vec<Work> = calls.drain(..).flatten().collect();
+            let before = self.engine.dfps;
+            self.engine.run(all)?;
+            txs = txs.saturating_add(self.engine.dfps.saturating_sub(before).max(1));
+        } else if zero_size {
             // xfs_inactive_truncate: the size goes to 0 in its first
             // transaction; with nothing mapped, the one __xfs_bunmapi call
             // finds no work and xfs_defer_finish still rolls the dirty
@@ -440,12 +477,26 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         // never written, only dropped from the cache), then truncated as
         // the data fork is, the fork removed in the last transaction.
         if let Some(a) = &inode.attr {
-            txs = txs.saturating_add(1);
             if a.extents().iter().any(|e| e.len > 0) {
+                // The tree is read before anything is logged: a block the
+                // kernel's verifier rejects fails the inactivation there,
+                // with the truncate above committed, and the inode stays
+                // on its list (xfs_inactive returns the error).
+                let rolls = match self.attr_invalidation_rolls(&inode) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let why = match e {
+                            EditError::Read(e) => e.to_string(),
+                            EditError::Unsupported(u) => u.0,
+                        };
+                        self.keep_inode(&inode, zero_size, txs.saturating_sub(1))?;
+                        return Ok(Freed::Kept { next, why });
+                    }
+                };
+                txs = txs.saturating_add(1);
                 let attr_bytes = u64::from(g.inodesize)
                     .saturating_sub(u64::from(inode.core.core_bytes()))
                     .saturating_sub(u64::from(inode.core.forkoff).saturating_mul(8));
-                let rolls = self.attr_invalidation_rolls(&inode)?;
                 let (acalls, awork) = self.unmap_calls(ino, a, true, false, attr_bytes)?;
                 txs = txs.saturating_add(rolls);
                 for call in acalls {
@@ -456,6 +507,8 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                         .saturating_add(1);
                 }
                 self.engine.run(awork)?;
+            } else {
+                txs = txs.saturating_add(1);
             }
         }
         // xfs_ifree: the unlinked list, the inode btrees, the AGI.
@@ -466,12 +519,29 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         let finobt = self.fs.sb.features_ro_compat & 1 != 0;
         let s = self.engine.store(agno)?;
         let head_off = 40usize.saturating_add(bucket.saturating_mul(4));
-        if s.agi_u32(head_off)? != agino {
-            return refuse(format!(
-                "inode {ino} is not the head of AGI {agno} bucket {bucket}"
-            ));
+        match prev {
+            None => {
+                if s.agi_u32(head_off)? != agino {
+                    return refuse(format!(
+                        "inode {ino} is not the head of AGI {agno} bucket {bucket}"
+                    ));
+                }
+                s.set_agi_u32(head_off, next)?;
+            }
+            Some(p) => {
+                // xfs_iunlink_remove: the previous inode's next pointer,
+                // written into its buffer (no change count).
+                let Some((_, b)) = self.inodes.get_mut(&p) else {
+                    return refuse(format!(
+                        "inode {ino}: the inode before it ({p}) is not held"
+                    ));
+                };
+                if be32(b, 96) != Some(agino) {
+                    return refuse(format!("inode {ino}: inode {p} does not point to it"));
+                }
+                put_be32(b, 96, next);
+            }
         }
-        s.set_agi_u32(head_off, next)?;
         // xfs_difree_inobt
         let (le, _) = s.neighbors(Tree::Ino, key_ino(agino))?;
         let Some(mut rec) = le
@@ -617,8 +687,77 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             }
             self.inodes.insert(ino, (off, b));
         }
-        Ok(next)
+        Ok(Freed::Yes { next })
     }
+
+    /// An inode whose inactivation failed after its truncate: written as
+    /// the truncate left it (size 0 where it truncated, no data extents,
+    /// its blocks count down, `txs` transactions more on its change count),
+    /// still on its list.
+    fn keep_inode(
+        &mut self,
+        inode: &crate::xfs::inode::Inode,
+        truncated: bool,
+        txs: u64,
+    ) -> EditResult<()> {
+        use crate::xfs::format::dinode::XfsDinode;
+        use core::mem::offset_of;
+        let g = &self.fs.geo;
+        let ino = inode.ino.0;
+        let off = self.fs.inode_offset(inode.ino)?;
+        let mut b = self
+            .view
+            .img
+            .read_disk("inode", off, u64::from(g.inodesize))?;
+        if truncated {
+            let blocks: u64 = inode
+                .data
+                .extents()
+                .iter()
+                .map(|e| e.len)
+                .sum::<u64>()
+                .saturating_add(match &inode.data {
+                    Fork::Btree { blocks, .. } => u64::try_from(blocks.len()).unwrap_or(u64::MAX),
+                    _ => 0,
+                });
+            put_be64(&mut b, offset_of!(XfsDinode, di_size), 0);
+            let nb = be64(&b, offset_of!(XfsDinode, di_nblocks)).unwrap_or(0);
+            put_be64(
+                &mut b,
+                offset_of!(XfsDinode, di_nblocks),
+                nb.saturating_sub(blocks),
+            );
+            if matches!(inode.data, Fork::Btree { .. }) {
+                if let Some(x) = b.get_mut(offset_of!(XfsDinode, di_format)) {
+                    *x = 2;
+                }
+            }
+            if inode.core.flags2_or_zero() & (1 << 4) != 0 {
+                put_be64(&mut b, offset_of!(XfsDinode, di_big_nextents), 0);
+            } else {
+                put_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0);
+            }
+        }
+        if g.v5 {
+            let at = offset_of!(XfsDinode, di_changecount);
+            let cc = be64(&b, at).unwrap_or(0).wrapping_add(txs);
+            put_be64(&mut b, at, cc);
+        }
+        if !truncated && txs == 0 {
+            self.unlogged.insert(ino);
+        }
+        self.inodes.insert(ino, (off, b));
+        Ok(())
+    }
+}
+
+/// What became of one inode of an unlinked list.
+enum Freed {
+    /// Freed; the list goes on at `next`.
+    Yes { next: u32 },
+    /// Its inactivation failed as the kernel's does (`why`): it stays on
+    /// the list, which goes on at `next`.
+    Kept { next: u32, why: String },
 }
 
 /// Free the inodes on the AGI unlinked lists of the replayed state `ov`;
@@ -627,51 +766,62 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
     let mut rep = UnlinkedReport::default();
     let g = fs.geo;
     let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
-    let (changes, inodes, stale) = {
+    let (changes, inodes, stale, unlogged) = {
         let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
         let mut cx = Ctx {
             fs,
             view: &view,
             engine: Engine::new(fs, &*ov),
             inodes: BTreeMap::new(),
+            unlogged: std::collections::BTreeSet::new(),
             chunks_freed: Vec::new(),
         };
         let mut stop: Option<String> = None;
         'ags: for agno in 0..g.agcount {
             for bucket in 0..64usize {
                 let mut guard = 0u32;
-                loop {
-                    let head =
-                        match cx.engine.store(agno).and_then(|s| {
-                            s.agi_u32(40usize.saturating_add(bucket.saturating_mul(4)))
-                        }) {
-                            Ok(h) => h,
-                            Err(EditError::Read(e)) => return Err(e),
-                            Err(EditError::Unsupported(u)) => {
-                                stop = Some(u.0);
-                                break 'ags;
-                            }
-                        };
-                    if head == NULLAGINO {
-                        break;
+                let mut cur = match cx
+                    .engine
+                    .store(agno)
+                    .and_then(|s| s.agi_u32(40usize.saturating_add(bucket.saturating_mul(4))))
+                {
+                    Ok(h) => h,
+                    Err(EditError::Read(e)) => return Err(e),
+                    Err(EditError::Unsupported(u)) => {
+                        stop = Some(u.0);
+                        break 'ags;
                     }
+                };
+                // The last inode left on the list (its inactivation failed).
+                let mut prev: Option<u64> = None;
+                while cur != NULLAGINO {
                     guard = guard.saturating_add(1);
-                    let ino = u64::from(agno).checked_shl(shift).unwrap_or(0) | u64::from(head);
+                    let ino = u64::from(agno).checked_shl(shift).unwrap_or(0) | u64::from(cur);
                     if guard > g.agblocks.saturating_mul(64) {
                         stop = Some(format!("AGI {agno} bucket {bucket}: the list loops"));
                         break 'ags;
                     }
                     let snap = cx.engine.snapshot();
                     let inodes_before = cx.inodes.clone();
+                    let unlogged_before = cx.unlogged.clone();
                     let chunks_before = cx.chunks_freed.len();
                     let done_before = cx.engine.done;
-                    match cx.free_inode(ino, agno, head, bucket) {
-                        Ok(_) => rep.freed.push(ino),
+                    match cx.free_inode(ino, agno, cur, bucket, prev) {
+                        Ok(Freed::Yes { next }) => {
+                            rep.freed.push(ino);
+                            cur = next;
+                        }
+                        Ok(Freed::Kept { next, why }) => {
+                            rep.kept.push(KeptInode { ino, why });
+                            prev = Some(ino);
+                            cur = next;
+                        }
                         Err(EditError::Read(e)) => return Err(e),
                         Err(EditError::Unsupported(u)) => {
                             cx.engine.restore(snap);
                             cx.engine.done = done_before;
                             cx.inodes = inodes_before;
+                            cx.unlogged = unlogged_before;
                             cx.chunks_freed.truncate(chunks_before);
                             stop = Some(format!("inode {ino}: {}", u.0));
                             break 'ags;
@@ -683,14 +833,41 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         rep.not_freed = stop;
         rep.work_items = cx.engine.done;
         rep.chunks_freed = cx.chunks_freed.clone();
-        (cx.engine.changed()?, cx.inodes, cx.engine.stale()?)
+        // Untouched inodes left on a list whose next pointer did not
+        // change either are not written.
+        let mut inodes = cx.inodes;
+        for ino in &cx.unlogged {
+            if let Some((off, b)) = inodes.get(ino) {
+                let now = view
+                    .img
+                    .read_disk("inode", *off, u64::try_from(b.len()).unwrap_or(0))?;
+                if now == *b {
+                    inodes.remove(ino);
+                }
+            }
+        }
+        (
+            cx.engine.changed()?,
+            inodes,
+            cx.engine.stale()?,
+            cx.unlogged,
+        )
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
     for (daddr, n) in stale {
         ov.revert(daddr, n);
     }
-    for (_, (off, b)) in inodes {
-        let (daddr, sec) = inode_sectors(fs, ov, off, b, lsn)?;
+    for (ino, (off, b)) in inodes {
+        let stamp = if unlogged.contains(&ino) {
+            // The next pointer is written through the inode's buffer
+            // (xfs_iunlink_log_dinode): a new CRC, the old LSN.
+            b.get(112..120)
+                .and_then(|x| <[u8; 8]>::try_from(x).ok())
+                .map_or(lsn, |x| Lsn::from_raw(u64::from_be_bytes(x)))
+        } else {
+            lsn
+        };
+        let (daddr, sec) = inode_sectors(fs, ov, off, b, stamp)?;
         ov.put(daddr, &sec);
     }
     // What is still listed, and where its blocks are.
@@ -702,11 +879,21 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         let mut guard = 0u32;
         while guard < 1 << 20 {
             guard = guard.saturating_add(1);
-            rep.left.push(ino);
-            ags.insert(head.agno);
             let Ok(inode) = view.inode(Ino(ino)) else {
+                rep.left.push(ino);
+                ags.insert(head.agno);
                 break;
             };
+            let next = inode.core.next_unlinked;
+            if rep.kept.iter().any(|k| k.ino == ino) {
+                if next == NULLAGINO {
+                    break;
+                }
+                ino = u64::from(head.agno).checked_shl(shift).unwrap_or(0) | u64::from(next);
+                continue;
+            }
+            rep.left.push(ino);
+            ags.insert(head.agno);
             let mut blocks: Vec<u64> = inode.data.extents().iter().map(|e| e.start.0).collect();
             if let Fork::Btree { blocks: b, .. } = &inode.data {
                 blocks.extend(b.iter().map(|x| x.0));
