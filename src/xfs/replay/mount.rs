@@ -148,15 +148,22 @@ pub fn counters<R: ReadAt>(fs: &Fs<R>, ov: &Overlay) -> Result<(Counters, Vec<Un
 
 /// What every write of a v5 superblock by the kernel changes, whatever else
 /// happened: quota inodes of 0 become NULLFSINO (`xfs_sb_quota_from_disk`
-/// folds the two "none" values into one, `xfs_sb_to_disk` writes it back)
-/// and the log-incompatible features are cleared (at unmount).
+/// folds the two "none" values into one, `xfs_sb_to_disk` writes it back),
+/// except with the metadata directory tree, where the quota inodes live in
+/// that tree and the superblock's fields are written as 0; and the
+/// log-incompatible features are cleared (at unmount).
 fn as_the_kernel_writes_it(sb: &mut [u8]) {
+    const INCOMPAT_METADIR: u32 = 1 << 8;
+    let metadir = crate::xfs::fs::be32(sb, offset_of!(XfsDsb, sb_features_incompat))
+        .is_some_and(|f| f & INCOMPAT_METADIR != 0);
     for off in [
         offset_of!(XfsDsb, sb_uquotino),
         offset_of!(XfsDsb, sb_gquotino),
         offset_of!(XfsDsb, sb_pquotino),
     ] {
-        if crate::xfs::fs::be64(sb, off) == Some(0) {
+        if metadir {
+            put_be64(sb, off, 0);
+        } else if crate::xfs::fs::be64(sb, off) == Some(0) {
             put_be64(sb, off, u64::MAX);
         }
     }
