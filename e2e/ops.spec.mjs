@@ -56,6 +56,7 @@ async function allEntries(page) {
     out.push(...await page.getByTestId('ops-checkpoint').evaluateAll((cps) => cps.flatMap((cp) =>
       [...cp.querySelectorAll('[data-testid="ops-entry"]')].map((e) => ({
         checkpoint: Number(cp.dataset.index), index: Number(e.dataset.index), kind: e.dataset.kind, ino: Number(e.dataset.ino),
+        path: e.dataset.path,
       })))));
     const next = page.getByTestId('ops-next').first();
     if (await next.count() === 0) return out;
@@ -116,8 +117,11 @@ for (const name of NAMES) {
     const entries = await allEntries(page);
     const expected = want.checkpoints.flatMap((cp) => cp.operations.map((i) => ({
       checkpoint: cp.index, index: i, kind: want.operation_list[i].kind, ino: want.operation_list[i].ino,
+      path: want.operation_list[i].path ?? '',
     })));
     expect(entries).toEqual(expected);
+    // The paths the operations ran on are shown.
+    expect(entries.filter((e) => e.path !== '').length).toBeGreaterThan(0);
     // An entry's inode link opens the inode view of that inode, and its
     // directory link (entry operations) the directory's.
     await page.goto(page.url().replace(/#.*$/, '#/ops'));
@@ -176,6 +180,7 @@ test(`${LONG}: the timeline pages through every checkpoint; a bar of the chart o
   expect(entries.length).toBe(want.operation_list.length);
   expect(entries).toEqual(want.checkpoints.flatMap((cp) => cp.operations.map((i) => ({
     checkpoint: cp.index, index: i, kind: want.operation_list[i].kind, ino: want.operation_list[i].ino,
+    path: want.operation_list[i].path ?? '',
   }))));
   // The last page goes back to the one before it.
   const last = page.url();

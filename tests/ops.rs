@@ -159,6 +159,63 @@ fn each_checkpoint_holds_its_operation_with_its_transactions() {
     }
 }
 
+/// With the log forced after every operation, every operation names the
+/// paths the workload used when it ran (`NAME.truth.json`): an entry
+/// operation its path (and a rename where it went), an operation on an
+/// inode the path of its entry, or every path of an inode with several
+/// links (the workload's is one of them). Directories renamed later in the
+/// log still show under the names they had then.
+#[test]
+fn each_operation_names_the_paths_it_ran_on() {
+    for name in checkpointed_fixtures() {
+        let t = truth(&name);
+        let r = ops_json(&name);
+        let list = r["operation_list"].as_array().unwrap();
+        let want: Vec<&Value> = t["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["transactions"].as_u64() != Some(0))
+            .collect();
+        let strs = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| a.iter().map(|p| p.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default()
+        };
+        let (mut exact, mut among) = (0, 0);
+        let mut wrong = Vec::new();
+        for (cp, w) in r["checkpoints"].as_array().unwrap().iter().zip(&want) {
+            let paths = strs(&w["paths"]);
+            for i in cp["operations"].as_array().unwrap() {
+                let o = &list[i.as_u64().unwrap() as usize];
+                let links = strs(&o["links"]);
+                let ours: Vec<String> = [&o["path"], &o["to_path"]]
+                    .iter()
+                    .filter_map(|p| p.as_str().map(str::to_string))
+                    .collect();
+                if !links.is_empty() {
+                    if paths.iter().all(|p| links.contains(p)) {
+                        among += 1;
+                        continue;
+                    }
+                } else if ours == paths
+                    || (o["kind"] != "rename" && ours.len() == 1 && paths.contains(&ours[0]))
+                {
+                    exact += 1;
+                    continue;
+                }
+                wrong.push(format!(
+                    "checkpoint {}: {} {ours:?} (links {links:?}), the workload's {paths:?}",
+                    cp["index"], o["kind"]
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{name}:\n{}", wrong.join("\n"));
+        assert!(exact > 90, "{name}: {exact} paths");
+        eprintln!("{name}: {exact} operations at their paths, {among} among their links");
+    }
+}
+
 /// One checkpoint of a whole workload keeps only its net effect: the
 /// operations found are fewer than those run, but each names an operation
 /// the kernel ran on that name (a new entry renamed or linked within the

@@ -597,6 +597,11 @@ pub struct OpRow {
     pub name: Option<String>,
     pub to_dir: Option<u64>,
     pub to_name: Option<String>,
+    /// Its path when it ran, where it went (renames), every path of an
+    /// inode with several links (see `xfs::ops::paths`).
+    pub path: Option<String>,
+    pub to_path: Option<String>,
+    pub links: Vec<String>,
     pub transactions: u64,
     pub items: u64,
     pub bytes: u64,

@@ -473,6 +473,19 @@ fn forkoff(
 
 /// The entry an operation is about: `dir/name`, and where a rename took it.
 fn entry_text(op: &OpRow) -> Option<String> {
+    // The paths when the operation ran, where they are known.
+    if let Some(p) = &op.path {
+        let mut s = p.clone();
+        if let Some(to) = &op.to_path {
+            s.push_str(&format!(" → {to}"));
+        } else if let Some(to) = &op.to_name {
+            s.push_str(&format!(" → {to}"));
+        }
+        return Some(s);
+    }
+    if !op.links.is_empty() {
+        return Some(op.links.join(", "));
+    }
     let name = op.name.as_deref()?;
     let mut s = name.to_string();
     if let Some(to) = &op.to_name {
@@ -505,7 +518,8 @@ fn op_row(op: &OpRow, now: bool, on_replay: &Callback<bool>) -> Html {
         )
     };
     html! {
-        <tr data-testid="ops-entry" data-kind={op.kind.clone()} data-ino={op.ino.to_string()} data-index={op.index.to_string()}>
+        <tr data-testid="ops-entry" data-kind={op.kind.clone()} data-ino={op.ino.to_string()} data-index={op.index.to_string()}
+            data-path={op.path.clone().unwrap_or_default()} data-to-path={op.to_path.clone().unwrap_or_default()}>
             <td><span class="kind" style={format!("background:{}", kind_colour(&op.kind))}>{ &op.kind }</span></td>
             <td class="entry">
                 if let Some(d) = op.dir {

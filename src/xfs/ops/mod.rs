@@ -19,6 +19,7 @@
 
 pub mod forkoff;
 mod infer;
+pub mod paths;
 pub mod track;
 pub mod typed;
 
@@ -67,6 +68,18 @@ pub struct Operation {
     pub to_dir: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_name: Option<String>,
+    /// The entry's path when the operation ran (directory and name; for an
+    /// operation on an inode, the entry the log last gave it), where it
+    /// can be told (see [`paths`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Rename: the path it went to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_path: Option<String>,
+    /// An operation on an inode with several links: all its paths (then
+    /// `path` is left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
     /// Transactions the kernel committed for it (rolls and later
     /// follow-ups included).
     pub transactions: u64,
@@ -241,5 +254,7 @@ pub fn analyze<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Re
     for w in warnings {
         inf.note(w);
     }
-    Ok(inf.finish(false))
+    let mut rep = inf.finish(false);
+    paths::fill(fs, &mut rep);
+    Ok(rep)
 }
