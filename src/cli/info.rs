@@ -6,12 +6,85 @@ use std::path::Path;
 
 use super::open;
 
+/// Where the log of an external-log filesystem is and what it holds:
+/// `None` for an internal log.
+fn external_log(path: &Path, sb: &Superblock) -> Result<Option<Value>, String> {
+    if sb.logstart != 0 {
+        if let Some(l) = super::logdev_path() {
+            return Err(format!(
+                "{}: the log is internal (sb_logstart {}), but --logdev {} was given",
+                path.display(),
+                sb.logstart,
+                l.display()
+            ));
+        }
+        return Ok(None);
+    }
+    let mut m = Map::new();
+    m.insert("external".into(), Value::Bool(true));
+    m.insert("logblocks".into(), Value::from(sb.logblocks));
+    let Some(l) = super::logdev_path() else {
+        m.insert("device".into(), Value::Null);
+        return Ok(Some(Value::Object(m)));
+    };
+    m.insert("device".into(), Value::from(l.display().to_string()));
+    let fs = super::fs_of(path, super::open_raw_image(path)?)?;
+    m.insert(
+        "device_bytes".into(),
+        Value::from(fs.logdev.as_ref().map_or(0, |d| d.len())),
+    );
+    let found = crate::xfs::log::LogDev::of_fs(&fs)
+        .and_then(|dev| crate::xfs::log::find::find_head_tail(&dev));
+    match found {
+        Ok(ht) => {
+            m.insert("clean".into(), Value::Bool(ht.clean));
+            m.insert("head".into(), Value::from(ht.head.to_string()));
+            m.insert("tail".into(), Value::from(ht.tail.to_string()));
+        }
+        Err(e) => {
+            m.insert("error".into(), Value::from(e.to_string()));
+        }
+    }
+    Ok(Some(Value::Object(m)))
+}
+
+fn external_log_text(v: &Value) -> String {
+    let g = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    let mut t = format!(
+        "log: on an external device (sb_logstart 0), {} blocks",
+        g("logblocks")
+    );
+    match g("device") {
+        Value::String(d) => {
+            t.push_str(&format!("; device {d} ({} bytes)", g("device_bytes")));
+            if let Value::String(e) = g("error") {
+                t.push_str(&format!(": {e}"));
+            } else {
+                let clean = g("clean") == Value::Bool(true);
+                t.push_str(&format!(
+                    ": {}, head {} tail {}",
+                    if clean { "clean" } else { "dirty" },
+                    g("head").as_str().unwrap_or("?"),
+                    g("tail").as_str().unwrap_or("?")
+                ));
+            }
+        }
+        _ => t.push_str("; no log device given (--logdev FILE)"),
+    }
+    t.push('\n');
+    t
+}
+
 pub fn run(path: &Path, json: bool) -> Result<(), String> {
     let img = open(path)?;
     let sb = read_superblock(&img).map_err(|e| format!("{}: {e}", path.display()))?;
+    let ext = external_log(path, &sb)?;
     let text = if json {
-        let mut s =
-            serde_json::to_string_pretty(&superblock_json(&sb)).map_err(|e| e.to_string())?;
+        let mut j = superblock_json(&sb);
+        if let (Some(e), Value::Object(m)) = (&ext, &mut j) {
+            m.insert("external_log".into(), e.clone());
+        }
+        let mut s = serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?;
         s.push('\n');
         s
     } else {
@@ -23,6 +96,9 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             .filter(|c| c != "plain");
         let mut t = chain.map_or_else(String::new, |c| format!("container: {c}\n"));
         t.push_str(&superblock_text(&sb));
+        if let Some(e) = &ext {
+            t.push_str(&external_log_text(e));
+        }
         t
     };
     super::print(&text)

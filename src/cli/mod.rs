@@ -26,7 +26,15 @@ struct Cli {
     /// partitions from 5). Without it, the one XFS partition is opened.
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     partition: Option<u32>,
+    /// The external log device of a filesystem whose log is on another
+    /// device (mkfs.xfs -l logdev=...; sb_logstart 0): the file holding it
+    /// (opened read-only). Used by log, replay, ops, info and --replay.
+    #[arg(long, global = true, value_name = "FILE")]
+    logdev: Option<PathBuf>,
 }
+
+/// Set once from `--logdev` before any command opens its image.
+static LOGDEV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Set when the image opened is a metadump (it holds no file contents).
 pub(crate) static METADUMP: std::sync::atomic::AtomicBool =
@@ -193,6 +201,10 @@ enum Command {
         /// Write the recovered image here (a new file; must not exist).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// With an external log (--logdev) and -o: write the recovered,
+        /// cleared log device here (a new file; must not exist).
+        #[arg(long, value_name = "FILE", requires = "output")]
+        logdev_output: Option<PathBuf>,
         /// Print one JSON object: the replay report and what changed.
         #[arg(long)]
         json: bool,
@@ -205,6 +217,9 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(l) = cli.logdev {
+        let _ = LOGDEV.set(l);
+    }
     REPLAY.store(cli.replay, std::sync::atomic::Ordering::Relaxed);
     PARTITION.store(
         cli.partition.unwrap_or(0),
@@ -257,13 +272,25 @@ pub fn main() -> ExitCode {
         Command::Replay {
             image,
             output,
+            logdev_output,
             json,
             diff,
-        } => replay::run(&image, output.as_deref(), json, diff),
+        } => replay::run(
+            &image,
+            &replay::Outputs {
+                image: output.as_deref(),
+                logdev: logdev_output.as_deref(),
+            },
+            json,
+            diff,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
+        Err(mut msg) => {
+            if msg.contains("no log device was given") {
+                msg.push_str(" (give it with --logdev FILE)");
+            }
             eprintln!("xfs-explorer: {msg}");
             ExitCode::FAILURE
         }
@@ -321,5 +348,30 @@ pub(crate) fn print(text: &str) -> Result<(), String> {
 
 /// Open an image and its filesystem geometry.
 pub(crate) fn open_fs(path: &Path) -> Result<crate::xfs::fs::Fs<Disk>, String> {
-    crate::xfs::fs::Fs::open(open(path)?).map_err(|e| format!("{}: {e}", path.display()))
+    fs_of(path, open(path)?)
+}
+
+/// The log device given with `--logdev`, if any.
+pub(crate) fn logdev_path() -> Option<&'static Path> {
+    LOGDEV.get().map(PathBuf::as_path)
+}
+
+/// The filesystem on `img` (read from `path`), with the log device of
+/// `--logdev` beside it. A log device given for a filesystem whose log is
+/// internal is refused: it is surely not what was meant.
+pub(crate) fn fs_of(path: &Path, img: Image<Disk>) -> Result<crate::xfs::fs::Fs<Disk>, String> {
+    let fs = crate::xfs::fs::Fs::open(img).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(l) = logdev_path() else {
+        return Ok(fs);
+    };
+    if !fs.has_external_log() {
+        return Err(format!(
+            "{}: the log is internal (sb_logstart {}), but --logdev {} was given",
+            path.display(),
+            fs.sb.logstart,
+            l.display()
+        ));
+    }
+    let reader = FileReader::open(l).map_err(|e| format!("{}: {e}", l.display()))?;
+    Ok(fs.with_logdev(Image::new(Volume::whole(reader))))
 }

@@ -22,7 +22,7 @@ struct OpsJson<'a> {
 /// The image as it is on disk (the log analysis needs the log as it is,
 /// whatever `--replay` says).
 fn open_raw(path: &Path) -> Result<Fs<Disk>, String> {
-    Fs::open(super::open_raw_image(path)?).map_err(|e| format!("{}: {e}", path.display()))
+    super::fs_of(path, super::open_raw_image(path)?)
 }
 
 /// The forkoff distribution after replay.

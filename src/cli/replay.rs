@@ -43,8 +43,7 @@ fn parse_epoch(v: &str) -> Option<replay::RecoveryTime> {
 
 /// `--replay`: the image with the replayed state laid over it.
 pub fn replayed_image(path: &Path, img: Image<Disk>) -> Result<Image<Disk>, String> {
-    let at = |e: crate::xfs::Error| format!("{}: {e}", path.display());
-    let fs = Fs::open(img).map_err(at)?;
+    let fs = super::fs_of(path, img)?;
     let (_, plan) = replay::replay_and_mount(&fs, recovery_time(), &mut |_| {})
         .map_err(|e| format!("{}: replay: {e}", path.display()))?;
     let left = plan
@@ -81,9 +80,34 @@ pub fn replayed_image(path: &Path, img: Image<Disk>) -> Result<Image<Disk>, Stri
     Ok(img)
 }
 
-pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> Result<(), String> {
-    let fs =
-        Fs::open(super::open_raw_image(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Where `replay` writes: the recovered image, and the recovered log
+/// device of a filesystem with an external log.
+pub struct Outputs<'a> {
+    pub image: Option<&'a Path>,
+    pub logdev: Option<&'a Path>,
+}
+
+pub fn run(path: &Path, outs: &Outputs<'_>, json: bool, want_diff: bool) -> Result<(), String> {
+    let output = outs.image;
+    let fs = super::fs_of(path, super::open_raw_image(path)?)?;
+    if output.is_some() {
+        match (fs.has_external_log(), outs.logdev) {
+            (true, None) => {
+                return Err(format!(
+                    "{}: the log is on an external device: -o writes the data device only with --logdev-output FILE beside it, for the recovered log device (the log as it is would make the kernel replay it again over the recovered data)",
+                    path.display()
+                ))
+            }
+            (false, Some(l)) => {
+                return Err(format!(
+                    "{}: the log is internal: there is no log device to write to {}",
+                    path.display(),
+                    l.display()
+                ))
+            }
+            _ => {}
+        }
+    }
     let start = std::time::Instant::now();
     let mut last = std::time::Instant::now();
     let show = output.is_some() && !json;
@@ -102,10 +126,14 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
     let plan = replay::export::plan(&fs, r, recovery_time())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut written = None;
+    let mut log_written = None;
     if let Some(out) = output {
         let t = std::time::Instant::now();
-        let n = write_image(&fs, &plan, out)?;
+        let n = write_image(&fs, &plan, out, false)?;
         written = Some((n, t.elapsed().as_secs_f64()));
+        if let Some(lout) = outs.logdev {
+            log_written = Some(write_image(&fs, &plan, lout, true)?);
+        }
     }
     // The changes, read from both sides of the overlay.
     let changes = if want_diff || json {
@@ -125,6 +153,8 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
             replay_seconds: f64,
             output: Option<String>,
             bytes_written: Option<u64>,
+            logdev_output: Option<String>,
+            logdev_bytes_written: Option<u64>,
         }
         let out = Out {
             replay: &report,
@@ -133,6 +163,8 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
             replay_seconds: replay_secs,
             output: output.map(|p| p.display().to_string()),
             bytes_written: written.map(|w| w.0),
+            logdev_output: outs.logdev.map(|p| p.display().to_string()),
+            logdev_bytes_written: log_written,
         };
         // Streamed: the changes of a big log are large.
         let stdout = std::io::stdout();
@@ -178,13 +210,24 @@ pub fn run(path: &Path, output: Option<&Path>, json: bool, want_diff: bool) -> R
             out.display()
         ));
     }
+    if let (Some(out), Some(n)) = (outs.logdev, log_written) {
+        t.push_str(&format!(
+            "wrote {} (the recovered log device, {n} bytes of data)\n",
+            out.display()
+        ));
+    }
     super::print(&t)
 }
 
-/// Write the recovered image to a new file, skipping all-zero chunks
-/// (the file is sparse where the input reads as zeros). Returns the bytes
-/// actually written.
-fn write_image(fs: &Fs<Disk>, plan: &replay::export::Plan, out: &Path) -> Result<u64, String> {
+/// Write the recovered image (or with `log_device`, the recovered external
+/// log device) to a new file, skipping all-zero chunks (the file is sparse
+/// where the input reads as zeros). Returns the bytes actually written.
+fn write_image(
+    fs: &Fs<Disk>,
+    plan: &replay::export::Plan,
+    out: &Path,
+    log_device: bool,
+) -> Result<u64, String> {
     use std::os::unix::fs::FileExt;
     let rec = replay::export::Recovered {
         fs,
@@ -198,7 +241,11 @@ fn write_image(fs: &Fs<Disk>, plan: &replay::export::Plan, out: &Path) -> Result
         .open(out)
         .map_err(werr)?;
     const CHUNK: u64 = 1 << 20;
-    let len = rec.len();
+    let len = if log_device {
+        rec.log_device_len().unwrap_or(0)
+    } else {
+        rec.len()
+    };
     let mut buf = vec![0u8; usize::try_from(CHUNK).unwrap_or(1 << 20)];
     let mut off = 0u64;
     let mut written = 0u64;
@@ -206,8 +253,12 @@ fn write_image(fs: &Fs<Disk>, plan: &replay::export::Plan, out: &Path) -> Result
     while off < len {
         let n = usize::try_from(CHUNK.min(len - off)).unwrap_or(0);
         let b = &mut buf[..n];
-        rec.read_at(off, b)
-            .map_err(|e| format!("reading the recovered image at byte {off}: {e}"))?;
+        if log_device {
+            rec.read_log_at(off, b)
+        } else {
+            rec.read_at(off, b)
+        }
+        .map_err(|e| format!("reading the recovered image at byte {off}: {e}"))?;
         if b.iter().any(|x| *x != 0) {
             file.write_all_at(b, off).map_err(werr)?;
             written += n as u64;

@@ -61,6 +61,10 @@ pub enum Error {
     /// clear (several or no XFS partitions, or a bad number asked for).
     #[error("{0}")]
     Partition(String),
+    /// The log is on an external device (`sb_logstart` 0) and none was
+    /// given to read it from.
+    #[error("the log is on an external device (the superblock's sb_logstart is 0; a log of {logblocks} blocks of {blocksize} bytes) and no log device was given")]
+    ExternalLogMissing { logblocks: u32, blocksize: u32 },
     /// The image uses something this tool does not read.
     #[error("{structure} at {location}: unsupported: {detail}")]
     Unsupported {

@@ -15,6 +15,9 @@ pub struct Fs<R: ReadAt> {
     pub img: Image<R>,
     pub sb: Superblock,
     pub geo: Geometry,
+    /// The external log device (`sb_logstart` 0), when one was given: the
+    /// log is all of it from byte 0.
+    pub logdev: Option<Image<R>>,
 }
 
 impl<R: ReadAt> Fs<R> {
@@ -23,7 +26,25 @@ impl<R: ReadAt> Fs<R> {
     pub fn open(img: Image<R>) -> Result<Self> {
         let sb = read_superblock(&img)?;
         let geo = sb.geometry()?;
-        Ok(Fs { img, sb, geo })
+        Ok(Fs {
+            img,
+            sb,
+            geo,
+            logdev: None,
+        })
+    }
+
+    /// The same filesystem with its log read from `log` when the log is
+    /// external (`sb_logstart` 0); an internal log is still read from the
+    /// image. The log device is only read when the log is.
+    pub fn with_logdev(mut self, log: Image<R>) -> Self {
+        self.logdev = Some(log);
+        self
+    }
+
+    /// The log is on another device (`sb_logstart` 0).
+    pub fn has_external_log(&self) -> bool {
+        self.sb.logstart == 0
     }
 
     /// The UUID metadata blocks carry (`sb_meta_uuid` with META_UUID, else `sb_uuid`).

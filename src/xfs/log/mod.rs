@@ -138,17 +138,39 @@ pub struct LogDev<'a, R: ReadAt> {
 }
 
 impl<'a, R: ReadAt> LogDev<'a, R> {
-    /// The internal log of `fs`.
+    /// The log of `fs`: its internal log, or the whole of the external
+    /// log device it was given ([`Fs::with_logdev`]) when `sb_logstart`
+    /// is 0. Records must carry the filesystem's UUID, so a log device of
+    /// another filesystem is refused when its records are read.
     pub fn of_fs(fs: &'a Fs<R>) -> Result<LogDev<'a, R>> {
         let loc = LogLocation::of(fs)?;
-        if loc.external {
-            return Err(Error::Unsupported {
-                structure: "log",
-                location: Location::Daddr { daddr: 0 },
-                detail: "the log is on an external device (sb_logstart is 0)".into(),
-            });
-        }
-        let dev = LogDev::new(&fs.img, loc.start_daddr, loc.len_bbs, loc.v2)?;
+        let dev = if loc.external {
+            let Some(log) = fs.logdev.as_ref() else {
+                return Err(Error::ExternalLogMissing {
+                    logblocks: fs.sb.logblocks,
+                    blocksize: fs.geo.blocksize,
+                });
+            };
+            let need = u64::from(loc.len_bbs).saturating_mul(u64::from(BBSIZE));
+            if log.len() < need {
+                return Err(Error::corrupt(
+                    "external log device",
+                    Location::Bytes {
+                        offset: 0,
+                        len: need,
+                    },
+                    format!(
+                        "the device holds {} bytes, the superblock's log needs {need} (sb_logblocks {} of {} bytes)",
+                        log.len(),
+                        fs.sb.logblocks,
+                        fs.geo.blocksize
+                    ),
+                ));
+            }
+            LogDev::new(log, Daddr(0), loc.len_bbs, loc.v2)?
+        } else {
+            LogDev::new(&fs.img, loc.start_daddr, loc.len_bbs, loc.v2)?
+        };
         Ok(dev.with_uuid(fs.sb.uuid))
     }
 

@@ -200,7 +200,6 @@ impl<R: ReadAt> Recovered<'_, R> {
 
     /// Fill `buf` with the recovered image's bytes at `offset`.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
         let mut done = 0usize;
         while done < buf.len() {
             let pos = offset.saturating_add(u64::try_from(done).unwrap_or(u64::MAX));
@@ -219,7 +218,74 @@ impl<R: ReadAt> Recovered<'_, R> {
         }
         self.overlay.apply_to(offset, buf);
         if let Some(log) = &self.log {
-            let lstart = log.start.saturating_mul(512);
+            if !self.fs.has_external_log() {
+                log.lay_over(log.start.saturating_mul(512), offset, buf);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of the recovered external log device: as long as the device
+    /// given, or the log when none was. `None` when the log is internal.
+    pub fn log_device_len(&self) -> Option<u64> {
+        if !self.fs.has_external_log() {
+            return None;
+        }
+        let log_bytes =
+            u64::from(self.fs.sb.logblocks).saturating_mul(u64::from(self.fs.geo.blocksize));
+        Some(self.fs.logdev.as_ref().map_or(log_bytes, |l| l.len()))
+    }
+
+    /// Fill `buf` with the recovered external log device's bytes at
+    /// `offset`: the formatted clean log (when the log was dirty), the
+    /// device as it is elsewhere (when it was clean, or past the log).
+    pub fn read_log_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let Some(dev_len) = self.log_device_len() else {
+            return Err(crate::xfs::error::Error::corrupt(
+                "log",
+                crate::xfs::error::Location::Bytes { offset: 48, len: 8 },
+                "the log is internal (sb_logstart is not 0): there is no log device to write",
+            ));
+        };
+        let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+        if offset.checked_add(len).is_none_or(|e| e > dev_len) {
+            return Err(crate::xfs::error::Error::OutOfBounds {
+                structure: "recovered log device",
+                offset,
+                len,
+                image_len: dev_len,
+            });
+        }
+        buf.fill(0);
+        if let Some(dev) = &self.fs.logdev {
+            let mut done = 0usize;
+            while done < buf.len() {
+                let pos = offset.saturating_add(u64::try_from(done).unwrap_or(u64::MAX));
+                let n = buf
+                    .len()
+                    .saturating_sub(done)
+                    .min(usize::try_from(crate::xfs::image::MAX_READ).unwrap_or(1 << 20));
+                let bytes = dev.read_disk("log device", pos, u64::try_from(n).unwrap_or(0))?;
+                if let Some(d) = buf.get_mut(done..done.saturating_add(n)) {
+                    d.copy_from_slice(bytes.get(..n).unwrap_or(&[]));
+                }
+                done = done.saturating_add(n);
+            }
+        }
+        if let Some(log) = &self.log {
+            log.lay_over(0, offset, buf);
+        }
+        Ok(())
+    }
+}
+
+impl CleanLog {
+    /// Lay this log's blocks, log block 0 at byte `lstart`, over `buf`,
+    /// which holds the bytes from `offset` on.
+    fn lay_over(&self, lstart: u64, offset: u64, buf: &mut [u8]) {
+        let log = self;
+        let len = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+        {
             let lend = lstart.saturating_add(u64::from(log.len).saturating_mul(512));
             let end = offset.saturating_add(len);
             let lo = offset.max(lstart);
@@ -242,7 +308,6 @@ impl<R: ReadAt> Recovered<'_, R> {
                 at = next;
             }
         }
-        Ok(())
     }
 }
 
