@@ -7,7 +7,8 @@ import { FIXTURES, TMP } from './oracle.mjs';
 export default function globalSetup() {
   mkdirSync(TMP, { recursive: true });
   for (const f of readdirSync(FIXTURES)) {
-    if (!f.endsWith('.img.zst')) continue;
+    // Images, and the external log devices beside some of them.
+    if (!f.endsWith('.img.zst') && !f.endsWith('.log.zst')) continue;
     const out = join(TMP, f.replace(/\.zst$/, ''));
     // Decompress again when the committed fixture is newer than the copy.
     const stale = !existsSync(out) || statSync(out).mtimeMs < statSync(join(FIXTURES, f)).mtimeMs;

@@ -175,10 +175,28 @@ pub fn app() -> Html {
     let open_blob = {
         let dispatcher = state.dispatcher();
         let bridge = Rc::clone(&bridge);
-        Callback::from(move |(blob, name): (web_sys::Blob, String)| {
-            dispatcher.dispatch(Action::Opening(name.clone()));
+        Callback::from(move |files: Vec<(web_sys::Blob, String)>| {
+            let mut files = files.into_iter();
+            let Some((blob, name)) = files.next() else {
+                return;
+            };
+            let req = match files.next() {
+                Some((second, second_name)) => {
+                    dispatcher.dispatch(Action::Opening(format!("{name} and {second_name}")));
+                    Request::OpenPair {
+                        first: blob,
+                        first_name: name,
+                        second,
+                        second_name,
+                    }
+                }
+                None => {
+                    dispatcher.dispatch(Action::Opening(name.clone()));
+                    Request::Open { blob, name }
+                }
+            };
             let sent = match bridge.borrow().as_ref() {
-                Some(b) => b.send(&Request::Open { blob, name }),
+                Some(b) => b.send(&req),
                 None => Err("the worker is not running".to_string()),
             };
             if let Err(e) = sent {
@@ -245,7 +263,7 @@ pub fn app() -> Html {
             let (dispatcher, open_blob) = (dispatcher.clone(), open_blob.clone());
             wasm_bindgen_futures::spawn_local(async move {
                 match fetch_sample().await {
-                    Ok(blob) => open_blob.emit((blob, SAMPLE_URL.to_string())),
+                    Ok(blob) => open_blob.emit(vec![(blob, SAMPLE_URL.to_string())]),
                     Err(e) => dispatcher.dispatch(Action::Failed(e)),
                 }
             });
@@ -281,6 +299,28 @@ pub fn app() -> Html {
             );
             dispatcher.dispatch(Action::Loading("writing the recovered image".into()));
             send(Request::DownloadRecovered);
+        })
+    };
+    let on_log_device = {
+        let send = Rc::clone(&send);
+        let dispatcher = state.dispatcher();
+        Callback::from(move |e: Event| {
+            use wasm_bindgen::JsCast;
+            let Some(input) = e
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+            else {
+                return;
+            };
+            if let Some(file) = input.files().and_then(|f| f.get(0)) {
+                let name = file.name();
+                dispatcher.dispatch(Action::Loading(format!("adding the log device {name}")));
+                send(Request::AddLogDevice {
+                    blob: file.into(),
+                    name,
+                });
+            }
+            input.set_value("");
         })
     };
     let on_need_rows = {
@@ -380,11 +420,34 @@ pub fn app() -> Html {
                     if !r.notes.is_empty() { <ul>{ for r.notes.iter().map(|n| html! { <li class="warn">{ n }</li> }) }</ul> }
                 </div>
             });
+            let log_device = opened.external_log.then(|| match &opened.log_device {
+                Some(n) => html! {
+                    <div class="replay-box" data-testid="log-device">
+                        { "The log is on an external device, read from " }<strong>{ n }</strong>{ "." }
+                    </div>
+                },
+                None => html! {
+                    <div class="replay-box warn" data-testid="log-device">
+                        { "This filesystem's log is on an external device (sb_logstart is 0) and no log device file was given: the log, its replay and its operations need it. " }
+                        <label class="picker">
+                            { "add the log device file" }
+                            <input type="file" data-testid="log-device-input" onchange={on_log_device.clone()} />
+                        </label>
+                    </div>
+                },
+            });
+            let log_device_error = opened.log_device_error.as_ref().map(|e| {
+                html! {
+                    <div class="error" data-testid="log-device-error" role="alert">{ e }</div>
+                }
+            });
             let files = matches!(state.route, Route::Path(_) | Route::Inode(_))
                 && opened.fs_error.is_none();
             let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
                 <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()} />
+                { for log_device }
+                { for log_device_error }
                 { for replay_box }
                 { for view_error }
                 if files {

@@ -16,6 +16,25 @@ pub enum Request {
         blob: web_sys::Blob,
         name: String,
     },
+    /// Open two files at once: a data device and its external log device,
+    /// in either order (the one that starts with a log record header, or
+    /// does not start with the superblock's magic, is the log).
+    OpenPair {
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        first: web_sys::Blob,
+        first_name: String,
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        second: web_sys::Blob,
+        second_name: String,
+    },
+    /// Read the open filesystem's external log from this file (its log is
+    /// on another device: `Opened::external_log`); answered with `Opened`
+    /// again, views reloaded.
+    AddLogDevice {
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        blob: web_sys::Blob,
+        name: String,
+    },
     /// Open partition `number` of the disk the last `Open` found (its table
     /// came back as `ChoosePartition`, or with `Opened`).
     OpenPartition { number: u32 },
@@ -197,6 +216,15 @@ pub struct Opened {
     /// What holds the filesystem: qcow2 layers, the partition table, the
     /// partition opened.
     pub layout: Layout,
+    /// The log is on an external device (`sb_logstart` 0).
+    #[serde(default)]
+    pub external_log: bool,
+    /// The name of the file the external log is read from, once given.
+    #[serde(default)]
+    pub log_device: Option<String>,
+    /// Why a second file given as the log device is not used.
+    #[serde(default)]
+    pub log_device_error: Option<String>,
 }
 
 /// A partitioned disk waiting for the user to pick a partition.

@@ -26,6 +26,9 @@ thread_local! {
     /// partition of it), its name and size.
     static DISK: RefCell<Option<(container::Disk<BlobReader>, String, u64)>> = const { RefCell::new(None) };
     static FS: RefCell<Option<Fs<Disk>>> = const { RefCell::new(None) };
+    /// What the last `Opened` said, to say it again when a log device is
+    /// added.
+    static OPENED: RefCell<Option<Opened>> = const { RefCell::new(None) };
     /// The open filesystem is a metadump's: it holds no file contents.
     static METADUMP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The decoded log of the open image, made on first request.
@@ -70,12 +73,86 @@ fn view_error(what: impl Into<String>, message: impl ToString) -> Response {
 
 /// Drop everything worked out for the open filesystem.
 fn forget_views() {
+    forget_log_views();
+    FS.with(|f| *f.borrow_mut() = None);
+    OPENED.with(|o| *o.borrow_mut() = None);
+}
+
+/// Drop everything worked out from the open filesystem's log.
+fn forget_log_views() {
     LOG.with(|l| *l.borrow_mut() = None);
     REPLAY.with(|r| *r.borrow_mut() = None);
     DIFF.with(|d| *d.borrow_mut() = None);
     OPS.with(|o| *o.borrow_mut() = None);
     FORKOFF.with(|f| *f.borrow_mut() = [None, None]);
-    FS.with(|f| *f.borrow_mut() = None);
+}
+
+/// The first four bytes of `blob`, big-endian (0 when it is shorter).
+fn magic_of(blob: &web_sys::Blob) -> u32 {
+    let Ok(r) = BlobReader::new(blob.clone()) else {
+        return 0;
+    };
+    let mut b = [0u8; 4];
+    if r.len() < 4 || r.read_exact_at(0, &mut b).is_err() {
+        return 0;
+    }
+    u32::from_be_bytes(b)
+}
+
+/// Open a data device and its external log device given in either order.
+fn open_pair(
+    first: web_sys::Blob,
+    first_name: String,
+    second: web_sys::Blob,
+    second_name: String,
+) -> Response {
+    const XFSB: u32 = 0x5846_5342;
+    const LOG_RECORD: u32 = crate::xfs::format::log::XLOG_HEADER_MAGIC_NUM;
+    let (a, b) = (magic_of(&first), magic_of(&second));
+    let first_is_data = a == XFSB || (b != XFSB && (b == LOG_RECORD || a != LOG_RECORD));
+    let ((data, data_name), (log, log_name)) = if first_is_data {
+        ((first, first_name), (second, second_name))
+    } else {
+        ((second, second_name), (first, first_name))
+    };
+    match open(data, data_name) {
+        Response::Opened(_) => add_log_device(log, log_name),
+        other => other,
+    }
+}
+
+/// Read the open filesystem's external log from `blob`.
+fn add_log_device(blob: web_sys::Blob, name: String) -> Response {
+    let reader = match BlobReader::new(blob) {
+        Ok(r) => r,
+        Err(message) => return view_error(format!("log device {name}"), message),
+    };
+    let Some(mut opened) = OPENED.with(|o| o.borrow().clone()) else {
+        return view_error(format!("log device {name}"), "no filesystem is open");
+    };
+    let taken = FS.with(|f| f.borrow_mut().take());
+    let Some(fs) = taken else {
+        return view_error(format!("log device {name}"), "no filesystem is open");
+    };
+    if fs.has_external_log() {
+        forget_log_views();
+        let log = Image::with_cache(
+            container::Volume::whole(reader),
+            WEB_CHUNK,
+            WEB_CACHE_CHUNKS,
+        );
+        FS.with(|f| *f.borrow_mut() = Some(fs.with_logdev(log)));
+        opened.log_device = Some(name);
+        opened.log_device_error = None;
+    } else {
+        FS.with(|f| *f.borrow_mut() = Some(fs));
+        opened.log_device_error = Some(format!(
+            "{name} is not used: the log of {} is internal",
+            opened.name
+        ));
+    }
+    OPENED.with(|o| *o.borrow_mut() = Some(opened.clone()));
+    Response::Opened(Box::new(opened))
 }
 
 fn open(blob: web_sys::Blob, name: String) -> Response {
@@ -151,6 +228,7 @@ fn open_volume(volume: Disk, layout: Layout, name: String, size: u64) -> Respons
     };
     let stats = img.stats();
     let superblock = sb.view();
+    let external_log = sb.logstart == 0;
     let fs_error = match Fs::open(img) {
         Ok(fs) => {
             FS.with(|f| *f.borrow_mut() = Some(fs));
@@ -158,14 +236,19 @@ fn open_volume(volume: Disk, layout: Layout, name: String, size: u64) -> Respons
         }
         Err(e) => Some(e.to_string()),
     };
-    Response::Opened(Box::new(Opened {
+    let opened = Opened {
         name,
         size,
         superblock,
         stats,
         fs_error,
         layout,
-    }))
+        external_log,
+        log_device: None,
+        log_device_error: None,
+    };
+    OPENED.with(|o| *o.borrow_mut() = Some(opened.clone()));
+    Response::Opened(Box::new(opened))
 }
 
 fn with_fs(what: &str, f: impl FnOnce(&Fs<Disk>) -> Response) -> Response {
@@ -785,6 +868,23 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             );
             open(blob, name)
         }
+        Request::OpenPair {
+            first,
+            first_name,
+            second,
+            second_name,
+        } => {
+            post(
+                scope,
+                &Response::Progress {
+                    stage: format!("reading {first_name} and {second_name}"),
+                    done: 0,
+                    total: 1,
+                },
+            );
+            open_pair(first, first_name, second, second_name)
+        }
+        Request::AddLogDevice { blob, name } => add_log_device(blob, name),
         Request::OpenPartition { number } => {
             post(
                 scope,

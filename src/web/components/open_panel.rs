@@ -1,4 +1,5 @@
-//! The drop zone, the file picker and the sample button.
+//! The drop zone, the file picker and the sample button. Two files at
+//! once are a data device and its external log device, in either order.
 
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, HtmlInputElement};
@@ -6,10 +7,22 @@ use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
-    /// A file was dropped or picked: its blob and name.
-    pub on_open: Callback<(web_sys::Blob, String)>,
+    /// Files were dropped or picked (one, or two: a data device and its
+    /// external log device): their blobs and names.
+    pub on_open: Callback<Vec<(web_sys::Blob, String)>>,
     pub on_sample: Callback<()>,
     pub ready: bool,
+}
+
+/// The first two files of a list, with their names.
+fn first_two(files: &web_sys::FileList) -> Vec<(web_sys::Blob, String)> {
+    (0..files.length().min(2))
+        .filter_map(|i| files.get(i))
+        .map(|f| {
+            let name = f.name();
+            (f.into(), name)
+        })
+        .collect()
 }
 
 #[function_component(OpenPanel)]
@@ -33,13 +46,11 @@ pub fn open_panel(props: &Props) -> Html {
         Callback::from(move |e: DragEvent| {
             e.prevent_default();
             hover.set(false);
-            if let Some(file) = e
-                .data_transfer()
-                .and_then(|dt| dt.files())
-                .and_then(|f| f.get(0))
-            {
-                let name = file.name();
-                on_open.emit((file.into(), name));
+            if let Some(files) = e.data_transfer().and_then(|dt| dt.files()) {
+                let picked = first_two(&files);
+                if !picked.is_empty() {
+                    on_open.emit(picked);
+                }
             }
         })
     };
@@ -52,9 +63,11 @@ pub fn open_panel(props: &Props) -> Html {
             else {
                 return;
             };
-            if let Some(file) = input.files().and_then(|f| f.get(0)) {
-                let name = file.name();
-                on_open.emit((file.into(), name));
+            if let Some(files) = input.files() {
+                let picked = first_two(&files);
+                if !picked.is_empty() {
+                    on_open.emit(picked);
+                }
             }
             // Let the same file be picked again.
             input.set_value("");
@@ -71,13 +84,14 @@ pub fn open_panel(props: &Props) -> Html {
             <p>{ "Drop an XFS image here, or " }
                 <label class="picker">
                     { "choose a file" }
-                    <input type="file" id="image-input" data-testid="image-input" {onchange} />
+                    <input type="file" id="image-input" data-testid="image-input" multiple=true {onchange} />
                 </label>
                 { ", or " }
                 <button type="button" data-testid="sample-button" onclick={onsample}>
                     { "open the sample image" }
                 </button>
             </p>
+            <p class="hint">{ "A filesystem with an external log: drop or choose both files (the data device and the log device)." }</p>
             <p class="hint">
                 { if props.ready { "Ready. The image stays on your machine." } else { "Starting the reader…" } }
             </p>
