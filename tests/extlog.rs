@@ -364,3 +364,41 @@ fn replay_output_is_the_kernels_recovered_data_device() {
         by_path(&parse_lines(&oracle(NAME, "pair-recovered-ls.jsonl")))
     );
 }
+
+/// `ops` reads the external log: one checkpoint per transaction
+/// `xfs_logprint -l` found (a delayed-logging log's transactions are its
+/// checkpoints), the namespace operations the fixture's workload ran
+/// (`extlog.mkfs.txt`: 43 files made, 5 directories, a symlink, a hard
+/// link, a rename, an unlink, an rmdir, a fifo), and with `--replay` the
+/// replayed state's forkoffs too.
+#[test]
+fn ops_with_logdev_follows_every_checkpoint() {
+    let (img, log) = paths();
+    let (ok, out, err) = run_cli(&["--logdev", &log, "--replay", "ops", "--json", &img]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let facts = oracle(NAME, "pair-logfacts.txt");
+    assert_eq!(v["clean"], Value::Bool(false));
+    assert_eq!(
+        v["checkpoints"].as_array().unwrap().len().to_string(),
+        fact(&facts, "transactions")
+    );
+    for (kind, n) in [
+        ("create", 43),
+        ("mkdir", 5),
+        ("symlink", 1),
+        ("link", 1),
+        ("rename", 1),
+        ("unlink", 1),
+        ("rmdir", 1),
+        ("mknod", 1),
+    ] {
+        assert_eq!(v["operations"][kind].as_u64(), Some(n), "{kind}");
+    }
+    assert!(
+        v["forkoff_replayed_error"].is_null(),
+        "{}",
+        v["forkoff_replayed_error"]
+    );
+    assert!(v["forkoff_replayed"].is_object());
+}
