@@ -1154,11 +1154,41 @@ impl<R: ReadAt> Walker<'_, R> {
                 }
             }
             Record::Inobt(c) => {
-                if c.startino % XFS_INODES_PER_CHUNK != 0 {
-                    bad.push(format!("startino {} is not a multiple of 64", c.startino));
-                }
+                // As xfs_repair checks a chunk's start: at the start of
+                // a block when a block holds at most a chunk, else at a
+                // chunk boundary in it; on an agbno that is a multiple
+                // of sb_inoalignmt with aligned inodes (ALIGN; sparse
+                // inode chunks are aligned otherwise). v4 filesystems
+                // with small inodes have chunks that start mid-way
+                // through a 64-inode boundary.
                 let inopblog = u32::from(self.fs.geo.inopblog);
                 let chunk_block = c.startino.checked_shr(inopblog).unwrap_or(u32::MAX);
+                let inopblock = 1u32.checked_shl(inopblog).unwrap_or(u32::MAX);
+                let off = c.startino & inopblock.wrapping_sub(1);
+                if (inopblock <= XFS_INODES_PER_CHUNK && off != 0)
+                    || (inopblock > XFS_INODES_PER_CHUNK
+                        && off
+                            .checked_rem(XFS_INODES_PER_CHUNK)
+                            .is_some_and(|r| r != 0))
+                {
+                    bad.push(format!(
+                        "startino {} does not start a chunk (inode {off} of its block, {inopblock} inodes a block)",
+                        c.startino
+                    ));
+                }
+                let sb = &self.fs.sb;
+                let sparse = sb.is_v5() && sb.features_incompat & (1 << 1) != 0;
+                if sb.versionnum & 0x0080 != 0
+                    && !sparse
+                    && chunk_block
+                        .checked_rem(sb.inoalignmt)
+                        .is_some_and(|r| r != 0)
+                {
+                    bad.push(format!(
+                        "startino {} is in block {chunk_block}, not a multiple of sb_inoalignmt {}",
+                        c.startino, sb.inoalignmt
+                    ));
+                }
                 if u64::from(chunk_block) >= len {
                     bad.push(format!("startino {} lies beyond the AG", c.startino));
                 }
