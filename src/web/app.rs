@@ -323,6 +323,25 @@ pub fn app() -> Html {
             input.set_value("");
         })
     };
+    let on_download_recovered_log = {
+        let send = Rc::clone(&send);
+        let downloads = Rc::clone(&downloads);
+        let dispatcher = state.dispatcher();
+        let name = state
+            .opened
+            .as_ref()
+            .and_then(|o| o.log_device.clone())
+            .unwrap_or_default();
+        Callback::from(move |_: MouseEvent| {
+            let base = name.strip_suffix(".log").unwrap_or(&name);
+            downloads.borrow_mut().want_file(
+                crate::web::protocol::RECOVERED_LOG_DEVICE,
+                format!("{base}-recovered.log"),
+            );
+            dispatcher.dispatch(Action::Loading("writing the recovered log device".into()));
+            send(Request::DownloadRecoveredLog);
+        })
+    };
     let on_need_rows = {
         let send = Rc::clone(&send);
         Callback::from(move |start: u32| {
@@ -413,7 +432,10 @@ pub fn app() -> Html {
             let replayed = state.replay.as_ref().is_some_and(|r| r.on);
             let replay_box = state.replay.as_ref().filter(|r| r.on).map(|r| html! {
                 <div class="replay-box" data-testid="replay-summary">
-                    <button class="right" data-testid="download-recovered" onclick={on_download_recovered.clone()}>{ "download the recovered image" }</button>
+                    <button class="right" data-testid="download-recovered" onclick={on_download_recovered.clone()}>{ if opened.external_log { "download the recovered data device" } else { "download the recovered image" } }</button>
+                    if opened.external_log && opened.log_device.is_some() {
+                        <button class="right" data-testid="download-recovered-log" onclick={on_download_recovered_log.clone()}>{ "download the recovered log device" }</button>
+                    }
                     <strong>{ "Replayed view: " }</strong>
                     { "the log replayed in memory as the kernel's recovery would; the file is not written. " }
                     { for r.summary.iter().map(|k| html! { <span class="muted">{ format!("{} {} · ", k.name, k.value) }</span> }) }

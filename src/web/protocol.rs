@@ -62,6 +62,10 @@ pub enum Request {
     /// The recovered image (the log replayed, mount-time work done, a clean
     /// log), streamed back as `FileChunk`s for inode [`RECOVERED_IMAGE`].
     DownloadRecovered,
+    /// The recovered external log device (a clean log, the filesystem's
+    /// log being on another device), streamed back as `FileChunk`s for
+    /// [`RECOVERED_LOG_DEVICE`].
+    DownloadRecoveredLog,
     /// What replay changed, in numbers (replaying and comparing the first
     /// time); the rows come by pages with `ReplayDiffRows`.
     ReplayDiff,
@@ -134,6 +138,9 @@ impl DiffSection {
 
 /// The `FileChunk` id of the recovered image stream (no inode has number 0).
 pub const RECOVERED_IMAGE: u64 = 0;
+/// The `FileChunk` id of the recovered external log device stream
+/// (NULLFSINO: no inode has it).
+pub const RECOVERED_LOG_DEVICE: u64 = u64::MAX;
 
 /// Encode a message for postMessage. 64-bit integers travel as BigInts, so
 /// every value an image holds (inode numbers, sizes, LSNs up to 2^64 - 1)

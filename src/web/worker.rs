@@ -654,9 +654,14 @@ fn replay_diff_rows(
 
 /// Stream the recovered image to the page in 4 MiB pieces; nothing but the
 /// piece in flight is held here.
-fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
-    use crate::web::protocol::RECOVERED_IMAGE;
+fn download_recovered(scope: &DedicatedWorkerGlobalScope, log_device: bool) {
+    use crate::web::protocol::{RECOVERED_IMAGE, RECOVERED_LOG_DEVICE};
     const PIECE: u64 = 4 << 20;
+    let (id, what) = if log_device {
+        (RECOVERED_LOG_DEVICE, "recovered log device")
+    } else {
+        (RECOVERED_IMAGE, "recovered image")
+    };
     if let Err(e) = ensure_replayed(scope) {
         post(scope, &view_error("replay", e));
     }
@@ -675,16 +680,26 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
                 overlay: fs.img.overlay(),
                 log: plan.log,
             };
-            let total = rec.len();
+            let total = if log_device {
+                rec.log_device_len()
+                    .ok_or_else(|| "the log is internal: there is no log device".to_string())?
+            } else {
+                rec.len()
+            };
             let mut offset = 0u64;
             while offset < total {
                 let n = PIECE.min(total.saturating_sub(offset));
                 let mut buf = vec![0u8; usize::try_from(n).map_err(|e| e.to_string())?];
-                rec.read_at(offset, &mut buf).map_err(|e| e.to_string())?;
+                if log_device {
+                    rec.read_log_at(offset, &mut buf)
+                } else {
+                    rec.read_at(offset, &mut buf)
+                }
+                .map_err(|e| e.to_string())?;
                 post(
                     scope,
                     &Response::FileChunk {
-                        ino: RECOVERED_IMAGE,
+                        ino: id,
                         offset,
                         bytes: buf,
                         last: false,
@@ -694,7 +709,7 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
                 post(
                     scope,
                     &Response::Progress {
-                        stage: "writing the recovered image".into(),
+                        stage: format!("writing the {what}"),
                         done: offset,
                         total,
                     },
@@ -704,12 +719,12 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope) {
         })
     });
     if let Err(e) = result {
-        post(scope, &view_error("recovered image", e));
+        post(scope, &view_error(what, e));
     }
     post(
         scope,
         &Response::FileChunk {
-            ino: RECOVERED_IMAGE,
+            ino: id,
             offset: 0,
             bytes: Vec::new(),
             last: true,
@@ -925,7 +940,11 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         Request::LogTransaction { index } => with_log(|l| log_views::transaction(l, index)),
         Request::SetReplay { on } => set_replay(scope, on),
         Request::DownloadRecovered => {
-            download_recovered(scope);
+            download_recovered(scope, false);
+            return;
+        }
+        Request::DownloadRecoveredLog => {
+            download_recovered(scope, true);
             return;
         }
         Request::ReplayDiff => replay_diff(scope),
