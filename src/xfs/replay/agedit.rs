@@ -511,6 +511,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         }
     }
 
+    /// The busy extents, to hand to a later step of the same checkpoint.
+    pub fn busy_extents(&self) -> Vec<(u32, u32)> {
+        self.busy.clone()
+    }
+
     /// Forget every busy extent (the log checkpoints that freed them are
     /// on disk: after a remount, for instance).
     pub fn clear_busy(&mut self) {

@@ -89,7 +89,15 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
 
 /// Free every CoW staging extent; the changed blocks go into `ov`,
 /// stamped with `lsn`.
-pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowReport> {
+/// `busy`: extents the steps before left busy (the same checkpoint: no log
+/// force comes between freeing unlinked inodes and this), which the
+/// free-list refills pass over.
+pub fn recover<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &mut Overlay,
+    lsn: Lsn,
+    busy: &super::defer::Busy,
+) -> Result<CowReport> {
     let mut report = CowReport::default();
     let reflink = fs.sb.features_ro_compat & (1 << 2) != 0;
     if !reflink || !fs.geo.v5 {
@@ -98,6 +106,9 @@ pub fn recover<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<CowR
     for agno in 0..fs.geo.agcount {
         let (changes, stale) = {
             let mut s = AgStore::new(fs, ov, agno)?;
+            for (b, n) in busy.get(&agno).into_iter().flatten() {
+                s.busy_insert(*b, *n);
+            }
             let leftovers: Vec<(u32, u32)> = match s.records(Tree::Refc) {
                 Ok(recs) => recs
                     .iter()

@@ -1111,6 +1111,10 @@ pub const DEFER_MAX_ITEMS: usize = 16;
 /// [`DEFER_MAX_ITEMS`] each: `xfs_defer_add` appends to the last op when it
 /// is of the same type and not full), put at the front of `queue` in
 /// their order.
+/// Extents freed by mount-time work and still busy, per AG: what one step
+/// of that work hands the next when no log force comes between them.
+pub type Busy = BTreeMap<u32, Vec<(u32, u32)>>;
+
 /// Whether `w` is a deferred op on a filesystem with or without the rmapbt.
 fn is_deferred(rmapbt: bool, w: &Work) -> bool {
     rmapbt
@@ -1421,6 +1425,14 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             );
         }
         Ok(())
+    }
+
+    /// The busy extents of every AG (agno -> (agbno, len)).
+    pub fn busy(&self) -> Busy {
+        self.stores
+            .iter()
+            .map(|(a, s)| (*a, s.busy_extents()))
+            .collect()
     }
 
     /// The btree blocks of every AG freed and not in use again.

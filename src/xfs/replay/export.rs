@@ -364,12 +364,15 @@ pub fn plan<R: ReadAt>(
     };
     // Then the inodes on the AGI unlinked lists (only once every intent
     // is finished, as the kernel's order requires).
-    let unlinked = if intents.not_finished.is_none() {
-        Some(super::unlinked::process(fs, &mut overlay, rep.head)?)
+    let (unlinked, busy) = if intents.not_finished.is_none() {
+        let (u, b) = super::unlinked::process(fs, &mut overlay, rep.head)?;
+        (Some(u), b)
     } else {
-        None
+        (None, super::defer::Busy::new())
     };
-    let cow = super::cow::recover(fs, &mut overlay, rep.head)?;
+    // CoW staging extents last, in the same checkpoint as the unlinked
+    // inodes: what those frees left busy stays busy.
+    let cow = super::cow::recover(fs, &mut overlay, rep.head, &busy)?;
     let mut notes = Vec::new();
     if !intents.finished.is_empty() && !cow.freed.is_empty() {
         notes.push(

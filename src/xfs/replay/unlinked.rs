@@ -762,11 +762,16 @@ enum Freed {
 
 /// Free the inodes on the AGI unlinked lists of the replayed state `ov`;
 /// changed blocks are stamped with `lsn`.
-pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<UnlinkedReport> {
+/// Also returns the extents its frees left busy.
+pub fn process<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &mut Overlay,
+    lsn: Lsn,
+) -> Result<(UnlinkedReport, super::defer::Busy)> {
     let mut rep = UnlinkedReport::default();
     let g = fs.geo;
     let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
-    let (changes, inodes, stale, unlogged) = {
+    let (changes, inodes, stale, unlogged, busy) = {
         let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
         let mut cx = Ctx {
             fs,
@@ -851,6 +856,7 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
             inodes,
             cx.engine.stale()?,
             cx.unlogged,
+            cx.engine.busy(),
         )
     };
     super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
@@ -909,7 +915,7 @@ pub fn process<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, lsn: Lsn) -> Result<Unli
         }
     }
     rep.ags_of_left = ags.into_iter().collect();
-    Ok(rep)
+    Ok((rep, busy))
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -944,7 +950,7 @@ mod tests {
         )
         .unwrap();
         assert!(rep.not_finished.is_none(), "{rep:?}");
-        let u = process(&fs, &mut ov, r.report.head).unwrap();
+        let (u, _) = process(&fs, &mut ov, r.report.head).unwrap();
         let all: Vec<u64> = u.freed.iter().chain(u.left.iter()).copied().collect();
         // AGI 1 bucket 0 (the directory 65664) comes first.
         assert_eq!(all.first(), Some(&65664));
