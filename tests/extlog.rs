@@ -229,6 +229,30 @@ fn without_logdev_the_log_is_said_to_be_external_and_the_disk_still_reads() {
         !ok && err.contains("external log device") && err.contains("holds 1048576 bytes"),
         "{err}"
     );
+    // A device of the right size that holds no log of this filesystem
+    // (the data device itself; bytes of no meaning): an error naming the
+    // log, never a panic, and the rest still reads.
+    let noise = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("extlog-noise.log");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..std::fs::metadata(&log).unwrap().len())
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&noise, bytes).unwrap();
+    for dev in [img.as_str(), noise.to_str().unwrap()] {
+        for cmd in ["log", "replay", "ops"] {
+            let (ok, _, err) = run_cli(&["--logdev", dev, cmd, &img]);
+            assert!(!ok && err.contains("log"), "{cmd} {dev}: {err}");
+            assert!(!err.contains("panicked"), "{cmd} {dev}: {err}");
+        }
+        let (ok, out, err) = run_cli(&["--logdev", dev, "info", &img]);
+        assert!(ok, "{err}");
+        assert!(out.contains("log: on an external device"), "{out}");
+    }
     // An internal-log image with --logdev is refused.
     let other = image("log-xattrs");
     let (ok, _, err) = run_cli(&["--logdev", &log, "log", other.to_str().unwrap()]);
