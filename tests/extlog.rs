@@ -253,6 +253,9 @@ fn without_logdev_the_log_is_said_to_be_external_and_the_disk_still_reads() {
         assert!(ok, "{err}");
         assert!(out.contains("log: on an external device"), "{out}");
     }
+    // The log device alone is not a filesystem, and is named for what it is.
+    let (ok, _, err) = run_cli(&["info", &log]);
+    assert!(!ok && err.contains("an external log device"), "{err}");
     // An internal-log image with --logdev is refused.
     let other = image("log-xattrs");
     let (ok, _, err) = run_cli(&["--logdev", &log, "log", other.to_str().unwrap()]);

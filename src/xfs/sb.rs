@@ -354,9 +354,15 @@ impl Superblock {
                     }
                 })
                 .collect::<String>();
+            // A log record header: the file is an external log device.
+            let what = if magic == crate::xfs::format::log::XLOG_HEADER_MAGIC_NUM {
+                ", a log record header: an external log device, opened beside its data device"
+            } else {
+                ""
+            };
             return Err(Error::NotXfs {
                 found: magic,
-                found_text: format!("\"{found_text}\""),
+                found_text: format!("\"{found_text}\"{what}"),
             });
         }
         let mut sb = Superblock {
