@@ -710,6 +710,91 @@ fn an_inode_whose_inactivation_fails_stays_on_its_list_as_the_kernel_leaves_it()
     assert_eq!(u32::from_be_bytes(agi[at..at + 4].try_into().unwrap()), 100);
 }
 
+/// Parent pointers after recovery (random-5008: xfsprogs 6.13, parent
+/// pointers, metadir, exchange-range; a random workload shut down mid-way):
+/// for every inode the kernel lists, the parent pointers `getfattr` shows on
+/// the export are the ones xfs_db 6.13 decodes from the attribute fork of
+/// the kernel's recovered copy (`NAME.recovered-pptr.txt`, made by
+/// `make-pptr-oracle.sh`): name, parent directory and its generation.
+#[test]
+fn parent_pointers_after_export_are_the_ones_xfs_db_decodes() {
+    let name = "random-5008";
+    type Pptr = (String, u64, u64);
+    // xfs_db: "### ino N", then a.sfattr.list[i].{parent,name,parent_dir.*}.
+    let mut want: BTreeMap<u64, std::collections::BTreeSet<Pptr>> = BTreeMap::new();
+    let mut ino = 0u64;
+    let mut entry: BTreeMap<usize, (bool, String, u64, u64)> = BTreeMap::new();
+    let flush = |ino: u64,
+                 entry: &mut BTreeMap<usize, (bool, String, u64, u64)>,
+                 want: &mut BTreeMap<u64, std::collections::BTreeSet<Pptr>>| {
+        let set = want.entry(ino).or_default();
+        for (_, (parent, n, dir, gen)) in std::mem::take(entry) {
+            if parent {
+                set.insert((n, dir, gen));
+            }
+        }
+    };
+    for l in oracle(name, "recovered-pptr.txt").lines() {
+        if let Some(n) = l.strip_prefix("### ino ") {
+            if ino != 0 {
+                flush(ino, &mut entry, &mut want);
+            }
+            ino = n.trim().parse().unwrap();
+            continue;
+        }
+        let Some(rest) = l.strip_prefix("a.sfattr.list[") else {
+            continue;
+        };
+        let (i, rest) = rest.split_once("].").unwrap();
+        let (field, value) = rest.split_once(" = ").unwrap();
+        let e = entry
+            .entry(i.parse().unwrap())
+            .or_insert((false, String::new(), 0, 0));
+        match field {
+            "parent" => e.0 = value == "1",
+            "name" => e.1 = value.trim_matches('"').to_string(),
+            "parent_dir.inumber" => e.2 = value.parse().unwrap(),
+            "parent_dir.gen" => e.3 = value.parse().unwrap(),
+            _ => {}
+        }
+    }
+    flush(ino, &mut entry, &mut want);
+    assert!(want.len() > 800, "{} inodes", want.len());
+    // Where the kernel lists each inode.
+    let mut path_of: BTreeMap<u64, String> = BTreeMap::new();
+    for l in oracle(name, "recovered-ls.jsonl").lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        path_of
+            .entry(v["ino"].as_u64().unwrap())
+            .or_insert_with(|| v["path"].as_str().unwrap().to_string());
+    }
+    let (out, _) = export(name);
+    let img = out.to_str().unwrap();
+    let mut pointers = 0;
+    for (ino, w) in &want {
+        let path = &path_of[ino];
+        let (ok, text, err) = run_cli(&["getfattr", img, path]);
+        assert!(ok, "{path}: {err}");
+        // # parent pointer: "NAME" in directory inode N (generation G)
+        let ours: std::collections::BTreeSet<Pptr> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# parent pointer: \""))
+            .map(|l| {
+                let (n, rest) = l.split_once("\" in directory inode ").unwrap();
+                let (dir, gen) = rest.split_once(" (generation ").unwrap();
+                (
+                    n.to_string(),
+                    dir.parse().unwrap(),
+                    gen.trim_end_matches(')').parse().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(&ours, w, "inode {ino} ({path})");
+        pointers += ours.len();
+    }
+    assert!(pointers > 800, "{pointers} parent pointers");
+}
+
 #[test]
 fn superblock_counters_after_export_are_the_kernels() {
     for name in fixtures_with("recovered-blocks.txt") {
