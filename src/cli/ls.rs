@@ -254,11 +254,22 @@ pub fn run(
     path: Option<&std::ffi::OsStr>,
     recursive: bool,
     json: bool,
+    metadir: bool,
 ) -> Result<(), String> {
     let fs = open_fs(image)?;
     let want = normalize(path.map_or(&b"/"[..], |p| p.as_encoded_bytes()));
     let at = |e: Error| format!("{}: {}: {e}", image.display(), bytes_text(&want));
-    let start = fs.lookup_path(&want).map_err(at)?;
+    let start = if metadir {
+        let root = fs.metadir_ino().ok_or_else(|| {
+            format!(
+                "{}: no metadata directory tree (the filesystem was not made with -m metadir=1)",
+                image.display()
+            )
+        })?;
+        fs.lookup_path_from(root, &want).map_err(at)?
+    } else {
+        fs.lookup_path(&want).map_err(at)?
+    };
     let mut errors: Vec<(Vec<u8>, String)> = Vec::new();
     let mut items: Vec<WalkItem> = if recursive {
         let w = fs.walk(&want, &start);

@@ -139,6 +139,11 @@ enum Command {
         /// xattrs_sha256.
         #[arg(long)]
         json: bool,
+        /// Walk the metadata directory tree (filesystems made with
+        /// `-m metadir=1`: realtime groups, quota files) instead of the
+        /// files: PATH is from its root (`sb_metadirino`).
+        #[arg(short = 'm', long)]
+        metadir: bool,
     },
     /// The journal: head, tail, clean or dirty, every record's CRC, every
     /// transaction and item, each logged buffer's dirty bitmap as runs of
@@ -252,7 +257,8 @@ pub fn main() -> ExitCode {
             path,
             recursive,
             json,
-        } => ls::run(&image, path.as_deref(), recursive, json),
+            metadir,
+        } => ls::run(&image, path.as_deref(), recursive, json, metadir),
         Command::Log {
             image,
             json,

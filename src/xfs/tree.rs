@@ -105,9 +105,23 @@ impl<R: ReadAt> Fs<R> {
         Ino(self.sb.rootino)
     }
 
+    /// The root of the metadata directory tree, on a filesystem that has
+    /// one (incompat METADIR).
+    pub fn metadir_ino(&self) -> Option<Ino> {
+        const INCOMPAT_METADIR: u32 = 1 << 8;
+        (self.geo.v5 && self.sb.features_incompat & INCOMPAT_METADIR != 0)
+            .then_some(Ino(self.sb.metadirino))
+    }
+
     /// Look `path` up from the root directory. Symlinks are not followed.
     pub fn lookup_path(&self, path: &[u8]) -> Result<Inode> {
-        let mut cur = self.inode(self.root_ino())?;
+        self.lookup_path_from(self.root_ino(), path)
+    }
+
+    /// Look `path` up from the directory `root` (the root directory, or the
+    /// metadata directory tree's).
+    pub fn lookup_path_from(&self, root: Ino, path: &[u8]) -> Result<Inode> {
+        let mut cur = self.inode(root)?;
         let mut done: Vec<&[u8]> = Vec::new();
         let comps: Vec<&[u8]> = path
             .split(|&b| b == b'/')
