@@ -90,6 +90,7 @@ const DISKS = [
   ['qcow2-v2-gpt', 'qcow2 v2 > GPT > partition 1', 1],
   ['qcow2-extl2-gpt', 'qcow2 v3 > GPT > partition 1', 1],
   ['disk-mbr', 'MBR > partition 2', 2],
+  ['disk-mbr4k', 'MBR > partition 2', 2],
   ['disk-gpt4k', 'GPT > partition 1', 1],
 ];
 

@@ -52,6 +52,7 @@ fn every_container_fixture_lists_as_the_kernel_lists_its_partition() {
         "disk-gpt2xfs",
         "disk-gpt4k",
         "disk-mbr",
+        "disk-mbr4k",
         "qcow2-big",
         "qcow2-compressed",
         "qcow2-extl2-gpt",
@@ -76,8 +77,8 @@ fn every_container_fixture_lists_as_the_kernel_lists_its_partition() {
         assert_same_listing(name, &ours, &kernel);
         checked += ours.len();
     }
-    // 9 images of 53 objects each.
-    assert_eq!(checked, 9 * 53);
+    // 10 images of 53 objects each.
+    assert_eq!(checked, 10 * 53);
 }
 
 /// `partitions --json` of a fixture.
@@ -109,6 +110,7 @@ fn partition_tables_equal_sfdisk_and_blkid() {
         "disk-gpt2xfs",
         "disk-gpt4k",
         "disk-mbr",
+        "disk-mbr4k",
         "qcow2-v3-gpt",
         "qcow2-v2-gpt",
         "qcow2-extl2-gpt",
@@ -189,7 +191,7 @@ fn partition_tables_equal_sfdisk_and_blkid() {
             assert!(ours["choose"].as_str().unwrap().contains("choose one"));
         }
     }
-    assert_eq!(rows, 2 + 2 + 2 + 4 + 2 + 2 + 2 + 2 + 1);
+    assert_eq!(rows, 2 + 2 + 2 + 4 + 2 + 2 + 2 + 2 + 2 + 1);
 }
 
 #[test]

@@ -95,8 +95,10 @@ fn partition(number: u32, e: &Entry, lba: u64, logical: bool) -> Partition {
 }
 
 /// Parse the MBR in `sector` (sector 0 of `disk`), following the chain of
-/// an extended partition.
-pub fn parse<R: ReadAt>(disk: &R, sector: &[u8]) -> Result<PartitionTable> {
+/// an extended partition; `ss`: the disk's logical sector size, in which
+/// the table counts (512, or 4096 on a disk of 4096-byte sectors: the MBR
+/// does not say which).
+pub fn parse<R: ReadAt>(disk: &R, sector: &[u8], ss: u64) -> Result<PartitionTable> {
     let mut parts = Vec::new();
     let mut notes = Vec::new();
     let mut extended: Option<u64> = None;
@@ -117,11 +119,11 @@ pub fn parse<R: ReadAt>(disk: &R, sector: &[u8]) -> Result<PartitionTable> {
         parts.push(partition(slot, e, lba, false));
     }
     if let Some(ext_start) = extended {
-        logical(disk, ext_start, &mut parts, &mut notes)?;
+        logical(disk, ext_start, ss, &mut parts, &mut notes)?;
     }
     Ok(PartitionTable {
         scheme: Scheme::Mbr,
-        sector_size: 512,
+        sector_size: ss,
         id: format!("{:#010x}", le32(sector, 440)),
         disk_size: disk.len(),
         first_usable_lba: None,
@@ -136,6 +138,7 @@ pub fn parse<R: ReadAt>(disk: &R, sector: &[u8]) -> Result<PartitionTable> {
 fn logical<R: ReadAt>(
     disk: &R,
     ext_start: u64,
+    ss: u64,
     parts: &mut Vec<Partition>,
     notes: &mut Vec<String>,
 ) -> Result<()> {
@@ -155,7 +158,7 @@ fn logical<R: ReadAt>(
             ));
             return Ok(());
         }
-        let at = ebr.checked_mul(512).ok_or_else(|| {
+        let at = ebr.checked_mul(ss).ok_or_else(|| {
             Error::corrupt(
                 "extended boot record",
                 Location::Bytes {

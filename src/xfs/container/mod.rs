@@ -315,8 +315,26 @@ pub fn detect<R: ReadAt>(reader: R) -> Result<Disk<R>> {
         return Ok(Disk { disk, layout });
     }
     let mbr_here = mbr::looks_like_mbr(&head);
-    let table = if mbr_here && !mbr::is_protective(&head) {
-        Some(mbr::parse(&disk, &head)?)
+    let plain_mbr = mbr_here && !mbr::is_protective(&head);
+    let table = if plain_mbr {
+        // The MBR counts in the disk's sectors without saying their size:
+        // 512 bytes, unless no partition holds XFS that way and some does
+        // in 4096-byte sectors.
+        let mut t = mbr::parse(&disk, &head, 512)?;
+        finish_table(&disk, &mut t);
+        if !t.partitions.iter().any(|p| p.xfs) {
+            if let Ok(mut t4) = mbr::parse(&disk, &head, 4096) {
+                finish_table(&disk, &mut t4);
+                if t4.partitions.iter().any(|p| p.xfs) {
+                    t4.notes.push(
+                        "the table counts in 4096-byte sectors (XFS is found there, not at 512-byte sectors)"
+                            .to_string(),
+                    );
+                    t = t4;
+                }
+            }
+        }
+        Some(t)
     } else if let Some(ss) = gpt::sector_size_of(&disk) {
         Some(gpt::parse(&disk, ss)?)
     } else if mbr_here {
@@ -331,7 +349,10 @@ pub fn detect<R: ReadAt>(reader: R) -> Result<Disk<R>> {
         None
     };
     if let Some(mut t) = table {
-        finish_table(&disk, &mut t);
+        // (an MBR's was finished above, to find its sector size)
+        if !plain_mbr {
+            finish_table(&disk, &mut t);
+        }
         layout.table = Some(t);
     }
     Ok(Disk { disk, layout })
