@@ -108,8 +108,9 @@ impl<R: ReadAt> Fs<R> {
     /// The root of the metadata directory tree, on a filesystem that has
     /// one (incompat METADIR).
     pub fn metadir_ino(&self) -> Option<Ino> {
-        const INCOMPAT_METADIR: u32 = 1 << 8;
-        (self.geo.v5 && self.sb.features_incompat & INCOMPAT_METADIR != 0)
+        (self.geo.v5
+            && self.sb.features_incompat & crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_METADIR
+                != 0)
             .then_some(Ino(self.sb.metadirino))
     }
 

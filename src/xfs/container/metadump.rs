@@ -13,6 +13,7 @@
 
 use super::bytes::{be16, be32, be64, byte, to_u64};
 use crate::xfs::error::{Error, Location, Result};
+use crate::xfs::format::sb::{XfsDsb, XFS_SB_MAGIC};
 use crate::xfs::read::{ReadAt, ReadError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -217,17 +218,15 @@ impl<V: ReadAt> Metadump<V> {
             len: 16,
             message: e.0,
         })?;
-        if be32(&s, 0) != 0x5846_5342 {
+        let magic = be32(&s, core::mem::offset_of!(XfsDsb, sb_magicnum));
+        if magic != XFS_SB_MAGIC {
             return Err(corrupt(
                 sb.1,
-                format!(
-                    "the first block is not an XFS superblock (magic {:#010x})",
-                    be32(&s, 0)
-                ),
+                format!("the first block is not an XFS superblock (magic {magic:#010x})"),
             ));
         }
-        let blocksize = be32(&s, 4);
-        let dblocks = be64(&s, 8);
+        let blocksize = be32(&s, core::mem::offset_of!(XfsDsb, sb_blocksize));
+        let dblocks = be64(&s, core::mem::offset_of!(XfsDsb, sb_dblocks));
         if !(512..=65536).contains(&blocksize) || !blocksize.is_power_of_two() {
             return Err(corrupt(
                 sb.1,

@@ -31,7 +31,8 @@ const MAX_QCOW2_DEPTH: usize = 4;
 const MAX_PROBED: usize = 4096;
 
 /// The XFS superblock magic, "XFSB".
-const XFS_MAGIC: &[u8; 4] = b"XFSB";
+/// The superblock magic as it stands at byte 0.
+const XFS_MAGIC: &[u8; 4] = &crate::xfs::format::sb::XFS_SB_MAGIC.to_be_bytes();
 
 /// The kind of partition table.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

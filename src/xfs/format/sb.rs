@@ -15,6 +15,9 @@ use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 /// "XFSB".
 pub const XFS_SB_MAGIC: u32 = 0x5846_5342;
+
+/// `sb_features_incompat`: the metadata directory tree (`-m metadir=1`).
+pub const XFS_SB_FEAT_INCOMPAT_METADIR: u32 = 1 << 8;
 /// Byte offset of `sb_crc` in the superblock sector.
 pub const XFS_SB_CRC_OFF: usize = 224;
 /// Bytes of the current superblock structure.

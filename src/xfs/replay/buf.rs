@@ -25,7 +25,7 @@ use crate::xfs::log::items::BufItem;
 const XFS_AGF_MAGIC: u32 = 0x5841_4746;
 const XFS_AGI_MAGIC: u32 = 0x5841_4749;
 const XFS_AGFL_MAGIC: u32 = 0x5841_464c;
-const XFS_SB_MAGIC: u32 = 0x5846_5342;
+use crate::xfs::format::sb::XFS_SB_MAGIC;
 const XFS_DIR3_BLOCK_MAGIC: u32 = 0x5844_4233;
 const XFS_DIR3_DATA_MAGIC: u32 = 0x5844_4433;
 const XFS_DIR3_FREE_MAGIC: u32 = 0x5844_4633;

@@ -153,9 +153,8 @@ pub fn counters<R: ReadAt>(fs: &Fs<R>, ov: &Overlay) -> Result<(Counters, Vec<Un
 /// that tree and the superblock's fields are written as 0; and the
 /// log-incompatible features are cleared (at unmount).
 fn as_the_kernel_writes_it(sb: &mut [u8]) {
-    const INCOMPAT_METADIR: u32 = 1 << 8;
     let metadir = crate::xfs::fs::be32(sb, offset_of!(XfsDsb, sb_features_incompat))
-        .is_some_and(|f| f & INCOMPAT_METADIR != 0);
+        .is_some_and(|f| f & crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_METADIR != 0);
     for off in [
         offset_of!(XfsDsb, sb_uquotino),
         offset_of!(XfsDsb, sb_gquotino),
