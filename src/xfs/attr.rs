@@ -782,8 +782,6 @@ impl<R: ReadAt> Fs<R> {
 pub const SGI_ACL_FILE: &[u8] = b"SGI_ACL_FILE";
 /// `SGI_ACL_DEFAULT`: the trusted attribute holding a directory's default ACL.
 pub const SGI_ACL_DEFAULT: &[u8] = b"SGI_ACL_DEFAULT";
-/// Most entries an XFS ACL may have (`XFS_ACL_MAX_ENTRIES` of v5).
-pub const XFS_ACL_MAX_ENTRIES: u32 = 1 << 16;
 
 /// How a Linux xattr's value comes out of the attribute it is made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -21,6 +21,7 @@ use crate::xfs::format::dinode::{
     XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_BMBT_KEY_SIZE, XFS_BMBT_PTR_SIZE, XFS_BMBT_REC_SIZE,
     XFS_BMDR_SIZE, XFS_BTREE_LBLOCK_CRC_LEN, XFS_BTREE_LBLOCK_CRC_OFF, XFS_BTREE_LBLOCK_LEN,
     XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS, XFS_DINODE_FMT_LOCAL,
+    XFS_MAX_FILEOFF,
 };
 use crate::xfs::fs::{be16, be32, be64, verify_v5, Fs, Owner, V5Check};
 use crate::xfs::inode::{Inode, InodeCore};
@@ -35,9 +36,6 @@ pub const MAX_BMBT_LEVELS: u16 = 9;
 
 /// Extents a bmbt walk may collect even when the inode claims fewer.
 const MIN_EXTENT_CAP: u64 = 1 << 20;
-
-/// Largest file offset an extent may reach (54-bit startoff).
-const MAX_FILEOFF: u64 = (1 << 54) - 1;
 
 /// Which fork of an inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -76,7 +74,7 @@ impl Extent {
     /// Decode an on-disk extent record.
     pub fn decode(l0: u64, l1: u64) -> Extent {
         Extent {
-            file_block: (l0 >> 9) & MAX_FILEOFF,
+            file_block: (l0 >> 9) & XFS_MAX_FILEOFF,
             start: FsBlock(((l0 & 0x1FF) << 43) | (l1 >> 21)),
             len: l1 & 0x1F_FFFF,
             unwritten: l0 >> 63 != 0,
@@ -232,7 +230,7 @@ impl ExtentChecker {
             ));
         }
         let end = e.file_end();
-        if end > MAX_FILEOFF.saturating_add(1) {
+        if end > XFS_MAX_FILEOFF.saturating_add(1) {
             return Err(format!("extent {n} ends beyond the largest file offset"));
         }
         if !self.realtime {

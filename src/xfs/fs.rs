@@ -3,13 +3,11 @@
 //! (AG headers, inodes, directories, attributes) starts from here.
 
 use crate::xfs::error::{Error, Location, Result};
+use crate::xfs::format::BBSIZE;
 use crate::xfs::image::Image;
 use crate::xfs::read::ReadAt;
 use crate::xfs::sb::{read_superblock, Geometry, Superblock};
 use crate::xfs::types::{AgBlock, AgIno, AgNumber, Daddr, FsBlock, Ino};
-
-/// Bytes per basic block (daddr unit).
-pub const BBSIZE: u64 = 512;
 
 pub struct Fs<R: ReadAt> {
     pub img: Image<R>,

@@ -3,13 +3,11 @@
 //! cache, then the host reader.
 
 use crate::xfs::error::{Error, Result};
+use crate::xfs::format::BBSIZE;
 use crate::xfs::read::ReadAt;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
-
-/// Bytes per sector of the overlay (a daddr unit).
-pub const BBSIZE: u64 = 512;
 
 /// The largest single read the chokepoint accepts. Structures are at most a
 /// 64 KiB directory block or a log record of a few hundred KiB; a request

@@ -6,7 +6,7 @@
 //! a geometry when a problem would make reading on wrong.
 
 use crate::xfs::error::{Error, Location, Result};
-use crate::xfs::format::sb::{XfsDsb, XFS_SB_CRC_OFF, XFS_SB_MAGIC};
+use crate::xfs::format::sb::{XfsDsb, NULLFSINO, XFS_SB_CRC_OFF, XFS_SB_MAGIC};
 use crate::xfs::image::Image;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{AgBlock, AgNumber, Daddr, FsBlock, Lsn};
@@ -21,8 +21,6 @@ const MAX_SECTSIZE: u16 = 32768;
 const MIN_AG_BLOCKS: u32 = 64;
 /// `XFS_MAX_DIR_BLOCKSIZE` / largest directory block.
 const MAX_DIR_BLOCKSIZE: u64 = 65536;
-/// `NULLFSINO`, shown for absent quota / realtime inodes.
-pub const NULLFSINO: u64 = u64::MAX;
 
 // Legacy `sb_versionnum` bits (high 12 bits; version number in the low 4).
 pub const VERSION_NUMBITS: u16 = 0x000f;

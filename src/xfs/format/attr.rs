@@ -37,6 +37,9 @@ pub const XFS_ATTR3_RMT_MAGIC: u32 = 0x5841_524d;
 pub const XFS_ATTR3_RMT_CRC_OFF: usize = 12;
 /// Largest attribute value (`XFS_XATTR_SIZE_MAX`).
 pub const XFS_XATTR_SIZE_MAX: u32 = 1 << 16;
+/// Most entries an XFS ACL may have (`XFS_ACL_MAX_ENTRIES` of v5,
+/// `xfs_acl.h`).
+pub const XFS_ACL_MAX_ENTRIES: u32 = 1 << 16;
 /// Number of freemap slots of a leaf header.
 pub const XFS_ATTR_LEAF_MAPSIZE: usize = 3;
 

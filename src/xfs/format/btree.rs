@@ -180,6 +180,10 @@ pub const XFS_RMAP_OWN_MIN: u64 = u64::MAX - 9; // -10
 
 /// `rc_startblock` bit 31: a copy-on-write staging extent.
 pub const XFS_REFC_COWFLAG: u32 = 1 << 31;
+/// The largest `rc_refcount`.
+pub const MAXREFCOUNT: u32 = u32::MAX;
+/// The longest extent an rmap record holds (`rm_blockcount` is 32 bits).
+pub const XFS_RMAP_LEN_MAX: u64 = 0xFFFF_FFFF;
 
 const _: () = assert!(core::mem::size_of::<XfsBtreeSblock>() == XFS_BTREE_SBLOCK_CRC_LEN);
 const _: () = assert!(core::mem::size_of::<XfsAllocRec>() == 8);

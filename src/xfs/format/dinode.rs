@@ -36,14 +36,30 @@ pub const XFS_DINODE_FMT_BTREE: u8 = 3;
 pub const XFS_DINODE_FMT_UUID: u8 = 4;
 pub const XFS_DINODE_FMT_META_BTREE: u8 = 5;
 
+/// `di_flags` bits this reader acts on.
+pub const XFS_DIFLAG_REALTIME: u16 = 1 << 0;
+
 /// `di_flags2` bits this reader acts on.
 pub const XFS_DIFLAG2_REFLINK: u64 = 1 << 1;
 pub const XFS_DIFLAG2_BIGTIME: u64 = 1 << 3;
 pub const XFS_DIFLAG2_NREXT64: u64 = 1 << 4;
 pub const XFS_DIFLAG2_METADATA: u64 = 1 << 5;
 
-/// `di_next_unlinked` when the inode is on no unlinked chain.
-pub const NULLAGINO: u32 = 0xFFFF_FFFF;
+/// File type bits of `di_mode` (`S_IFMT` and its values, as `stat.h`).
+pub const S_IFMT: u16 = 0o170_000;
+pub const S_IFSOCK: u16 = 0o140_000;
+pub const S_IFLNK: u16 = 0o120_000;
+pub const S_IFREG: u16 = 0o100_000;
+pub const S_IFBLK: u16 = 0o060_000;
+pub const S_IFDIR: u16 = 0o040_000;
+pub const S_IFCHR: u16 = 0o020_000;
+pub const S_IFIFO: u16 = 0o010_000;
+
+/// The largest file offset in blocks a bmbt record holds (54 bits).
+pub const XFS_MAX_FILEOFF: u64 = (1 << 54) - 1;
+/// The longest extent in blocks a bmbt record holds (21 bits; `MAXEXTLEN`
+/// before Linux 5.19).
+pub const XFS_MAX_BMBT_EXTLEN: u64 = (1 << 21) - 1;
 
 /// The v3 on-disk inode core.
 #[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]

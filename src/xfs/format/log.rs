@@ -509,6 +509,23 @@ pub struct XfsXmiLogFormat<O: ByteOrder> {
     pub xmi_isize2: I64<O>,
 }
 
+/// `xmi_flags`: exchange the attr forks (else the data forks).
+pub const XFS_EXCHMAPS_ATTR_FORK: u64 = 1 << 0;
+/// `xmi_flags`: set the file sizes from `xmi_isize1`/`xmi_isize2` at the end.
+pub const XFS_EXCHMAPS_SET_SIZES: u64 = 1 << 1;
+/// `xmi_flags`: exchange only the written mappings of the first file.
+pub const XFS_EXCHMAPS_INO1_WRITTEN: u64 = 1 << 2;
+/// `xmi_flags`: clear the first file's reflink flag at the end.
+pub const XFS_EXCHMAPS_CLEAR_INO1_REFLINK: u64 = 1 << 3;
+/// `xmi_flags`: clear the second file's reflink flag at the end.
+pub const XFS_EXCHMAPS_CLEAR_INO2_REFLINK: u64 = 1 << 4;
+/// The `xmi_flags` an XMI may carry.
+pub const XFS_EXCHMAPS_LOGGED_FLAGS: u64 = XFS_EXCHMAPS_ATTR_FORK
+    | XFS_EXCHMAPS_SET_SIZES
+    | XFS_EXCHMAPS_INO1_WRITTEN
+    | XFS_EXCHMAPS_CLEAR_INO1_REFLINK
+    | XFS_EXCHMAPS_CLEAR_INO2_REFLINK;
+
 const _: () = assert!(core::mem::size_of::<XlogRecHeader>() == XLOG_REC_SIZE);
 const _: () = assert!(core::mem::size_of::<XlogRecExtHeader>() == XLOG_REC_EXT_SIZE);
 

@@ -16,6 +16,13 @@ use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 /// "XFSB".
 pub const XFS_SB_MAGIC: u32 = 0x5846_5342;
 
+/// `NULLFSINO`: no inode (absent quota and realtime inodes).
+pub const NULLFSINO: u64 = u64::MAX;
+/// `sb_features_incompat` bits the core acts on.
+pub const XFS_SB_FEAT_INCOMPAT_BIGTIME: u32 = 1 << 3;
+pub const XFS_SB_FEAT_INCOMPAT_NREXT64: u32 = 1 << 5;
+pub const XFS_SB_FEAT_INCOMPAT_EXCHRANGE: u32 = 1 << 6;
+pub const XFS_SB_FEAT_INCOMPAT_PARENT: u32 = 1 << 7;
 /// `sb_features_incompat`: the metadata directory tree (`-m metadir=1`).
 pub const XFS_SB_FEAT_INCOMPAT_METADIR: u32 = 1 << 8;
 /// Byte offset of `sb_crc` in the superblock sector.

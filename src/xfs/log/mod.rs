@@ -31,6 +31,7 @@ pub mod stats;
 pub mod trans;
 
 use crate::xfs::error::{Error, Location, Result};
+use crate::xfs::format::BBSIZE;
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
 use crate::xfs::read::ReadAt;
@@ -43,8 +44,6 @@ pub use items::{Item, ItemBody, ItemKind};
 pub use record::{CrcCheck, RecordHeader};
 pub use trans::Transaction;
 
-/// Bytes per log block.
-pub const BBSIZE: u32 = 512;
 /// Blocks read at once when the log is walked front to back (1 MiB, the
 /// browser worker's read size).
 pub const WINDOW_BBS: u32 = 2048;
@@ -151,7 +150,7 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
                     blocksize: fs.geo.blocksize,
                 });
             };
-            let need = u64::from(loc.len_bbs).saturating_mul(u64::from(BBSIZE));
+            let need = u64::from(loc.len_bbs).saturating_mul(BBSIZE);
             if log.len() < need {
                 return Err(Error::corrupt(
                     "external log device",
@@ -178,7 +177,7 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
     pub fn new(img: &'a Image<R>, start: Daddr, len_bbs: u32, v2: bool) -> Result<Self> {
         let start_byte = start.byte_offset().unwrap_or(u64::MAX);
         let end = u64::from(len_bbs)
-            .checked_mul(u64::from(BBSIZE))
+            .checked_mul(BBSIZE)
             .and_then(|l| start_byte.checked_add(l));
         if end.is_none_or(|e| e > img.len()) || len_bbs < 2 {
             return Err(Error::corrupt(
@@ -257,7 +256,7 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
 
     fn byte_of(&self, blk: u32) -> u64 {
         self.start
-            .saturating_add(u64::from(blk).saturating_mul(u64::from(BBSIZE)))
+            .saturating_add(u64::from(blk).saturating_mul(BBSIZE))
     }
 
     /// Read the blocks from `blk` into `buf` (a whole number of blocks, not

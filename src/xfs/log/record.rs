@@ -13,9 +13,10 @@
 //! the first 260 bytes of each extended header up to `ceil(h_len / 32 KiB)`,
 //! then the data as stored (stamped). It is checked before unpacking.
 
-use super::{LogDev, BBSIZE};
+use super::LogDev;
 use crate::xfs::error::{Error, Result};
 use crate::xfs::format::log::*;
+use crate::xfs::format::BBSHIFT;
 use crate::xfs::fs::{be32, be64};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
@@ -57,7 +58,7 @@ pub fn hblks_of(v2: bool, version: u32, size: u32) -> u32 {
 
 /// `ceil(bytes / 512)`.
 pub fn btobb(bytes: u32) -> u32 {
-    bytes.div_ceil(BBSIZE)
+    bytes.div_ceil(1 << BBSHIFT)
 }
 
 impl RecordHeader {

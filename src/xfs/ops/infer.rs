@@ -7,20 +7,13 @@ use super::{
     CheckpointOps, InodeHistory, KindTotals, Operation, OpsReport, Unexplained, KINDS,
     MAX_HISTORIES, MAX_LISTED_OPS,
 };
+use crate::xfs::format::attr::{XFS_ATTR_PARENT, XFS_ATTR_ROOT, XFS_ATTR_SECURE};
+use crate::xfs::format::dinode::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use crate::xfs::fs::Fs;
 use crate::xfs::log::items::{Item, ItemBody};
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::walk::RTrans;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-const S_IFMT: u16 = 0o170_000;
-const S_IFREG: u16 = 0o100_000;
-const S_IFDIR: u16 = 0o040_000;
-const S_IFLNK: u16 = 0o120_000;
-/// Attribute namespace bits of a name key's first byte.
-const NS_ROOT: u8 = 1 << 1;
-const NS_SECURE: u8 = 1 << 2;
-const NS_PARENT: u8 = 1 << 3;
 
 /// The kind of operation that makes an inode of `mode`.
 fn create_kind(mode: u16) -> &'static str {
@@ -601,10 +594,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             let ns = |k: &[u8]| k.first().copied().unwrap_or(0);
             let show = |k: &[u8]| name_text(k.get(1..).unwrap_or(&[]));
             for (k, v) in a {
-                if ns(k) & NS_PARENT != 0 || b.get(k) == Some(v) {
+                if ns(k) & XFS_ATTR_PARENT != 0 || b.get(k) == Some(v) {
                     continue;
                 }
-                if is_new && ns(k) & (NS_ROOT | NS_SECURE) != 0 {
+                if is_new && ns(k) & (XFS_ATTR_ROOT | XFS_ATTR_SECURE) != 0 {
                     if let Some(c) = new_ops.iter_mut().find(|c| c.op.ino == *o) {
                         c.op.why
                             .push(format!("inherits attribute {} at creation", show(k)));
@@ -615,7 +608,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 // chmod of a file with an access ACL rewrites the ACL in a
                 // transaction of its own: part of the setattr.
                 let mode_changed = matches!(inodes.get(o), Some((Before::Known(bs), Some(af))) if bs.mode != af.mode);
-                if ns(k) & NS_ROOT != 0
+                if ns(k) & XFS_ATTR_ROOT != 0
                     && k.get(1..) == Some(&b"SGI_ACL_FILE"[..])
                     && mode_changed
                     && b.contains_key(k)
@@ -645,9 +638,9 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             }
             let changed = a
                 .iter()
-                .any(|(k, v)| ns(k) & NS_PARENT == 0 && b.get(k) != Some(v))
+                .any(|(k, v)| ns(k) & XFS_ATTR_PARENT == 0 && b.get(k) != Some(v))
                 || b.keys()
-                    .any(|k| ns(k) & NS_PARENT == 0 && !a.contains_key(k));
+                    .any(|k| ns(k) & XFS_ATTR_PARENT == 0 && !a.contains_key(k));
             if !changed && !is_new && !acl_rewrites.contains(o) && rises_of(*o) > 0 {
                 // An attribute block rewritten with the same names and
                 // values: a value replaced by an equal one.
@@ -665,7 +658,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 });
             }
             for k in b.keys() {
-                if ns(k) & NS_PARENT != 0 || a.contains_key(k) {
+                if ns(k) & XFS_ATTR_PARENT != 0 || a.contains_key(k) {
                     continue;
                 }
                 let mut op = mk("removexattr", *o);

@@ -16,6 +16,7 @@ use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{DirGeometry, ForkAt};
 use crate::xfs::format::attr::XFS_ATTR3_LEAF_MAGIC;
 use crate::xfs::format::da::{XfsDa3Blkinfo, XFS_DA3_NODE_MAGIC};
+use crate::xfs::format::dinode::{S_IFDIR, S_IFMT, XFS_DINODE_FMT_LOCAL};
 use crate::xfs::format::dir2::{XfsDir3BlkHdr, XFS_DIR3_BLOCK_MAGIC, XFS_DIR3_DATA_MAGIC};
 use crate::xfs::format::log::{
     XFS_BLFT_ATTR_LEAF_BUF, XFS_BLFT_DA_NODE_BUF, XFS_BLFT_DIR_BLOCK_BUF, XFS_BLFT_DIR_DATA_BUF,
@@ -30,11 +31,6 @@ use crate::xfs::types::{Daddr, Ino};
 use core::mem::offset_of;
 use std::collections::{BTreeMap, HashMap};
 use zerocopy::FromBytes;
-
-/// Data fork format `LOCAL`.
-const FMT_LOCAL: u8 = 1;
-const S_IFMT: u16 = 0o170_000;
-const S_IFDIR: u16 = 0o040_000;
 
 /// The inode fields the inference looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -339,7 +335,7 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                 usize::from(core.forkoff).saturating_mul(8).min(lit.len())
             };
             let (data, attr) = lit.split_at(split);
-            if st.is_dir() && core.format == FMT_LOCAL {
+            if st.is_dir() && core.format == XFS_DINODE_FMT_LOCAL {
                 let n = usize::try_from(core.size)
                     .unwrap_or(usize::MAX)
                     .min(data.len());
@@ -347,7 +343,7 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                     self.sf_dirs.insert(ino, names);
                 }
             }
-            if core.forkoff != 0 && core.aformat == FMT_LOCAL {
+            if core.forkoff != 0 && core.aformat == XFS_DINODE_FMT_LOCAL {
                 if let Some(names) = self.sf_attr_names(ino, attr) {
                     self.sf_attrs.insert(ino, names);
                 }
@@ -416,7 +412,7 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             // Shortform directories: the whole fork is logged with DDATA.
             if st.is_dir() {
                 let was = self.sf_dirs.get(&ino).cloned();
-                let now = if st.format == FMT_LOCAL {
+                let now = if st.format == XFS_DINODE_FMT_LOCAL {
                     match data_region {
                         Some(d) => self.sf_dir_names(ino, d),
                         None => was.clone(),
@@ -434,7 +430,7 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                 };
             }
             let was = self.sf_attrs.get(&ino).cloned();
-            let now = if st.forkoff != 0 && st.aformat == FMT_LOCAL {
+            let now = if st.forkoff != 0 && st.aformat == XFS_DINODE_FMT_LOCAL {
                 match attr_region {
                     Some(a) if item.fields & XFS_ILOG_ADATA != 0 => self.sf_attr_names(ino, a),
                     _ => was.clone(),

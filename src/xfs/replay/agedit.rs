@@ -32,6 +32,11 @@
 //! hands them back. A block that fails a check is an error naming it.
 
 use crate::xfs::error::{Error, Location, Result};
+use crate::xfs::format::ag::NULLAGBLOCK;
+use crate::xfs::format::btree::{
+    XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_INOBT,
+    XFS_RMAP_OWN_REFC,
+};
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
@@ -86,24 +91,6 @@ impl EditError {
 pub(crate) fn refuse<T>(m: String) -> EditResult<T> {
     Err(EditError::Unsupported(Unsupported(m)))
 }
-
-/// `NULLAGBLOCK`.
-pub const NULLAGBLOCK: u32 = u32::MAX;
-/// Special rmap owners (`XFS_RMAP_OWN_*`).
-pub const OWN_NULL: u64 = 0xFFFF_FFFF_FFFF_FFFF;
-pub const OWN_UNKNOWN: u64 = 0xFFFF_FFFF_FFFF_FFFE;
-pub const OWN_FS: u64 = 0xFFFF_FFFF_FFFF_FFFD;
-pub const OWN_LOG: u64 = 0xFFFF_FFFF_FFFF_FFFC;
-pub const OWN_AG: u64 = 0xFFFF_FFFF_FFFF_FFFB;
-pub const OWN_INOBT: u64 = 0xFFFF_FFFF_FFFF_FFFA;
-pub const OWN_INODES: u64 = 0xFFFF_FFFF_FFFF_FFF9;
-pub const OWN_REFC: u64 = 0xFFFF_FFFF_FFFF_FFF8;
-pub const OWN_COW: u64 = 0xFFFF_FFFF_FFFF_FFF7;
-/// rm_offset flag bits.
-pub const RMAP_OFF_ATTR_FORK: u64 = 1 << 63;
-pub const RMAP_OFF_BMBT_BLOCK: u64 = 1 << 62;
-pub const RMAP_OFF_UNWRITTEN: u64 = 1 << 61;
-pub const RMAP_OFF_MASK: u64 = (1 << 54) - 1;
 
 /// The AG btrees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -193,7 +180,7 @@ impl Tree {
 pub type Key = (u64, u64, u64);
 
 fn rmap_off_key(off: u64) -> u64 {
-    off & !RMAP_OFF_UNWRITTEN
+    off & !XFS_RMAP_OFF_UNWRITTEN
 }
 
 /// The (low) key of a record.
@@ -260,8 +247,8 @@ fn rmap_high_key(rec: &[u8]) -> Vec<u8> {
     let adj = len.wrapping_sub(1);
     let mut off = rmap_off_key(raw);
     let non_inode = owner & (1 << 63) != 0;
-    if !(non_inode || raw & RMAP_OFF_BMBT_BLOCK != 0) {
-        off = ((off & RMAP_OFF_MASK).wrapping_add(u64::from(adj))) | (off & !RMAP_OFF_MASK);
+    if !(non_inode || raw & XFS_RMAP_OFF_BMBT_BLOCK != 0) {
+        off = ((off & XFS_RMAP_OFF_MASK).wrapping_add(u64::from(adj))) | (off & !XFS_RMAP_OFF_MASK);
     }
     let mut k = Vec::with_capacity(20);
     k.extend_from_slice(&start.wrapping_add(adj).to_be_bytes());
@@ -1969,14 +1956,14 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             }
             Tree::Refc => {
                 let h = self.refc_block();
-                let b = self.alloc_near_one(h, OWN_REFC)?;
+                let b = self.alloc_near_one(h, XFS_RMAP_OWN_REFC)?;
                 if b.is_some() {
                     self.add_agf(84, 1);
                 }
                 Ok(b)
             }
             Tree::Ino | Tree::Fino => {
-                let b = self.alloc_near_one(hint, OWN_INOBT)?;
+                let b = self.alloc_near_one(hint, XFS_RMAP_OWN_INOBT)?;
                 if b.is_some() && self.feat.inobtcount {
                     self.add_agi(if tree == Tree::Ino { 336 } else { 340 }, 1)?;
                 }
@@ -2004,14 +1991,14 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             }
             Tree::Refc => {
                 self.add_agf(84, -1);
-                self.deferred.push((bno, OWN_REFC));
+                self.deferred.push((bno, XFS_RMAP_OWN_REFC));
                 Ok(())
             }
             Tree::Ino | Tree::Fino => {
                 if self.feat.inobtcount {
                     self.add_agi(if tree == Tree::Ino { 336 } else { 340 }, -1)?;
                 }
-                self.deferred.push((bno, OWN_INOBT));
+                self.deferred.push((bno, XFS_RMAP_OWN_INOBT));
                 Ok(())
             }
         }
@@ -2343,6 +2330,7 @@ pub fn stamp_into(
 mod tests {
     use super::*;
     use crate::xfs::ag::btree::{walk, AgTree, TreeRoot, WalkReport};
+    use crate::xfs::format::btree::{XFS_RMAP_OWN_COW, XFS_RMAP_OWN_UNKNOWN};
     use crate::xfs::image::Image;
     use crate::xfs::read::FileReader;
     use crate::xfs::types::{AgBlock, AgNumber};
@@ -2607,12 +2595,12 @@ mod tests {
         if s.feat.inobtcount {
             assert_eq!(s.agi_u32(336).ok().unwrap(), blocks, "agi_iblocks");
         }
-        // Every new block is mapped to OWN_INOBT and left free space.
+        // Every new block is mapped to XFS_RMAP_OWN_INOBT and left free space.
         let rm = s.records(Tree::Rmap).ok().unwrap();
         for l in &shape {
             for &b in l {
                 assert!(
-                    rm.iter().any(|r| be64(r, 8) == Some(OWN_INOBT)
+                    rm.iter().any(|r| be64(r, 8) == Some(XFS_RMAP_OWN_INOBT)
                         && be32(r, 0).unwrap() <= b
                         && b < be32(r, 0).unwrap() + be32(r, 4).unwrap()),
                     "block {b} has no inobt reverse mapping"
@@ -2713,10 +2701,20 @@ mod tests {
         assert!(s.rmap_unmap(base + 101, 1, false, other).is_err());
         // Unknown owner (EFI recovery): removes what covers the range,
         // nothing when nothing overlaps it.
-        s.rmap_unmap(base + 180, 4, false, RmapOwner::special(OWN_UNKNOWN))
-            .unwrap();
-        s.rmap_unmap(base + 101, 8, false, RmapOwner::special(OWN_UNKNOWN))
-            .unwrap();
+        s.rmap_unmap(
+            base + 180,
+            4,
+            false,
+            RmapOwner::special(XFS_RMAP_OWN_UNKNOWN),
+        )
+        .unwrap();
+        s.rmap_unmap(
+            base + 101,
+            8,
+            false,
+            RmapOwner::special(XFS_RMAP_OWN_UNKNOWN),
+        )
+        .unwrap();
         assert_eq!(mine(&mut s), vec![]);
         check(&mut s, Tree::Rmap);
     }
@@ -2781,14 +2779,14 @@ mod tests {
         r[0..4].copy_from_slice(&100u32.to_be_bytes());
         r[4..8].copy_from_slice(&10u32.to_be_bytes());
         r[8..16].copy_from_slice(&131u64.to_be_bytes());
-        r[16..24].copy_from_slice(&(5u64 | RMAP_OFF_UNWRITTEN).to_be_bytes());
+        r[16..24].copy_from_slice(&(5u64 | XFS_RMAP_OFF_UNWRITTEN).to_be_bytes());
         let h = rmap_high_key(&r);
         assert_eq!(key_order(Tree::Rmap, &h), (109, 131, 14));
         // The unwritten bit is not part of a key.
         assert_eq!(be64(&h, 12), Some(14));
         // Non-inode owners keep their offset.
-        r[8..16].copy_from_slice(&OWN_COW.to_be_bytes());
+        r[8..16].copy_from_slice(&XFS_RMAP_OWN_COW.to_be_bytes());
         let h = rmap_high_key(&r);
-        assert_eq!(key_order(Tree::Rmap, &h), (109, OWN_COW, 5));
+        assert_eq!(key_order(Tree::Rmap, &h), (109, XFS_RMAP_OWN_COW, 5));
     }
 }

@@ -28,6 +28,11 @@
 
 use super::agedit::refuse;
 use super::agedit::*;
+use crate::xfs::format::ag::NULLAGBLOCK;
+use crate::xfs::format::btree::{
+    XFS_RMAP_LEN_MAX, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK,
+    XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_AG, XFS_RMAP_OWN_NULL, XFS_RMAP_OWN_UNKNOWN,
+};
 use crate::xfs::fs::{be32, be64};
 use crate::xfs::read::ReadAt;
 
@@ -42,7 +47,7 @@ pub struct RmapOwner {
 }
 
 impl RmapOwner {
-    /// A special (non-inode) owner such as [`OWN_AG`].
+    /// A special (non-inode) owner such as [`XFS_RMAP_OWN_AG`].
     pub fn special(owner: u64) -> Self {
         RmapOwner {
             owner,
@@ -57,13 +62,13 @@ impl RmapOwner {
     fn flags(&self, unwritten: bool) -> u64 {
         let mut f = 0;
         if self.attr_fork {
-            f |= RMAP_OFF_ATTR_FORK;
+            f |= XFS_RMAP_OFF_ATTR_FORK;
         }
         if self.bmbt_block {
-            f |= RMAP_OFF_BMBT_BLOCK;
+            f |= XFS_RMAP_OFF_BMBT_BLOCK;
         }
         if unwritten {
-            f |= RMAP_OFF_UNWRITTEN;
+            f |= XFS_RMAP_OFF_UNWRITTEN;
         }
         f
     }
@@ -88,8 +93,8 @@ impl RmapIrec {
             start: be32(r, 0).unwrap_or(0),
             len: be32(r, 4).unwrap_or(0),
             owner: be64(r, 8).unwrap_or(0),
-            offset: raw & RMAP_OFF_MASK,
-            flags: raw & !RMAP_OFF_MASK,
+            offset: raw & XFS_RMAP_OFF_MASK,
+            flags: raw & !XFS_RMAP_OFF_MASK,
         }
     }
     pub fn to_rec(self) -> Vec<u8> {
@@ -97,20 +102,18 @@ impl RmapIrec {
             self.start,
             self.len,
             self.owner,
-            (self.offset & RMAP_OFF_MASK) | self.flags,
+            (self.offset & XFS_RMAP_OFF_MASK) | self.flags,
         )
     }
     /// `xfs_rmap_is_mergeable`.
     fn mergeable(&self, owner: u64, flags: u64) -> bool {
-        if self.owner == OWN_NULL || self.owner != owner {
+        if self.owner == XFS_RMAP_OWN_NULL || self.owner != owner {
             return false;
         }
-        let m = RMAP_OFF_UNWRITTEN | RMAP_OFF_ATTR_FORK | RMAP_OFF_BMBT_BLOCK;
+        let m = XFS_RMAP_OFF_UNWRITTEN | XFS_RMAP_OFF_ATTR_FORK | XFS_RMAP_OFF_BMBT_BLOCK;
         self.flags & m == flags & m
     }
 }
-
-const RMAP_LEN_MAX: u64 = 0xFFFF_FFFF;
 
 /// `xfs_btree_compute_maxlevels`.
 fn compute_maxlevels(minrecs: [u64; 2], records: u64) -> u32 {
@@ -205,7 +208,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             let Some(b) = self.get_freelist(false)? else {
                 break;
             };
-            self.defer_free(b, OWN_AG);
+            self.defer_free(b, XFS_RMAP_OWN_AG);
             guard = guard.saturating_add(1);
             if guard > 4096 {
                 return refuse("the free list does not shrink".into());
@@ -227,7 +230,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 ));
             };
             if self.feat.rmapbt {
-                self.rmap_map(bno, len, false, RmapOwner::special(OWN_AG))?;
+                self.rmap_map(bno, len, false, RmapOwner::special(XFS_RMAP_OWN_AG))?;
             }
             let free = self.agf_u32(52).saturating_sub(len);
             self.set_agf_u32(52, free);
@@ -243,7 +246,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     }
 
     /// Run the frees the kernel defers to the end of the operation:
-    /// free-list blocks given back (owner [`OWN_AG`]) and refcountbt or
+    /// free-list blocks given back (owner [`XFS_RMAP_OWN_AG`]) and refcountbt or
     /// inode btree blocks that left their tree (`xfs_free_extent_later`:
     /// the free list fixed first, then the block freed and unmapped).
     pub fn finish_deferred(&mut self) -> EditResult<()> {
@@ -258,7 +261,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 return refuse("deferred frees keep coming".into());
             }
             for (bno, owner) in items {
-                if owner == OWN_AG {
+                if owner == XFS_RMAP_OWN_AG {
                     // xfs_agfl_free_finish_item
                     self.free_ag_extent(bno, 1, Some(RmapOwner::special(owner)))?;
                 } else {
@@ -425,7 +428,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             ));
         }
         if let Some(o) = owner {
-            if self.feat.rmapbt && o.owner != OWN_NULL {
+            if self.feat.rmapbt && o.owner != XFS_RMAP_OWN_NULL {
                 self.rmap_unmap(bno, len, false, o)?;
             }
         }
@@ -810,7 +813,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         o: &RmapOwner,
         flags: u64,
     ) -> EditResult<(Cursor, Option<RmapIrec>)> {
-        let off = (o.offset & RMAP_OFF_MASK) | flags;
+        let off = (o.offset & XFS_RMAP_OFF_MASK) | flags;
         let (cur, ok) = self.lookup(Tree::Rmap, Lookup::Le, key_rmap(bno, o.owner, off))?;
         let rec = if ok {
             self.get_rec(&cur).map(|r| RmapIrec::from_rec(&r))
@@ -874,7 +877,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                     && u64::from(l.len)
                         .saturating_add(u64::from(len))
                         .saturating_add(u64::from(g.len))
-                        <= RMAP_LEN_MAX
+                        <= XFS_RMAP_LEN_MAX
                 {
                     l.len = l.len.saturating_add(g.len);
                     if !self.delete_at(&mut cur)? {
@@ -926,13 +929,13 @@ impl<R: ReadAt> AgStore<'_, R> {
         };
         let end = u64::from(bno).saturating_add(u64::from(len));
         let lend = u64::from(lt.start).saturating_add(u64::from(lt.len));
-        if o.owner == OWN_NULL {
+        if o.owner == XFS_RMAP_OWN_NULL {
             if u64::from(bno) < lend {
                 return refuse("rmapbt: blocks with no owner are still mapped".into());
             }
             return Ok(());
         }
-        if o.owner == OWN_UNKNOWN && lend <= u64::from(bno) {
+        if o.owner == XFS_RMAP_OWN_UNKNOWN && lend <= u64::from(bno) {
             if !self.increment(&mut cur)? {
                 return Ok(());
             }
@@ -950,7 +953,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             ));
         }
         // xfs_rmap_free_check_owner
-        if o.owner != OWN_UNKNOWN {
+        if o.owner != XFS_RMAP_OWN_UNKNOWN {
             if lt.owner != o.owner {
                 return refuse(format!(
                     "rmapbt AG {}: blocks {bno}+{len} belong to owner {:#x}, not {:#x}",

@@ -122,35 +122,29 @@ use super::bmapedit::{extent_count, ForkEditor, Rec};
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
+use crate::xfs::format::attr::{
+    XFS_ATTR3_RMT_MAGIC, XFS_ATTR_INCOMPLETE, XFS_ATTR_NSP_ONDISK_MASK, XFS_ATTR_PARENT,
+    XFS_XATTR_SIZE_MAX,
+};
+use crate::xfs::format::da::{XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
 use crate::xfs::format::dinode::{
     XFS_DIFLAG2_BIGTIME, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS,
     XFS_DINODE_FMT_LOCAL,
 };
+use crate::xfs::format::dinode::{XFS_DIFLAG2_NREXT64, XFS_MAX_BMBT_EXTLEN};
+use crate::xfs::format::sb::{XFS_SB_FEAT_INCOMPAT_BIGTIME, XFS_SB_FEAT_INCOMPAT_PARENT};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::AttriItem;
 use crate::xfs::read::ReadAt;
 
-/// Namespace bits kept in a shortform entry's flags (ROOT, SECURE, PARENT).
-const NSP_ONDISK: u32 = 0x0e;
-const ATTR_PARENT: u32 = 0x08;
 /// A parent pointer's value (`struct xfs_parent_rec`: inode, generation).
 const PARENT_REC: u32 = 12;
-/// `XFS_SB_FEAT_INCOMPAT_PARENT`.
-const INCOMPAT_PARENT: u32 = 1 << 7;
-const ATTR_INCOMPLETE: u32 = 0x80;
-/// `XFS_DA_NODE_MAGIC`, `XFS_DA3_NODE_MAGIC`.
-const DA_NODE_MAGIC: u16 = 0xfebe;
-const DA3_NODE_MAGIC: u16 = 0x3ebe;
 /// Bits an ATTRI's filter may carry (`XFS_ATTRI_FILTER_MASK`).
-const FILTER_MASK: u32 = NSP_ONDISK | ATTR_INCOMPLETE;
-/// The longest extent record (21 bits).
-const MAXEXTLEN: u64 = (1 << 21) - 1;
+const FILTER_MASK: u8 = XFS_ATTR_NSP_ONDISK_MASK | XFS_ATTR_INCOMPLETE;
 /// `XFS_ATTR_SF_ENTSIZE_MAX`: names and values at least this long never
 /// go into a shortform list.
 const SF_ENTSIZE_MAX: usize = 255;
-/// Largest xattr value (`XATTR_SIZE_MAX`).
-const XATTR_SIZE_MAX: u32 = 65536;
 /// Size of a bmbt root in the inode with `n` records (`XFS_BMDR_SPACE_CALC`).
 const fn bmdr(n: usize) -> usize {
     n.saturating_mul(16).saturating_add(4)
@@ -247,8 +241,7 @@ fn bytesfit(s: &Shape, bytes: usize) -> usize {
 /// (`xfs_inode_item_precommit`): on a bigtime filesystem, an inode not yet
 /// in the bigtime encoding moves to it (its four timestamps re-encoded).
 pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &crate::xfs::fs::Fs<R>, b: &mut [u8]) {
-    const INCOMPAT_BIGTIME: u32 = 1 << 3;
-    if b.get(4) != Some(&3) || fs.sb.features_incompat & INCOMPAT_BIGTIME == 0 {
+    if b.get(4) != Some(&3) || fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
         return;
     }
     let flags2 = be64(b, 120).unwrap_or(0);
@@ -287,7 +280,7 @@ fn region<'r>(regions: &'r [Vec<u8>], i: usize, len: usize, what: &str) -> EditR
 /// `xfs_parent_namecheck` and `xfs_parent_valuecheck`)?
 fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditResult<Request<'r>> {
     let op = a.op_flags & 0xff;
-    if a.op_flags & !0xff != 0 || a.attr_filter & !FILTER_MASK != 0 {
+    if a.op_flags & !0xff != 0 || a.attr_filter & !u32::from(FILTER_MASK) != 0 {
         return refuse(format!(
             "flags {:#x} / filter {:#x} are invalid: the kernel fails the mount",
             a.op_flags, a.attr_filter
@@ -299,7 +292,7 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditRe
             "operation {op} is invalid: the kernel fails the mount"
         ));
     }
-    if (a.attr_filter & NSP_ONDISK).count_ones() > 1 {
+    if (a.attr_filter & u32::from(XFS_ATTR_NSP_ONDISK_MASK)).count_ones() > 1 {
         return refuse(format!(
             "filter {:#x} names more than one namespace: the kernel fails the mount",
             a.attr_filter
@@ -312,13 +305,13 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditRe
                     .into(),
             );
         }
-        if a.attr_filter != ATTR_PARENT || a.value_len != PARENT_REC {
+        if a.attr_filter != u32::from(XFS_ATTR_PARENT) || a.value_len != PARENT_REC {
             return refuse(format!(
                 "a parent-pointer intent with filter {:#x} and a value of {} bytes: the kernel fails the mount",
                 a.attr_filter, a.value_len
             ));
         }
-    } else if a.attr_filter & (ATTR_PARENT | ATTR_INCOMPLETE) != 0 {
+    } else if a.attr_filter & u32::from(XFS_ATTR_PARENT | XFS_ATTR_INCOMPLETE) != 0 {
         return refuse(format!(
             "filter {:#x} (parent or incomplete) on an xattr intent is not done by this tool",
             a.attr_filter
@@ -328,7 +321,7 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditRe
     let vl = usize::try_from(a.value_len).unwrap_or(usize::MAX);
     let new_nl = usize::try_from(a.new_name_len.unwrap_or(0)).unwrap_or(usize::MAX);
     let name_ok = |n: usize| n > 0 && n <= 255;
-    if !name_ok(nl) || (op == 6 && !name_ok(new_nl)) || a.value_len > XATTR_SIZE_MAX {
+    if !name_ok(nl) || (op == 6 && !name_ok(new_nl)) || a.value_len > XFS_XATTR_SIZE_MAX {
         return refuse(format!(
             "name of {nl} bytes, value of {vl}: the kernel fails the mount"
         ));
@@ -382,10 +375,8 @@ fn checked<'r>(a: &AttriItem, regions: &'r [Vec<u8>], parent_fs: bool) -> EditRe
     })
 }
 
-const DIFLAG2_NREXT64: u64 = 1 << 4;
 /// A remote value block's header (`xfs_attr3_rmt_hdr`) and magic.
 const RMT_HDR: usize = 56;
-const RMT_MAGIC: u32 = 0x5841_524d;
 
 /// The attr fork's first extent record in inode `b` (core size `core`):
 /// its byte offset, its two words and the block it maps.
@@ -399,7 +390,7 @@ fn attr_rec0(b: &[u8], core: usize) -> (usize, u64, u64, u64) {
 /// Set an inode's attr extent count (where the large-count layout keeps
 /// it when the inode has one).
 fn set_anextents(b: &mut [u8], n: u32) {
-    let nrext64 = b.get(4) == Some(&3) && be64(b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
+    let nrext64 = b.get(4) == Some(&3) && be64(b, 120).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
     if nrext64 {
         put_be32(b, 76, n);
     } else {
@@ -624,7 +615,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
             let what = "attr leaf block";
             let bytes = self.read(what, boff, bs)?;
-            if matches!(be16(&bytes, 8), Some(DA_NODE_MAGIC | DA3_NODE_MAGIC)) {
+            if matches!(
+                be16(&bytes, 8),
+                Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC)
+            ) {
                 return Ok(Some(AttrFork::Node));
             }
             let leaf = Leaf::parse(bytes, fs.geo.v5, what)
@@ -655,7 +649,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
 
     /// The hash an attr leaf orders entry `name` by (`xfs_attr_hashval`).
     fn attr_hash(&self, ns: u8, name: &[u8], value: &[u8]) -> EditResult<u32> {
-        if u32::from(ns) & ATTR_PARENT == 0 {
+        if ns & XFS_ATTR_PARENT == 0 {
             return Ok(da_hashname(name));
         }
         let ascii_ci = self.fs().sb.versionnum & 0x4000 != 0;
@@ -756,7 +750,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         now: RecoveryTime,
         space: &mut dyn AttrSpace,
     ) -> EditResult<Vec<AttrTask>> {
-        let parent_fs = self.fs().sb.features_incompat & INCOMPAT_PARENT != 0;
+        let parent_fs = self.fs().sb.features_incompat & XFS_SB_FEAT_INCOMPAT_PARENT != 0;
         let req = checked(a, regions, parent_fs)?;
         let ino = a.ino;
         let (_, ib) = self.inode(ino)?;
@@ -779,7 +773,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             // No attr fork: nothing (the inode is not logged).
             return Ok(Vec::new());
         };
-        let ns = u8::try_from(a.attr_filter & NSP_ONDISK).unwrap_or(0);
+        let ns = u8::try_from(a.attr_filter & u32::from(XFS_ATTR_NSP_ONDISK_MASK)).unwrap_or(0);
         let pending = req.new.map(|(n, v)| PendingAdd {
             ino,
             name: n.to_vec(),
@@ -798,9 +792,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 let hash = self.attr_hash(ns, name, value)?;
                 let parent = req.parent;
                 let (mut lf, _, found) = self.leaf_lookup(ino, hash, |fl, n, v| {
-                    n == name
-                        && u32::from(fl) & NSP_ONDISK == u32::from(ns)
-                        && (!parent || v == value)
+                    n == name && fl & XFS_ATTR_NSP_ONDISK_MASK == ns && (!parent || v == value)
                 })?;
                 let mut tasks = Vec::new();
                 if let Ok(i) = found {
@@ -839,9 +831,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 let hash = self.attr_hash(ns, name, value)?;
                 let parent = req.parent;
                 let found = lf.leaf.lookup(hash, |fl, n, v| {
-                    n == name
-                        && u32::from(fl) & NSP_ONDISK == u32::from(ns)
-                        && (!parent || v == value)
+                    n == name && fl & XFS_ATTR_NSP_ONDISK_MASK == ns && (!parent || v == value)
                 });
                 let mut tasks: Vec<AttrTask> = pending.into_iter().map(AttrTask::Add).collect();
                 if let Ok(i) = found {
@@ -904,7 +894,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let v_at = n_at.saturating_add(nl);
             nl == name.len()
                 && sf.get(n_at..v_at) == Some(name)
-                && u32::from(fl) & NSP_ONDISK == u32::from(ns)
+                && fl & XFS_ATTR_NSP_ONDISK_MASK == ns
                 && (!req.parent || sf.get(v_at..v_at.saturating_add(vl)) == Some(value))
         });
         let Some(e) = found else {
@@ -1036,7 +1026,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     }
                     sf.push(u8::try_from(name.len()).unwrap_or(0));
                     sf.push(u8::try_from(value.len()).unwrap_or(0));
-                    sf.push(flags & u8::try_from(NSP_ONDISK).unwrap_or(0));
+                    sf.push(flags & XFS_ATTR_NSP_ONDISK_MASK);
                     sf.extend_from_slice(name);
                     sf.extend_from_slice(value);
                     if let Some(c) = sf.get_mut(2) {
@@ -1188,12 +1178,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 f.sf.get(n_at.saturating_add(nl)..n_at.saturating_add(nl).saturating_add(vl))
                     .unwrap_or(&[])
                     .to_vec();
-            let ns = fl & u8::try_from(NSP_ONDISK).unwrap_or(0);
+            let ns = fl & XFS_ATTR_NSP_ONDISK_MASK;
             let hash = self.attr_hash(ns, &name, &value)?;
             let Err(i) = leaf.lookup(hash, |fl2, n, v| {
                 n == name.as_slice()
-                    && fl2 & u8::try_from(NSP_ONDISK).unwrap_or(0) == ns
-                    && (u32::from(ns) & ATTR_PARENT == 0 || v == value.as_slice())
+                    && fl2 & XFS_ATTR_NSP_ONDISK_MASK == ns
+                    && (ns & XFS_ATTR_PARENT == 0 || v == value.as_slice())
             }) else {
                 return refuse(format!(
                     "inode {ino}: the shortform list names an attribute twice"
@@ -1272,10 +1262,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     ) -> EditResult<(AddOutcome, Vec<Work>)> {
         let ino = p.ino;
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
-        let parent = u32::from(p.ns) & ATTR_PARENT != 0;
+        let parent = p.ns & XFS_ATTR_PARENT != 0;
         let (mut lf, mut path, found) = self.leaf_lookup(ino, hash, |fl, n, v| {
             n == p.name.as_slice()
-                && fl & u8::try_from(NSP_ONDISK).unwrap_or(0) == p.ns
+                && fl & XFS_ATTR_NSP_ONDISK_MASK == p.ns
                 && (!parent || v == p.value.as_slice())
         })?;
         let i = match found {
@@ -1358,7 +1348,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         if got.is_some_and(|r| r.off <= off) {
             return refuse(format!("inode {ino}: attr block {off} is already mapped"));
         }
-        let mut length = length.min(MAXEXTLEN);
+        let mut length = length.min(XFS_MAX_BMBT_EXTLEN);
         if let Some(r) = got {
             length = length.min(r.off.saturating_sub(off));
         }
@@ -1459,7 +1449,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         put_be16(
             &mut node,
             8,
-            if v5 { DA3_NODE_MAGIC } else { DA_NODE_MAGIC },
+            if v5 {
+                XFS_DA3_NODE_MAGIC
+            } else {
+                XFS_DA_NODE_MAGIC
+            },
         );
         put_be16(&mut node, count_at, 1);
         put_be16(&mut node, level_at, 1);
@@ -1700,7 +1694,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             put_be64(b, 48, ino);
         }
-        put_be16(b, 8, if v5 { DA3_NODE_MAGIC } else { DA_NODE_MAGIC });
+        put_be16(
+            b,
+            8,
+            if v5 {
+                XFS_DA3_NODE_MAGIC
+            } else {
+                XFS_DA_NODE_MAGIC
+            },
+        );
         put_be16(b, count_at, 0);
         put_be16(b, level_at, level);
     }
@@ -1864,7 +1866,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let boff = self.attr_block_off(ino, dablk)?;
             let b = self.read("attr block", boff, bs)?;
             let magic = be16(&b, 8);
-            if !matches!(magic, Some(DA_NODE_MAGIC | DA3_NODE_MAGIC)) {
+            if !matches!(magic, Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC)) {
                 if want_level.is_some_and(|l| l != 0) {
                     return refuse(format!(
                         "inode {ino}: attr block {dablk} is a leaf where a node was due"
@@ -2033,7 +2035,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let b = self.read("attr node block", boff, bs)?;
             let above = depth.saturating_sub(1).saturating_sub(path.len());
             let want = base.saturating_add(u16::try_from(above).unwrap_or(u16::MAX));
-            if !matches!(be16(&b, 8), Some(DA_NODE_MAGIC | DA3_NODE_MAGIC))
+            if !matches!(be16(&b, 8), Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC))
                 || be16(&b, level_at).unwrap_or(0) != want
                 || count_of(&b) == 0
             {
@@ -2587,8 +2589,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
         let (mut lf, _, found) = self.leaf_lookup(ino, hash, |fl, n, _| {
             n == p.name.as_slice()
-                && u32::from(fl) & (NSP_ONDISK | ATTR_INCOMPLETE)
-                    == u32::from(p.ns) | ATTR_INCOMPLETE
+                && fl & (XFS_ATTR_NSP_ONDISK_MASK | XFS_ATTR_INCOMPLETE)
+                    == p.ns | XFS_ATTR_INCOMPLETE
         })?;
         let Ok(i) = found else {
             return refuse(format!("inode {ino}: the remote value's entry is gone"));
@@ -2621,7 +2623,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 .map_err(|e| e.within(|| format!("inode {ino}")))?;
             let mut v = vec![0u8; bs];
             let data_at = if g.v5 {
-                put_be32(&mut v, 0, RMT_MAGIC);
+                put_be32(&mut v, 0, XFS_ATTR3_RMT_MAGIC);
                 let off = i.saturating_mul(space);
                 put_be32(&mut v, 4, u32::try_from(off).unwrap_or(0));
                 put_be32(&mut v, 8, u32::try_from(part.len()).unwrap_or(0));
@@ -2692,8 +2694,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let hash = self.attr_hash(r.ns, &r.name, &r.value)?;
         let (mut lf, mut path, found) = self.leaf_lookup(ino, hash, |fl, n, v| {
             n == r.name.as_slice()
-                && u32::from(fl) & (NSP_ONDISK | ATTR_INCOMPLETE)
-                    == u32::from(r.ns) | ATTR_INCOMPLETE
+                && fl & (XFS_ATTR_NSP_ONDISK_MASK | XFS_ATTR_INCOMPLETE)
+                    == r.ns | XFS_ATTR_INCOMPLETE
                 && (!r.parent || v == r.value.as_slice())
         })?;
         let Ok(i) = found else {
@@ -3398,7 +3400,7 @@ mod fixture_tests {
         // order, and with one child left the root took its bytes (a node
         // at level 1 in attr block 0); the dropped node is unmapped.
         let b0 = ed.read("attr block", root, bs).unwrap();
-        assert_eq!(be16(&b0, 8), Some(DA3_NODE_MAGIC));
+        assert_eq!(be16(&b0, 8), Some(XFS_DA3_NODE_MAGIC));
         let (_, _, level_at) = node_layout(true);
         assert_eq!(be16(&b0, level_at), Some(1));
         let after = ForkEditor::<crate::xfs::read::FileReader>::da_entries(&b0, true);

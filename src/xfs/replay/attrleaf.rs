@@ -24,14 +24,13 @@
 
 use super::agedit::{refuse, EditResult};
 use super::{put_be16, put_be32, put_be64};
+use crate::xfs::format::attr::{
+    XFS_ATTR3_LEAF_MAGIC, XFS_ATTR_INCOMPLETE, XFS_ATTR_LEAF_MAGIC, XFS_ATTR_LOCAL,
+};
 use crate::xfs::fs::{be16, be32};
 
-const ATTR_LOCAL: u8 = 0x01;
-const ATTR_INCOMPLETE: u8 = 0x80;
 const ENTRY: usize = 8;
 const MAPSIZE: usize = 3;
-pub const ATTR3_LEAF_MAGIC: u16 = 0x3bee;
-pub const ATTR_LEAF_MAGIC: u16 = 0xfbee;
 
 /// Where the header fields lie (v5 or v4 layout).
 #[derive(Clone, Copy, Debug)]
@@ -86,9 +85,9 @@ impl Leaf {
         let lay = layout(v5);
         let magic = be16(&b, 8).unwrap_or(0);
         let want = if v5 {
-            ATTR3_LEAF_MAGIC
+            XFS_ATTR3_LEAF_MAGIC
         } else {
-            ATTR_LEAF_MAGIC
+            XFS_ATTR_LEAF_MAGIC
         };
         if magic != want {
             return refuse(format!("{what}: magic {magic:#x} is not an attr leaf's"));
@@ -142,14 +141,14 @@ impl Leaf {
         let lay = layout(v5);
         let mut b = vec![0u8; bs];
         if v5 {
-            put_be16(&mut b, 8, ATTR3_LEAF_MAGIC);
+            put_be16(&mut b, 8, XFS_ATTR3_LEAF_MAGIC);
             put_be64(&mut b, 16, daddr);
             if let Some(u) = b.get_mut(32..48) {
                 u.copy_from_slice(uuid);
             }
             put_be64(&mut b, 48, owner);
         } else {
-            put_be16(&mut b, 8, ATTR_LEAF_MAGIC);
+            put_be16(&mut b, 8, XFS_ATTR_LEAF_MAGIC);
         }
         let hdr = Hdr {
             count: 0,
@@ -198,7 +197,7 @@ impl Leaf {
     /// `None` for a local value.
     pub fn remote(&self, i: usize) -> Option<(u32, u32)> {
         let (_, nameidx, flags) = self.entry(i);
-        if flags & ATTR_LOCAL != 0 {
+        if flags & XFS_ATTR_LOCAL != 0 {
             return None;
         }
         Some((
@@ -213,9 +212,9 @@ impl Leaf {
         let (_, nameidx, flags) = self.entry(i);
         let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
         if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
-            *f = flags | ATTR_INCOMPLETE;
+            *f = flags | XFS_ATTR_INCOMPLETE;
         }
-        if flags & ATTR_LOCAL == 0 {
+        if flags & XFS_ATTR_LOCAL == 0 {
             put_be32(&mut self.b, nameidx, 0);
             put_be32(&mut self.b, nameidx.saturating_add(4), 0);
         }
@@ -224,7 +223,7 @@ impl Leaf {
     /// The bytes entry `i`'s name record takes (local or remote).
     fn entsize_at(&self, i: usize) -> usize {
         let (_, nameidx, flags) = self.entry(i);
-        if flags & ATTR_LOCAL != 0 {
+        if flags & XFS_ATTR_LOCAL != 0 {
             let (nl, vl) = self.name_lens(nameidx);
             entsize_local(nl, vl)
         } else {
@@ -243,7 +242,7 @@ impl Leaf {
     /// Entry `i`: its flags, name and value (none for a remote value).
     pub fn local(&self, i: usize) -> (u8, &[u8], &[u8]) {
         let (_, nameidx, flags) = self.entry(i);
-        if flags & ATTR_LOCAL == 0 {
+        if flags & XFS_ATTR_LOCAL == 0 {
             let nl = usize::from(self.b.get(nameidx.saturating_add(8)).copied().unwrap_or(0));
             let n_at = nameidx.saturating_add(9);
             return (
@@ -311,7 +310,7 @@ impl Leaf {
         rec.push(u8::try_from(name.len()).unwrap_or(0));
         rec.extend_from_slice(name);
         rec.extend_from_slice(value);
-        self.add_record(index, hash, ns | ATTR_LOCAL, &rec, entsize)
+        self.add_record(index, hash, ns | XFS_ATTR_LOCAL, &rec, entsize)
     }
 
     /// The entry of a remote value, INCOMPLETE with no value block yet
@@ -324,7 +323,7 @@ impl Leaf {
         self.add_record(
             index,
             hash,
-            ns | ATTR_INCOMPLETE,
+            ns | XFS_ATTR_INCOMPLETE,
             &rec,
             entsize_remote(name.len()),
         )
@@ -336,9 +335,9 @@ impl Leaf {
         let (_, nameidx, flags) = self.entry(index);
         let at = self.lay.hdr.saturating_add(index.saturating_mul(ENTRY));
         if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
-            *f = flags & !ATTR_INCOMPLETE;
+            *f = flags & !XFS_ATTR_INCOMPLETE;
         }
-        if flags & ATTR_LOCAL == 0 {
+        if flags & XFS_ATTR_LOCAL == 0 {
             put_be32(&mut self.b, nameidx, valueblk);
             put_be32(&mut self.b, nameidx.saturating_add(4), valuelen);
         }
@@ -766,7 +765,7 @@ impl Leaf {
             if flags & 0x80 != 0 {
                 continue;
             }
-            if flags & ATTR_LOCAL == 0 || name.len() >= 255 || value.len() >= 255 {
+            if flags & XFS_ATTR_LOCAL == 0 || name.len() >= 255 || value.len() >= 255 {
                 return None;
             }
             bytes = bytes

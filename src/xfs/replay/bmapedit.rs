@@ -46,6 +46,10 @@ use super::alloc::RmapOwner;
 use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::error::Result;
+use crate::xfs::format::dinode::{
+    XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK,
+    XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_EXTENTS, XFS_MAX_BMBT_EXTLEN,
+};
 use crate::xfs::format::log::*;
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::Overlay;
@@ -54,14 +58,6 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::types::{FsBlock, Ino, Lsn};
 use std::collections::BTreeMap;
 
-/// The largest extent record length (21 bits).
-const MAXEXTLEN: u64 = (1 << 21) - 1;
-const BMAP_MAGIC: u32 = 0x424d_4150;
-const BMAP_CRC_MAGIC: u32 = 0x424d_4133;
-const DIFLAG2_REFLINK: u64 = 1 << 1;
-const DIFLAG2_NREXT64: u64 = 1 << 4;
-const FMT_EXTENTS: u8 = 2;
-const FMT_BTREE: u8 = 3;
 const MAX_LEVELS: u16 = 9;
 
 /// One extent record (`xfs_bmbt_irec`).
@@ -80,7 +76,7 @@ impl Rec {
         Rec {
             off: (l0 >> 9) & ((1 << 54) - 1),
             start: ((l0 & 0x1ff) << 43) | (l1 >> 21),
-            len: l1 & MAXEXTLEN,
+            len: l1 & XFS_MAX_BMBT_EXTLEN,
             unwritten: l0 >> 63 != 0,
         }
     }
@@ -88,7 +84,7 @@ impl Rec {
         let l0 = (u64::from(self.unwritten) << 63)
             | ((self.off & ((1 << 54) - 1)) << 9)
             | ((self.start >> 43) & 0x1ff);
-        let l1 = ((self.start & ((1 << 43) - 1)) << 21) | (self.len & MAXEXTLEN);
+        let l1 = ((self.start & ((1 << 43) - 1)) << 21) | (self.len & XFS_MAX_BMBT_EXTLEN);
         put_be64(b, at, l0);
         put_be64(b, at.saturating_add(8), l1);
     }
@@ -149,7 +145,7 @@ impl ForkAt {
     fn nextents_set(&mut self, n: u64) -> EditResult<()> {
         let flags2 = self.flags2();
         if self.attr {
-            if flags2 & DIFLAG2_NREXT64 != 0 {
+            if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
                 put_be32(&mut self.bytes, 76, u32::try_from(n).unwrap_or(u32::MAX));
             } else {
                 let Ok(v) = u16::try_from(n) else {
@@ -157,7 +153,7 @@ impl ForkAt {
                 };
                 put_be16(&mut self.bytes, 80, v);
             }
-        } else if flags2 & DIFLAG2_NREXT64 != 0 {
+        } else if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
             put_be64(&mut self.bytes, 24, n);
         } else {
             let Ok(v) = u32::try_from(n) else {
@@ -200,7 +196,7 @@ struct Leaf {
 /// 32/16-bit fields or, with nrext64, the 64/32-bit ones.
 pub(super) fn extent_count(b: &[u8], attr: bool) -> u64 {
     let v3 = b.get(4) == Some(&3);
-    let nrext64 = v3 && be64(b, 120).unwrap_or(0) & DIFLAG2_NREXT64 != 0;
+    let nrext64 = v3 && be64(b, 120).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
     match (attr, nrext64) {
         (true, true) => u64::from(be32(b, 76).unwrap_or(0)),
         (true, false) => u64::from(be16(b, 80).unwrap_or(0)),
@@ -458,7 +454,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             format,
             nextents,
             attr,
-            reflink: flags2 & DIFLAG2_REFLINK != 0,
+            reflink: flags2 & XFS_DIFLAG2_REFLINK != 0,
         })
     }
 
@@ -471,7 +467,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return refuse("a realtime bmap update is not done by this tool".into());
         }
         let len = u64::from(x.len);
-        if len == 0 || len > MAXEXTLEN {
+        if len == 0 || len > XFS_MAX_BMBT_EXTLEN {
             return refuse(format!("bmap update of {len} blocks"));
         }
         let g = &self.fs.geo;
@@ -606,7 +602,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// xfs_bmap_add_extent_hole_real.
     fn map(&mut self, f: &mut ForkAt, new: Rec, alloc: &mut Alloc<'_>) -> EditResult<()> {
         match f.format {
-            FMT_EXTENTS => {
+            XFS_DINODE_FMT_EXTENTS => {
                 let mut recs = self.list(f)?;
                 let i = recs.partition_point(|r| r.off < new.off);
                 let left = i.checked_sub(1).and_then(|j| recs.get(j)).copied();
@@ -642,7 +638,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
                 self.put_list(f, &recs)
             }
-            FMT_BTREE => self.map_btree(f, new, alloc),
+            XFS_DINODE_FMT_BTREE => self.map_btree(f, new, alloc),
             fmt => refuse(format!(
                 "a mapping into a fork of format {fmt} (no mappings): the kernel fails the mount"
             )),
@@ -697,9 +693,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         );
         let fmt_at = if f.attr { 83 } else { 5 };
         if let Some(x) = f.bytes.get_mut(fmt_at) {
-            *x = FMT_BTREE;
+            *x = XFS_DINODE_FMT_BTREE;
         }
-        f.format = FMT_BTREE;
+        f.format = XFS_DINODE_FMT_BTREE;
         f.nextents_set(u64::try_from(recs.len()).unwrap_or(u64::MAX))
     }
 
@@ -752,7 +748,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> Vec<u8> {
         let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
         let mut b = vec![0u8; bs];
-        put_be32(&mut b, 0, BMAP_CRC_MAGIC);
+        put_be32(&mut b, 0, XFS_BMAP_CRC_MAGIC);
         put_be16(&mut b, 4, level);
         put_be16(&mut b, 6, u16::try_from(n).unwrap_or(u16::MAX));
         put_be64(&mut b, 8, left);
@@ -1080,8 +1076,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> EditResult<Mapping> {
         let f = self.fork(ino, attr)?;
         let next = match f.format {
-            FMT_EXTENTS => self.list(&f)?.into_iter().find(|r| r.end() > off),
-            FMT_BTREE => {
+            XFS_DINODE_FMT_EXTENTS => self.list(&f)?.into_iter().find(|r| r.end() > off),
+            XFS_DINODE_FMT_BTREE => {
                 let (_, maxrecs, _) = self.bmbt_geometry(&f);
                 let (_, leaf) = self.descend(&f, ino, off)?;
                 match leaf.recs.iter().find(|r| r.end() > off) {
@@ -1136,10 +1132,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// leftmost along the right siblings, as many as the fork counts, in
     /// order.
     fn records(&self, f: &ForkAt, ino: u64) -> EditResult<Vec<Rec>> {
-        if f.format == FMT_EXTENTS {
+        if f.format == XFS_DINODE_FMT_EXTENTS {
             return self.list(f);
         }
-        if f.format != FMT_BTREE {
+        if f.format != XFS_DINODE_FMT_BTREE {
             return refuse(format!(
                 "inode {ino}: a fork of format {} has no extents",
                 f.format
@@ -1187,7 +1183,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// grows by its length; the inode is logged.
     pub(super) fn attr_map(&mut self, ino: u64, rec: Rec, alloc: &mut Alloc<'_>) -> EditResult<()> {
         let mut f = self.fork(ino, true)?;
-        if f.format != FMT_EXTENTS && f.format != FMT_BTREE {
+        if f.format != XFS_DINODE_FMT_EXTENTS && f.format != XFS_DINODE_FMT_BTREE {
             return refuse(format!(
                 "inode {ino}: a mapping into an attr fork of format {}",
                 f.format
@@ -1215,7 +1211,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         end: u64,
     ) -> EditResult<Option<(Rec, bool)>> {
         let mut f = self.fork(ino, true)?;
-        let piece = if f.format == FMT_BTREE {
+        let piece = if f.format == XFS_DINODE_FMT_BTREE {
             let mut no_split = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> {
                 refuse(format!(
                     "inode {ino}: an attr block cut out of the middle of an extent in a full bmbt leaf"
@@ -1362,9 +1358,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let b = self.read("bmbt block", off, bs)?;
         let magic = be32(&b, 0).unwrap_or(0);
         let want_magic = if self.fs.geo.v5 {
-            BMAP_CRC_MAGIC
+            XFS_BMAP_CRC_MAGIC
         } else {
-            BMAP_MAGIC
+            XFS_BMAP_MAGIC
         };
         let lvl = be16(&b, 4).unwrap_or(u16::MAX);
         let nr = usize::from(be16(&b, 6).unwrap_or(0));
@@ -1781,10 +1777,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         len: u64,
         alloc: &mut Alloc<'_>,
     ) -> EditResult<Vec<Rec>> {
-        if f.format == FMT_BTREE {
+        if f.format == XFS_DINODE_FMT_BTREE {
             return self.unmap_btree(f, off, len, alloc);
         }
-        if f.format != FMT_EXTENTS {
+        if f.format != XFS_DINODE_FMT_EXTENTS {
             return refuse(format!(
                 "an unmap from a fork of format {} (no mappings): the kernel fails the mount",
                 f.format
@@ -2180,9 +2176,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         let fmt_at = if f.attr { 83 } else { 5 };
         if let Some(x) = f.bytes.get_mut(fmt_at) {
-            *x = FMT_EXTENTS;
+            *x = XFS_DINODE_FMT_EXTENTS;
         }
-        f.format = FMT_EXTENTS;
+        f.format = XFS_DINODE_FMT_EXTENTS;
         self.put_list(f, &recs)?;
         self.let_go_of(f, loff, fsb, false);
         Ok(())
@@ -2337,14 +2333,18 @@ fn keep_unflushed_bytes(b: &mut [u8], base: &[u8]) {
         keep(ptrs.saturating_add(n.min(max).saturating_mul(8)), end);
     };
     match dformat {
-        Some(FMT_EXTENTS) => keep(core.saturating_add(dn.saturating_mul(16)).min(dend), dend),
-        Some(FMT_BTREE) => root(&cur, &mut keep, core, dend),
+        Some(XFS_DINODE_FMT_EXTENTS) => {
+            keep(core.saturating_add(dn.saturating_mul(16)).min(dend), dend)
+        }
+        Some(XFS_DINODE_FMT_BTREE) => root(&cur, &mut keep, core, dend),
         _ => {}
     }
     if forkoff != 0 {
         match aformat {
-            Some(FMT_EXTENTS) => keep(dend.saturating_add(an.saturating_mul(16)).min(isize), isize),
-            Some(FMT_BTREE) => root(&cur, &mut keep, dend, isize),
+            Some(XFS_DINODE_FMT_EXTENTS) => {
+                keep(dend.saturating_add(an.saturating_mul(16)).min(isize), isize)
+            }
+            Some(XFS_DINODE_FMT_BTREE) => root(&cur, &mut keep, dend, isize),
             Some(1) => keep(dend.saturating_add(atotal).min(isize), isize),
             _ => {}
         }
@@ -2425,16 +2425,16 @@ fn contiguity(left: Option<Rec>, right: Option<Rec>, new: Rec) -> (bool, bool) {
         l.end() == new.off
             && l.start.saturating_add(l.len) == new.start
             && l.unwritten == new.unwritten
-            && l.len.saturating_add(new.len) <= MAXEXTLEN
+            && l.len.saturating_add(new.len) <= XFS_MAX_BMBT_EXTLEN
     });
     let rc = right.is_some_and(|r| {
         new.end() == r.off
             && new.start.saturating_add(new.len) == r.start
             && new.unwritten == r.unwritten
-            && new.len.saturating_add(r.len) <= MAXEXTLEN
+            && new.len.saturating_add(r.len) <= XFS_MAX_BMBT_EXTLEN
             && (!lc
                 || left.is_some_and(|l| {
-                    l.len.saturating_add(new.len).saturating_add(r.len) <= MAXEXTLEN
+                    l.len.saturating_add(new.len).saturating_add(r.len) <= XFS_MAX_BMBT_EXTLEN
                 }))
     });
     (lc, rc)
@@ -2627,7 +2627,7 @@ mod fixture_tests {
         had.sort_unstable();
         assert_eq!(freed, had);
         let f = ed.fork(btree.ino.0, false).unwrap();
-        assert_eq!((f.format, f.nextents), (FMT_EXTENTS, 0));
+        assert_eq!((f.format, f.nextents), (XFS_DINODE_FMT_EXTENTS, 0));
         assert_eq!(be64(&f.bytes, 64), Some(0));
     }
 
@@ -2698,7 +2698,7 @@ mod tests {
         let x = Rec {
             off: (1 << 54) - 2,
             start: (1 << 52) - 3,
-            len: MAXEXTLEN,
+            len: XFS_MAX_BMBT_EXTLEN,
             unwritten: true,
         };
         let mut b = vec![0u8; 16];
@@ -2725,9 +2725,9 @@ mod tests {
         // Too long together.
         assert_eq!(
             contiguity(
-                Some(r(0, 1000, MAXEXTLEN)),
+                Some(r(0, 1000, XFS_MAX_BMBT_EXTLEN)),
                 None,
-                r(MAXEXTLEN, 1000 + MAXEXTLEN, 1)
+                r(XFS_MAX_BMBT_EXTLEN, 1000 + XFS_MAX_BMBT_EXTLEN, 1)
             ),
             (false, false)
         );

@@ -13,34 +13,23 @@
 
 use super::{put_be64, put_crc, ReadAt, Stamp, State};
 use crate::xfs::error::{Error, Location, Result};
+use crate::xfs::format::ag::{XFS_AGFL_MAGIC, XFS_AGF_MAGIC, XFS_AGI_MAGIC};
+use crate::xfs::format::attr::{XFS_ATTR3_LEAF_MAGIC, XFS_ATTR3_RMT_MAGIC, XFS_ATTR_LEAF_MAGIC};
 use crate::xfs::format::btree::*;
+use crate::xfs::format::da::{XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
 use crate::xfs::format::dinode::{
     XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DINODE_MAGIC, XFS_SYMLINK_MAGIC,
 };
+use crate::xfs::format::dir2::{
+    XFS_DIR2_BLOCK_MAGIC, XFS_DIR2_DATA_MAGIC, XFS_DIR2_FREE_MAGIC, XFS_DIR2_LEAF1_MAGIC,
+    XFS_DIR2_LEAFN_MAGIC, XFS_DIR3_BLOCK_MAGIC, XFS_DIR3_DATA_MAGIC, XFS_DIR3_FREE_MAGIC,
+    XFS_DIR3_LEAF1_MAGIC, XFS_DIR3_LEAFN_MAGIC,
+};
 use crate::xfs::format::log::*;
+use crate::xfs::format::sb::XFS_SB_MAGIC;
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::bitmap::{contig_bits, next_bit};
 use crate::xfs::log::items::BufItem;
-
-const XFS_AGF_MAGIC: u32 = 0x5841_4746;
-const XFS_AGI_MAGIC: u32 = 0x5841_4749;
-const XFS_AGFL_MAGIC: u32 = 0x5841_464c;
-use crate::xfs::format::sb::XFS_SB_MAGIC;
-const XFS_DIR3_BLOCK_MAGIC: u32 = 0x5844_4233;
-const XFS_DIR3_DATA_MAGIC: u32 = 0x5844_4433;
-const XFS_DIR3_FREE_MAGIC: u32 = 0x5844_4633;
-const XFS_DIR2_BLOCK_MAGIC: u32 = 0x5844_3242;
-const XFS_DIR2_DATA_MAGIC: u32 = 0x5844_3244;
-const XFS_DIR2_FREE_MAGIC: u32 = 0x5844_3246;
-const XFS_ATTR3_RMT_MAGIC: u32 = 0x5841_524d;
-const XFS_DIR2_LEAF1_MAGIC: u16 = 0xd2f1;
-const XFS_DIR2_LEAFN_MAGIC: u16 = 0xd2ff;
-const XFS_DA_NODE_MAGIC: u16 = 0xfebe;
-const XFS_ATTR_LEAF_MAGIC: u16 = 0xfbee;
-const XFS_DIR3_LEAF1_MAGIC: u16 = 0x3df1;
-const XFS_DIR3_LEAFN_MAGIC: u16 = 0x3dff;
-const XFS_DA3_NODE_MAGIC: u16 = 0x3ebe;
-const XFS_ATTR3_LEAF_MAGIC: u16 = 0x3bee;
 
 /// The LSN a block carries, found by its magic as recovery does
 /// (`xlog_recover_get_buf_lsn`); `None` means "recover it regardless"

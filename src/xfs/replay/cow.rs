@@ -18,14 +18,12 @@ use super::agedit::refuse;
 use super::agedit::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
+use crate::xfs::format::btree::{XFS_REFC_COWFLAG, XFS_RMAP_OWN_COW};
 use crate::xfs::fs::{be32, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
 use serde::Serialize;
-
-pub use super::agedit::OWN_COW;
-const COW_FLAG: u32 = 1 << 31;
 
 /// One CoW staging extent.
 #[derive(Clone, Debug, Serialize)]
@@ -60,7 +58,7 @@ pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -
 /// queues it: the reverse mapping (RUI), the refcount record (CUI), then
 /// the blocks (EFI: no owner to unmap).
 fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
-    match s.find(Tree::Refc, key_refc(agbno | COW_FLAG))? {
+    match s.find(Tree::Refc, key_refc(agbno | XFS_REFC_COWFLAG))? {
         Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {}
         _ => return refuse("the CoW refcount record changed".into()),
     }
@@ -69,17 +67,17 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
     // 1. the reverse mapping (xfs_rmap_finish_one fixes the free list
     //    before it changes the rmapbt);
     if s.feat.rmapbt {
-        match s.find(Tree::Rmap, key_rmap(agbno, OWN_COW, 0))? {
+        match s.find(Tree::Rmap, key_rmap(agbno, XFS_RMAP_OWN_COW, 0))? {
             Some(r) if be32(&r, 4) == Some(len) => {}
             Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
             None => return refuse("no CoW reverse mapping for the extent".into()),
         }
         s.fix_freelist(true)?;
-        s.rmap_unmap(agbno, len, false, RmapOwner::special(OWN_COW))?;
+        s.rmap_unmap(agbno, len, false, RmapOwner::special(XFS_RMAP_OWN_COW))?;
         s.finish_deferred()?;
     }
     // 2. the refcount record;
-    s.delete(Tree::Refc, key_refc(agbno | COW_FLAG))?;
+    s.delete(Tree::Refc, key_refc(agbno | XFS_REFC_COWFLAG))?;
     s.finish_deferred()?;
     // 3. the blocks (__xfs_free_extent: free list fixed, blocks freed and
     //    busy, so that later free-list refills pass over them).
@@ -114,8 +112,8 @@ pub fn recover<R: ReadAt>(
                     .iter()
                     .filter_map(|r| {
                         let start = be32(r, 0)?;
-                        (start & COW_FLAG != 0)
-                            .then(|| (start & !COW_FLAG, be32(r, 4).unwrap_or(0)))
+                        (start & XFS_REFC_COWFLAG != 0)
+                            .then(|| (start & !XFS_REFC_COWFLAG, be32(r, 4).unwrap_or(0)))
                     })
                     .collect(),
                 Err(EditError::Read(e)) => return Err(e),

@@ -27,25 +27,17 @@
 use super::agedit::refuse;
 use super::agedit::{key_refc, key_rmap, AgStore, EditResult, Neighbors, Snapshot, Tree};
 use super::alloc::RmapOwner;
+use crate::xfs::format::btree::{
+    MAXREFCOUNT, XFS_REFC_COWFLAG, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK,
+    XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_AG, XFS_RMAP_OWN_NULL,
+    XFS_RMAP_OWN_UNKNOWN,
+};
 use crate::xfs::fs::{be32, be64, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
 use std::collections::{BTreeMap, VecDeque};
 
 pub type Key = (u64, u64, u64);
-
-/// `XFS_RMAP_OWN_*`.
-pub const OWN_NULL: u64 = u64::MAX;
-pub const OWN_UNKNOWN: u64 = u64::MAX - 1;
-pub const OWN_AG: u64 = u64::MAX - 4;
-pub const OWN_INODES: u64 = u64::MAX - 6;
-
-const OFF_ATTR: u64 = 1 << 63;
-const OFF_BMBT: u64 = 1 << 62;
-const OFF_UNWRITTEN: u64 = 1 << 61;
-const OFF_MASK: u64 = (1 << 54) - 1;
-const COW_FLAG: u32 = 1 << 31;
-const MAXREFCOUNT: u32 = u32::MAX;
 
 /// Record access the work needs; [`AgStore`] is the real one.
 pub trait Recs {
@@ -100,22 +92,22 @@ impl Rmap {
             start: be32(r, 0).unwrap_or(0),
             len: be32(r, 4).unwrap_or(0),
             owner: be64(r, 8).unwrap_or(0),
-            offset: off & OFF_MASK,
-            attr: off & OFF_ATTR != 0,
-            bmbt: off & OFF_BMBT != 0,
-            unwritten: off & OFF_UNWRITTEN != 0,
+            offset: off & XFS_RMAP_OFF_MASK,
+            attr: off & XFS_RMAP_OFF_ATTR_FORK != 0,
+            bmbt: off & XFS_RMAP_OFF_BMBT_BLOCK != 0,
+            unwritten: off & XFS_RMAP_OFF_UNWRITTEN != 0,
         }
     }
     pub fn bytes(&self) -> Vec<u8> {
-        let mut off = self.offset & OFF_MASK;
+        let mut off = self.offset & XFS_RMAP_OFF_MASK;
         if self.attr {
-            off |= OFF_ATTR;
+            off |= XFS_RMAP_OFF_ATTR_FORK;
         }
         if self.bmbt {
-            off |= OFF_BMBT;
+            off |= XFS_RMAP_OFF_BMBT_BLOCK;
         }
         if self.unwritten {
-            off |= OFF_UNWRITTEN;
+            off |= XFS_RMAP_OFF_UNWRITTEN;
         }
         let mut r = Vec::with_capacity(24);
         r.extend_from_slice(&self.start.to_be_bytes());
@@ -130,12 +122,12 @@ impl Rmap {
         key_rmap(self.start, self.owner, self.key_offset(self.offset))
     }
     fn key_offset(&self, offset: u64) -> u64 {
-        let mut off = offset & OFF_MASK;
+        let mut off = offset & XFS_RMAP_OFF_MASK;
         if self.attr {
-            off |= OFF_ATTR;
+            off |= XFS_RMAP_OFF_ATTR_FORK;
         }
         if self.bmbt {
-            off |= OFF_BMBT;
+            off |= XFS_RMAP_OFF_BMBT_BLOCK;
         }
         off
     }
@@ -148,7 +140,7 @@ impl Rmap {
     }
     /// `xfs_rmap_is_mergeable` against the owner and flags of `o`.
     fn mergeable(&self, o: &Rmap) -> bool {
-        self.owner != OWN_NULL
+        self.owner != XFS_RMAP_OWN_NULL
             && self.owner == o.owner
             && self.unwritten == o.unwritten
             && self.attr == o.attr
@@ -175,10 +167,10 @@ impl Refc {
     fn parse(r: &[u8]) -> Option<Refc> {
         let start = be32(r, 0)?;
         Some(Refc {
-            start: start & !COW_FLAG,
+            start: start & !XFS_REFC_COWFLAG,
             len: be32(r, 4)?,
             refcount: be32(r, 8)?,
-            cow: start & COW_FLAG != 0,
+            cow: start & XFS_REFC_COWFLAG != 0,
         })
     }
     fn key(&self) -> Key {
@@ -187,7 +179,7 @@ impl Refc {
     pub fn bytes(&self) -> Vec<u8> {
         let mut r = Vec::with_capacity(12);
         let start = if self.cow {
-            self.start | COW_FLAG
+            self.start | XFS_REFC_COWFLAG
         } else {
             self.start
         };
@@ -615,7 +607,7 @@ fn newm_of(r: Rmap, unwritten: bool) -> Rmap {
 // Reference counts (shared domain).
 
 fn rkey(agbno: u32, cow: bool) -> Key {
-    key_refc(if cow { agbno | COW_FLAG } else { agbno })
+    key_refc(if cow { agbno | XFS_REFC_COWFLAG } else { agbno })
 }
 
 fn refc_le<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<Option<Refc>> {
@@ -1239,7 +1231,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         items
             .into_iter()
             .map(|(agbno, owner)| {
-                if owner == OWN_AG {
+                if owner == XFS_RMAP_OWN_AG {
                     Work::AgflFree { agno, agbno }
                 } else {
                     Work::Free {
@@ -1271,7 +1263,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
     ) -> EditResult<()> {
         let o = match owner {
             FreeOwner::Skip => None,
-            FreeOwner::Unknown => Some(RmapOwner::special(OWN_UNKNOWN)),
+            FreeOwner::Unknown => Some(RmapOwner::special(XFS_RMAP_OWN_UNKNOWN)),
             FreeOwner::Known(m) => Some(Self::owner_of(&m)),
         };
         self.store(agno)?.free_ag_extent(agbno, len, o)
@@ -1357,7 +1349,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                 let owner = FreeOwner::Known(Rmap {
                     start: *agbno,
                     len: 1,
-                    owner: OWN_AG,
+                    owner: XFS_RMAP_OWN_AG,
                     offset: 0,
                     attr: false,
                     bmbt: false,

@@ -9,7 +9,8 @@
 
 use super::{put_be16, put_be32, put_be64, put_crc, ReadAt, State};
 use crate::xfs::error::{Error, Location, Result};
-use crate::xfs::format::dinode::{NULLAGINO, XFS_DINODE_CRC_OFF, XFS_DINODE_MAGIC};
+use crate::xfs::format::ag::NULLAGINO;
+use crate::xfs::format::dinode::{XFS_DINODE_CRC_OFF, XFS_DINODE_MAGIC};
 use crate::xfs::log::items::IcreateItem;
 
 fn bad(what: &str, ic: &IcreateItem) -> Error {

@@ -17,16 +17,13 @@
 use super::{put_be16, put_be32, put_be64, put_crc, u64_of, ReadAt, State};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::dinode::*;
+use crate::xfs::format::dinode::{S_IFDIR, S_IFMT, S_IFREG};
 use crate::xfs::format::log::*;
 use crate::xfs::log::items::{InodeItem, Order};
 
 fn corrupt(daddr: u64, detail: String) -> Error {
     Error::corrupt("log inode item", Location::Daddr { daddr }, detail)
 }
-
-const S_IFMT: u16 = 0o170000;
-const S_IFREG: u16 = 0o100000;
-const S_IFDIR: u16 = 0o040000;
 
 /// Replay one inode item.
 pub fn commit_pass2<R: ReadAt>(

@@ -41,10 +41,12 @@
 
 use super::agedit::refuse;
 use super::agedit::{key_ino, EditError, EditResult, Tree};
-use super::defer::{Engine, FreeOwner, Rmap, Work, OWN_INODES};
+use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::bmap::Fork;
 use crate::xfs::error::Result;
+use crate::xfs::format::ag::NULLAGINO;
+use crate::xfs::format::btree::XFS_RMAP_OWN_INODES;
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::{Image, Overlay};
 use crate::xfs::read::{ReadAt, ReadError};
@@ -130,7 +132,6 @@ pub struct KeptInode {
     pub why: String,
 }
 
-const NULLAGINO: u32 = u32::MAX;
 const AGI_COUNT: usize = 16;
 const AGI_FREECOUNT: usize = 28;
 
@@ -589,7 +590,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     owner: FreeOwner::Known(Rmap {
                         start: b,
                         len,
-                        owner: OWN_INODES,
+                        owner: XFS_RMAP_OWN_INODES,
                         offset: 0,
                         attr: false,
                         bmbt: false,

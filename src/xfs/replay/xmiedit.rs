@@ -3,19 +3,19 @@
 //!
 //! ```text
 //!  the intent     both inodes (their generations checked; they may be one
-//!                 file), the ranges and the caller's flags (ATTR_FORK,
-//!                 SET_SIZES, INO1_WRITTEN); the logged sizes and reflink
+//!                 file), the ranges and the caller's flags (XFS_EXCHMAPS_ATTR_FORK,
+//!                 XFS_EXCHMAPS_SET_SIZES, XFS_EXCHMAPS_INO1_WRITTEN); the logged sizes and reflink
 //!                 flags are not used: sizes to exchange and reflink flags
 //!                 to clear are worked out again from the inodes as they
 //!                 are now (an attr fork has neither)
 //!  first          an inode whose partner is reflinked becomes reflinked
 //!  each step      the next pair of mappings that differ (holes and shared
-//!                 blocks passed over; with INO1_WRITTEN, whatever is not
+//!                 blocks passed over; with XFS_EXCHMAPS_INO1_WRITTEN, whatever is not
 //!                 written in file 1), cut to the shorter: both unmapped,
 //!                 each mapped into the other file (four bmap updates of
 //!                 the data or attr fork, holes left out), sizes raised to
 //!                 cover what was mapped (up to the size to exchange);
-//!                 after the last step the sizes are exchanged (SET_SIZES)
+//!                 after the last step the sizes are exchanged (XFS_EXCHMAPS_SET_SIZES)
 //!  last           an attr-fork exchange turns the second file's fork back
 //!                 into a shortform list when it is one leaf whose entries
 //!                 fit (`xfs_exchmaps_attr_to_sf`); a directory or symlink
@@ -51,33 +51,28 @@ use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
 use crate::xfs::file::symlink_block_checks;
+use crate::xfs::format::dinode::{
+    S_IFDIR, S_IFLNK, S_IFMT, XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK, XFS_DIFLAG_REALTIME,
+    XFS_DINODE_FMT_EXTENTS, XFS_DINODE_FMT_LOCAL, XFS_MAX_FILEOFF,
+};
 use crate::xfs::format::dinode::{XFS_DSYMLINK_HDR_SIZE, XFS_SYMLINK_MAGIC};
-use crate::xfs::format::log::{XFS_BMAP_EXTENT_ATTR_FORK, XFS_BMAP_EXTENT_UNWRITTEN};
+use crate::xfs::format::log::{
+    XFS_BMAP_EXTENT_ATTR_FORK, XFS_BMAP_EXTENT_UNWRITTEN, XFS_EXCHMAPS_ATTR_FORK,
+    XFS_EXCHMAPS_CLEAR_INO1_REFLINK, XFS_EXCHMAPS_CLEAR_INO2_REFLINK, XFS_EXCHMAPS_INO1_WRITTEN,
+    XFS_EXCHMAPS_LOGGED_FLAGS, XFS_EXCHMAPS_SET_SIZES,
+};
+use crate::xfs::format::sb::{XFS_SB_FEAT_INCOMPAT_EXCHRANGE, XFS_SB_FEAT_INCOMPAT_NREXT64};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
 use std::collections::{BTreeSet, VecDeque};
 
-const ATTR_FORK: u64 = 1 << 0;
-const SET_SIZES: u64 = 1 << 1;
-const INO1_WRITTEN: u64 = 1 << 2;
-const CLEAR_INO1_REFLINK: u64 = 1 << 3;
-const CLEAR_INO2_REFLINK: u64 = 1 << 4;
-/// The flags an XMI may carry.
-const LOGGED_FLAGS: u64 = 0x1f;
 /// The flags recovery takes from the XMI.
-const PARAMS: u64 = ATTR_FORK | SET_SIZES | INO1_WRITTEN;
+const PARAMS: u64 = XFS_EXCHMAPS_ATTR_FORK | XFS_EXCHMAPS_SET_SIZES | XFS_EXCHMAPS_INO1_WRITTEN;
 /// Not logged: after the exchange, the second file's fork goes back to
 /// shortform where it can (`__XFS_EXCHMAPS_INO2_SHORTFORM`).
 const INO2_SHORTFORM: u64 = 1 << 63;
-const DIFLAG_REALTIME: u16 = 1 << 0;
-const DIFLAG2_REFLINK: u64 = 1 << 1;
-const DIFLAG2_NREXT64: u64 = 1 << 4;
-const INCOMPAT_NREXT64: u32 = 1 << 5;
-const INCOMPAT_EXCHRANGE: u32 = 1 << 6;
-/// The largest file offset plus one (`XFS_MAX_FILEOFF`, 54 bits).
-const MAX_FILEOFF: u64 = 1 << 54;
 
 /// An exchange in progress (`xfs_exchmaps_intent`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,7 +83,7 @@ pub struct Exchange {
     off2: u64,
     count: u64,
     flags: u64,
-    /// The sizes each file is to get (SET_SIZES), bounding size raises.
+    /// The sizes each file is to get (XFS_EXCHMAPS_SET_SIZES), bounding size raises.
     isize1: Option<u64>,
     isize2: Option<u64>,
     /// The recovery transaction's step queued bmap updates, which run
@@ -104,11 +99,13 @@ impl Exchange {
     }
 
     fn postop(&self) -> bool {
-        self.flags & (CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK | INO2_SHORTFORM) != 0
+        self.flags
+            & (XFS_EXCHMAPS_CLEAR_INO1_REFLINK | XFS_EXCHMAPS_CLEAR_INO2_REFLINK | INO2_SHORTFORM)
+            != 0
     }
 
     fn attr(&self) -> bool {
-        self.flags & ATTR_FORK != 0
+        self.flags & XFS_EXCHMAPS_ATTR_FORK != 0
     }
 }
 
@@ -161,7 +158,7 @@ fn upgrade_nrext64(b: &mut [u8]) {
     put_be64(b, 24, dn);
     put_be32(b, 76, an);
     put_be16(b, 80, 0);
-    set_flags2(b, DIFLAG2_NREXT64, 0);
+    set_flags2(b, XFS_DIFLAG2_NREXT64, 0);
 }
 
 /// An inode of the intent, checked as `xlog_recover_iget_handle` does.
@@ -176,7 +173,7 @@ fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<
             "inode {ino} has generation {g}, the intent {gen}: the kernel fails the mount"
         ));
     }
-    if be16(&b, 90).unwrap_or(0) & DIFLAG_REALTIME != 0 {
+    if be16(&b, 90).unwrap_or(0) & XFS_DIFLAG_REALTIME != 0 {
         return refuse(format!(
             "inode {ino} is a realtime file: realtime exchanges are not done by this tool"
         ));
@@ -189,7 +186,7 @@ fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<
 /// it captures (empty when it finished everything itself).
 pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResult<Vec<Task>> {
     let fs = forks.fs();
-    if fs.sb.features_incompat & INCOMPAT_EXCHRANGE == 0 {
+    if fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_EXCHRANGE == 0 {
         return refuse(
             "the filesystem lacks the exchange-range feature: the kernel fails the mount".into(),
         );
@@ -198,16 +195,19 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         x.blockcount > 0
             && off
                 .checked_add(x.blockcount)
-                .is_some_and(|e| e <= MAX_FILEOFF)
+                .is_some_and(|e| e <= XFS_MAX_FILEOFF.saturating_add(1))
     };
-    if x.flags & !LOGGED_FLAGS != 0 || !fileext_ok(x.startoff1) || !fileext_ok(x.startoff2) {
+    if x.flags & !XFS_EXCHMAPS_LOGGED_FLAGS != 0
+        || !fileext_ok(x.startoff1)
+        || !fileext_ok(x.startoff2)
+    {
         return refuse(format!(
             "flags {:#x}, offsets {} and {}, {} blocks are invalid: the kernel fails the mount",
             x.flags, x.startoff1, x.startoff2, x.blockcount
         ));
     }
-    let attr = x.flags & ATTR_FORK != 0;
-    if attr && x.flags & SET_SIZES != 0 {
+    let attr = x.flags & XFS_EXCHMAPS_ATTR_FORK != 0;
+    if attr && x.flags & XFS_EXCHMAPS_SET_SIZES != 0 {
         return refuse(
             "an attr-fork exchange that sets sizes: the kernel would give both files a size of -1; not done by this tool"
                 .into(),
@@ -234,7 +234,7 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         // reflink flags to exchange; it may go back to shortform after.
         ex.flags |= INO2_SHORTFORM;
     } else {
-        if ex.flags & SET_SIZES != 0 {
+        if ex.flags & XFS_EXCHMAPS_SET_SIZES != 0 {
             ex.isize1 = Some(size2);
             ex.isize2 = Some(size1);
         }
@@ -242,8 +242,8 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
             ex.flags |= INO2_SHORTFORM;
         }
     }
-    let r1 = flags2(&b1) & DIFLAG2_REFLINK != 0;
-    let r2 = flags2(&b2) & DIFLAG2_REFLINK != 0;
+    let r1 = flags2(&b1) & XFS_DIFLAG2_REFLINK != 0;
+    let r2 = flags2(&b2) & XFS_DIFLAG2_REFLINK != 0;
     // Reflink flags are exchanged (cleared on the side that had one, after
     // the work) only when exactly one is set and the whole of both files
     // is exchanged.
@@ -254,29 +254,29 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         && x.blockcount == size2.div_ceil(bs);
     if r1 != r2 && whole && !attr {
         ex.flags |= if r1 {
-            CLEAR_INO1_REFLINK
+            XFS_EXCHMAPS_CLEAR_INO1_REFLINK
         } else {
-            CLEAR_INO2_REFLINK
+            XFS_EXCHMAPS_CLEAR_INO2_REFLINK
         };
     }
     let mut tx = Tx::new();
     if r1 && !r2 {
         log_core(forks, &mut tx, x.inode2, |b| {
-            set_flags2(b, DIFLAG2_REFLINK, 0)
+            set_flags2(b, XFS_DIFLAG2_REFLINK, 0)
         })?;
     }
     if r2 && !r1 {
         log_core(forks, &mut tx, x.inode1, |b| {
-            set_flags2(b, DIFLAG2_REFLINK, 0)
+            set_flags2(b, XFS_DIFLAG2_REFLINK, 0)
         })?;
     }
     // xfs_exchmaps_upgrade_extent_counts: on a filesystem with large
     // extent counters, an inode still without them moves to them.
-    if fs.sb.features_incompat & INCOMPAT_NREXT64 != 0 {
+    if fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_NREXT64 != 0 {
         for ino in [x.inode1, x.inode2] {
             // Read again: an exchange within one file upgrades it once.
             let (_, b) = forks.inode(ino)?;
-            if flags2(&b) & DIFLAG2_NREXT64 == 0 {
+            if flags2(&b) & XFS_DIFLAG2_NREXT64 == 0 {
                 log_core(forks, &mut tx, ino, upgrade_nrext64)?;
             }
         }
@@ -311,7 +311,7 @@ fn find_mappings<R: ReadAt>(
                 ex.ino1, ex.off1
             ));
         }
-        if ex.flags & INO1_WRITTEN != 0 && (m1.start.is_none() || m1.unwritten) {
+        if ex.flags & XFS_EXCHMAPS_INO1_WRITTEN != 0 && (m1.start.is_none() || m1.unwritten) {
             ex.advance(m1.len);
             continue;
         }
@@ -400,7 +400,7 @@ fn step<R: ReadAt>(
             update_size(forks, tx, ex.ino2, m2.off.saturating_add(len), ex.isize2)?;
             ex.advance(len);
         }
-        if ex.flags & SET_SIZES != 0 && ex.count == 0 {
+        if ex.flags & XFS_EXCHMAPS_SET_SIZES != 0 && ex.count == 0 {
             let (s1, s2) = (ex.isize1.unwrap_or(0), ex.isize2.unwrap_or(0));
             log_core(forks, tx, ex.ino1, |b| put_be64(b, 56, s1))?;
             log_core(forks, tx, ex.ino2, |b| put_be64(b, 56, s2))?;
@@ -425,22 +425,20 @@ fn step<R: ReadAt>(
                 tasks.extend(work.into_iter().map(Task::Work));
             }
         }
-        if ex.flags & CLEAR_INO1_REFLINK != 0 {
-            log_core(forks, tx, ex.ino1, |b| set_flags2(b, 0, DIFLAG2_REFLINK))?;
+        if ex.flags & XFS_EXCHMAPS_CLEAR_INO1_REFLINK != 0 {
+            log_core(forks, tx, ex.ino1, |b| {
+                set_flags2(b, 0, XFS_DIFLAG2_REFLINK)
+            })?;
         }
-        if ex.flags & CLEAR_INO2_REFLINK != 0 {
-            log_core(forks, tx, ex.ino2, |b| set_flags2(b, 0, DIFLAG2_REFLINK))?;
+        if ex.flags & XFS_EXCHMAPS_CLEAR_INO2_REFLINK != 0 {
+            log_core(forks, tx, ex.ino2, |b| {
+                set_flags2(b, 0, XFS_DIFLAG2_REFLINK)
+            })?;
         }
-        ex.flags &= !(CLEAR_INO1_REFLINK | CLEAR_INO2_REFLINK);
+        ex.flags &= !(XFS_EXCHMAPS_CLEAR_INO1_REFLINK | XFS_EXCHMAPS_CLEAR_INO2_REFLINK);
     }
     Ok((tasks, ex.count > 0 || ex.postop()))
 }
-
-const S_IFMT: u16 = 0o170000;
-const S_IFDIR: u16 = 0o040000;
-const S_IFLNK: u16 = 0o120000;
-const FMT_LOCAL: u8 = 1;
-const FMT_EXTENTS: u8 = 2;
 
 /// What the exchange's last call turns a directory or symlink into: its
 /// data fork in local format.
@@ -466,7 +464,7 @@ fn data_to_shortform<R: ReadAt>(
     let fs = forks.fs();
     let (_, b) = forks.inode(ino)?;
     let kind = be16(&b, 2).unwrap_or(0) & S_IFMT;
-    if b.get(5) == Some(&FMT_LOCAL) || (kind != S_IFDIR && kind != S_IFLNK) {
+    if b.get(5) == Some(&XFS_DINODE_FMT_LOCAL) || (kind != S_IFDIR && kind != S_IFLNK) {
         return Ok(None);
     }
     let core = if b.get(4) == Some(&3) { 176 } else { 100 };
@@ -508,7 +506,7 @@ fn data_to_shortform<R: ReadAt>(
     let exts = forks.data_extents(ino)?;
     let mut at = 0u64;
     for r in &exts {
-        if r.off != at || r.unwritten || b.get(5) != Some(&FMT_EXTENTS) {
+        if r.off != at || r.unwritten || b.get(5) != Some(&XFS_DINODE_FMT_EXTENTS) {
             return refuse(format!(
                 "directory {ino}: its block is not written extents from offset 0 without a hole: not done by this tool"
             ));
@@ -622,7 +620,7 @@ fn link_target<R: ReadAt>(
     let fs = forks.fs();
     let recs = forks.data_extents(ino)?;
     let ext = match (b.get(5), recs.as_slice()) {
-        (Some(&FMT_EXTENTS), [r]) if r.off == 0 && !r.unwritten => *r,
+        (Some(&XFS_DINODE_FMT_EXTENTS), [r]) if r.off == 0 && !r.unwritten => *r,
         _ => {
             return refuse(format!(
                 "symlink {ino}: its data fork is not one written extent from offset 0: not done by this tool"
@@ -694,7 +692,7 @@ fn to_local<R: ReadAt>(
     t: &ToLocal,
 ) -> EditResult<Vec<Work>> {
     let (_, b) = forks.inode(ino)?;
-    if flags2(&b) & DIFLAG2_REFLINK != 0 {
+    if flags2(&b) & XFS_DIFLAG2_REFLINK != 0 {
         return refuse(format!(
             "inode {ino}: a reflinked {} turned into local format: not done by this tool",
             t.what
@@ -708,14 +706,14 @@ fn to_local<R: ReadAt>(
     let gone = t.exts.iter().fold(0u64, |a, r| a.saturating_add(r.len));
     log_core(forks, tx, ino, |b| {
         if let Some(f) = b.get_mut(5) {
-            *f = FMT_LOCAL;
+            *f = XFS_DINODE_FMT_LOCAL;
         }
         if let Some(s) = t.size {
             put_be64(b, 56, s);
         }
         let nb = be64(b, 64).unwrap_or(0).saturating_sub(gone);
         put_be64(b, 64, nb);
-        if flags2(b) & DIFLAG2_NREXT64 != 0 {
+        if flags2(b) & XFS_DIFLAG2_NREXT64 != 0 {
             put_be64(b, 24, 0);
         } else {
             put_be32(b, 76, 0);
@@ -855,7 +853,12 @@ mod tests {
         let fs = fixture_fs("replay-xmi-attr");
         let ov = Overlay::default();
         let mut forks = ForkEditor::new(&fs, &ov);
-        let sizes = xmi(&forks, (131, 133), (0, 0, 1), ATTR_FORK | SET_SIZES);
+        let sizes = xmi(
+            &forks,
+            (131, 133),
+            (0, 0, 1),
+            XFS_EXCHMAPS_ATTR_FORK | XFS_EXCHMAPS_SET_SIZES,
+        );
         assert!(why(start(&mut forks, &sizes)).contains("size of -1"));
         let flags = xmi(&forks, (131, 133), (0, 0, 1), 1 << 5);
         assert!(why(start(&mut forks, &flags)).contains("fails the mount"));
