@@ -15,6 +15,7 @@ pub fn run(
     image: &Path,
     path: &std::ffi::OsStr,
     name: Option<&std::ffi::OsStr>,
+    json: bool,
 ) -> Result<(), String> {
     let fs = open_fs(image)?;
     let want = normalize(path.as_encoded_bytes());
@@ -22,6 +23,42 @@ pub fn run(
     let inode = fs.lookup_path(&want).map_err(at)?;
     let listing = fs.read_attrs(&inode).map_err(at)?;
     let xattrs = linux_xattrs(&listing);
+    if json {
+        let hex = |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let mut items = Vec::new();
+        let mut problems: Vec<String> = listing.problems.iter().map(|e| e.to_string()).collect();
+        for x in &xattrs {
+            match fs.linux_xattr_value(&inode, x) {
+                Ok(v) => items.push(serde_json::json!({
+                    "name": bytes_text(&x.name),
+                    "value_hex": hex(&v),
+                    "value_text": std::str::from_utf8(&v).ok(),
+                    "len": v.len(),
+                })),
+                Err(e) => problems.push(format!("{}: {e}", bytes_text(&x.name))),
+            }
+        }
+        let parents: Vec<serde_json::Value> = listing
+            .entries
+            .iter()
+            .filter(|e| matches!(e.namespace, AttrNamespace::Parent))
+            .map(|e| match e.parent_pointer() {
+                Some((ino, gen)) => {
+                    serde_json::json!({"name": bytes_text(&e.name), "parent": ino.0, "gen": gen})
+                }
+                None => serde_json::json!({"name": bytes_text(&e.name), "parent": null}),
+            })
+            .collect();
+        let v = serde_json::json!({
+            "file": bytes_text(&want),
+            "ino": inode.ino.0,
+            "xattrs": items,
+            "parent_pointers": parents,
+            "incomplete": listing.incomplete,
+            "problems": problems,
+        });
+        return super::print(&format!("{v}\n"));
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let w = |out: &mut dyn Write, b: &[u8]| out.write_all(b).map_err(|e| format!("stdout: {e}"));

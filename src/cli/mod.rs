@@ -53,6 +53,7 @@ static REPLAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::ne
 mod ag;
 mod cat;
 mod getfattr;
+mod hex;
 mod info;
 mod inode;
 mod log;
@@ -101,6 +102,22 @@ enum Command {
         /// With --records/--keys: at most this many lines per AG.
         #[arg(long)]
         limit: Option<u64>,
+        /// What occupies each block of AG AGNO: headers, free extents,
+        /// inode chunks, btree blocks, AGFL blocks, the log, rmap owners
+        /// and shared ranges.
+        #[arg(long, requires = "agno", conflicts_with_all = ["records", "keys"])]
+        map: bool,
+    },
+    /// The bytes of the sector or block at DADDR with every field of the
+    /// structure there: kernel name, offset, size, value, meaning.
+    Hex {
+        /// The image file (opened read-only).
+        image: PathBuf,
+        /// A 512-byte sector address on the data device.
+        daddr: u64,
+        /// Print one JSON object instead of a table and a dump.
+        #[arg(long)]
+        json: bool,
     },
     /// Show one inode: every core field, the forks and their extents, where
     /// the attr fork starts and what that says, the CRC.
@@ -195,6 +212,10 @@ enum Command {
         path: std::ffi::OsString,
         /// One attribute's full Linux name.
         name: Option<std::ffi::OsString>,
+        /// One JSON object: the file, each xattr (Linux name, value as hex
+        /// and as text when it is UTF-8), parent pointers and problems.
+        #[arg(long, conflicts_with = "name")]
+        json: bool,
     },
     /// Replay the log as the kernel's recovery does, in memory, and report
     /// what it changed; with `-o OUT` write a new image: the input with the
@@ -237,9 +258,17 @@ pub fn main() -> ExitCode {
             image,
             agno,
             json,
+            map: true,
+            ..
+        } => hex::map(&image, agno.unwrap_or(0), json),
+        Command::Ag {
+            image,
+            agno,
+            json,
             records,
             keys,
             limit,
+            map: false,
         } => ag::run(
             &image,
             &ag::Options {
@@ -251,6 +280,7 @@ pub fn main() -> ExitCode {
             },
         ),
         Command::Inode { image, ino, json } => inode::run(&image, ino, json),
+        Command::Hex { image, daddr, json } => hex::run(&image, daddr, json),
         Command::Cat { image, target, ino } => cat::run(&image, &target, ino),
         Command::Ls {
             image,
@@ -274,7 +304,12 @@ pub fn main() -> ExitCode {
         ),
         Command::Ops { image, json } => ops::run(&image, json),
         Command::Forkoff { image, json } => ops::run_forkoff(&image, json),
-        Command::Getfattr { image, path, name } => getfattr::run(&image, &path, name.as_deref()),
+        Command::Getfattr {
+            image,
+            path,
+            name,
+            json,
+        } => getfattr::run(&image, &path, name.as_deref(), json),
         Command::Replay {
             image,
             output,

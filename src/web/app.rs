@@ -2,10 +2,14 @@
 //! lays out the page.
 
 use crate::web::bridge::Bridge;
+use crate::web::components::ag_map::AgMapView;
+use crate::web::components::hex_view::HexView;
 use crate::web::components::log_view::LogPanel;
 use crate::web::components::ops_view::OpsPanel;
 use crate::web::components::partitions::PartitionMap;
 use crate::web::components::replay_diff::ReplayDiff;
+use crate::web::components::search::Search;
+use crate::web::components::tour::TourPanel;
 use crate::web::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
@@ -39,6 +43,104 @@ async fn fetch_sample() -> Result<web_sys::Blob, String> {
         .map_err(|e| format!("cannot read the sample: {e:?}"))?;
     blob.dyn_into()
         .map_err(|_| "the sample is not a blob".to_string())
+}
+
+/// The geometry the search box needs, from the superblock's fields.
+fn addr_geo(o: &crate::web::protocol::Opened) -> Option<crate::xfs::address::AddrGeometry> {
+    let f = |n: &str| -> Option<u64> {
+        o.superblock
+            .fields
+            .iter()
+            .find(|f| f.name == n)
+            .and_then(|f| f.value.parse().ok())
+    };
+    Some(crate::xfs::address::AddrGeometry {
+        blocksize: u32::try_from(f("blocksize")?).ok()?,
+        agblocks: u32::try_from(f("agblocks")?).ok()?,
+        agblklog: u8::try_from(f("agblklog")?).ok()?,
+        agcount: u32::try_from(f("agcount")?).ok()?,
+        dblocks: f("dblocks")?,
+    })
+}
+
+/// Keys that work anywhere: `/` focuses the search box, Escape leaves the
+/// tour and the field being typed in; arrow keys move between the links of
+/// a list marked `data-keynav`.
+fn on_global_key(e: &web_sys::KeyboardEvent, leave_tour: &Callback<()>) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let active = doc.active_element();
+    let typing = active
+        .as_ref()
+        .is_some_and(|a| matches!(a.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    match e.key().as_str() {
+        "/" if !typing => {
+            if let Some(el) = doc
+                .query_selector("[data-testid=search]")
+                .ok()
+                .flatten()
+                .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
+            {
+                e.prevent_default();
+                let _ = el.focus();
+            }
+        }
+        "Escape" => {
+            leave_tour.emit(());
+            if let Some(el) = active.and_then(|a| a.dyn_into::<web_sys::HtmlElement>().ok()) {
+                let _ = el.blur();
+            }
+        }
+        "ArrowDown" | "ArrowUp" | "ArrowRight" | "ArrowLeft" if !typing => {
+            let Some(a) = active else { return };
+            let Some(list) = a.closest("[data-keynav]").ok().flatten() else {
+                return;
+            };
+            let row = list.get_attribute("data-keynav").as_deref() == Some("row");
+            let fwd = match e.key().as_str() {
+                "ArrowDown" if !row => true,
+                "ArrowUp" if !row => false,
+                "ArrowRight" if row => true,
+                "ArrowLeft" if row => false,
+                _ => return,
+            };
+            let Ok(items) = list.query_selector_all("a[href], button, [tabindex='0']") else {
+                return;
+            };
+            let n = items.length();
+            let mut at = None;
+            for i in 0..n {
+                if items.get(i).is_some_and(|x| x.is_same_node(Some(&a))) {
+                    at = Some(i);
+                }
+            }
+            let Some(at) = at else { return };
+            let to = if fwd {
+                (at + 1).min(n.saturating_sub(1))
+            } else {
+                at.saturating_sub(1)
+            };
+            if let Some(el) = items
+                .get(to)
+                .and_then(|x| x.dyn_into::<web_sys::HtmlElement>().ok())
+            {
+                e.prevent_default();
+                let _ = el.focus();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The AG count the superblock gives (for the AG map's links).
+fn agcount_of(o: &crate::web::protocol::Opened) -> u32 {
+    o.superblock
+        .fields
+        .iter()
+        .find(|f| f.name == "agcount")
+        .and_then(|f| f.value.parse().ok())
+        .unwrap_or(1)
 }
 
 #[function_component(App)]
@@ -93,6 +195,26 @@ pub fn app() -> Html {
         });
     }
 
+    // The guided tour: the step shown, if any (kept in localStorage).
+    let tour = use_state(|| None::<usize>);
+    let leave_tour = {
+        let tour = tour.clone();
+        Callback::from(move |_: ()| tour.set(None))
+    };
+    {
+        let leave_tour = leave_tour.clone();
+        use_effect_with((), move |_| {
+            let listener = web_sys::window().map(|w| {
+                gloo::events::EventListener::new(&w, "keydown", move |e| {
+                    if let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() {
+                        on_global_key(k, &leave_tour);
+                    }
+                })
+            });
+            move || drop(listener)
+        });
+    }
+
     let send: Rc<dyn Fn(Request)> = {
         let dispatcher = state.dispatcher();
         let bridge = Rc::clone(&bridge);
@@ -128,6 +250,13 @@ pub fn app() -> Html {
                             Route::Ags => {
                                 Some(("reading the allocation groups".to_string(), Request::Ags))
                             }
+                            Route::AgMap(agno) => {
+                                Some((format!("mapping AG {agno}"), Request::AgMap { agno: *agno }))
+                            }
+                            Route::Hex(daddr) => Some((
+                                format!("reading daddr {daddr}"),
+                                Request::Hex { daddr: *daddr },
+                            )),
                             Route::Log(sel) => {
                                 if let Some(i) = sel {
                                     send(Request::LogTransaction { index: *i });
@@ -282,6 +411,51 @@ pub fn app() -> Html {
             send(Request::SetReplay { on });
         })
     };
+    // A tour step that reads the replayed state turns replay on once the
+    // image is open.
+    {
+        let on_replay = on_replay.clone();
+        let need = (*tour)
+            .and_then(|i| crate::web::components::tour::STEPS.get(i))
+            .is_some_and(|s| s.replayed);
+        let ready = state.opened.as_ref().is_some_and(|o| o.fs_error.is_none());
+        let on = state.replay.as_ref().is_some_and(|r| r.on);
+        use_effect_with((need, ready, on), move |(need, ready, on)| {
+            if *need && *ready && !*on {
+                on_replay.emit(true);
+            }
+        });
+    }
+    let on_tour_step = {
+        let tour = tour.clone();
+        let open_sample = open_sample.clone();
+        let opened = state.opened.is_some();
+        Callback::from(move |i: usize| {
+            use crate::web::components::tour::{save_step, STEPS};
+            match STEPS.get(i) {
+                Some(step) => {
+                    tour.set(Some(i));
+                    save_step(Some(i));
+                    if !opened {
+                        open_sample.emit(());
+                    }
+                    if let Some(w) = web_sys::window() {
+                        let _ = w.location().set_hash(step.hash);
+                    }
+                }
+                None => {
+                    tour.set(None);
+                    save_step(None);
+                }
+            }
+        })
+    };
+    let start_tour = {
+        let on_tour_step = on_tour_step.clone();
+        Callback::from(move |_: MouseEvent| {
+            on_tour_step.emit(crate::web::components::tour::saved_step().unwrap_or(0))
+        })
+    };
     let on_download_recovered = {
         let send = Rc::clone(&send);
         let downloads = Rc::clone(&downloads);
@@ -416,6 +590,18 @@ pub fn app() -> Html {
                     Some(a) => html! { <AgList ags={Rc::clone(a)} /> },
                     None => html! {},
                 },
+                Route::AgMap(agno) => match &state.ag_map {
+                    Some(m) if m.agno == *agno => {
+                        html! { <AgMapView map={Rc::clone(m)} agcount={agcount_of(opened)} /> }
+                    }
+                    _ => html! {},
+                },
+                Route::Hex(daddr) => match &state.hex {
+                    Some(h) if h.daddr == *daddr => {
+                        html! { <HexView hex={Rc::clone(h)} replayed={state.replay.as_ref().is_some_and(|r| r.on)} /> }
+                    }
+                    _ => html! {},
+                },
                 Route::Replay {
                     section,
                     filter,
@@ -487,9 +673,21 @@ pub fn app() -> Html {
     html! {
         <main>
             <header>
-                <h1>{ "xfs-explorer" }</h1>
+                <div class="topbar">
+                    <h1>{ "xfs-explorer" }</h1>
+                    <Search geo={state.opened.as_ref().and_then(|o| addr_geo(o))} />
+                    <button data-testid="tour-start" onclick={start_tour}>{
+                        match crate::web::components::tour::saved_step() {
+                            Some(i) if tour.is_none() && i > 0 => format!("resume the tour (step {})", i + 1),
+                            _ => "guided tour of the sample".to_string(),
+                        }
+                    }</button>
+                </div>
                 <p class="tagline">{ "Look inside an XFS filesystem image. It is read in this tab, lazily; nothing is uploaded." }</p>
             </header>
+            if let Some(i) = *tour {
+                <TourPanel step={i} route={state.route.clone()} on_step={on_tour_step.clone()} on_leave={leave_tour.clone()} />
+            }
             <OpenPanel on_open={open_blob} on_sample={open_sample} ready={state.worker_ready} />
             <Status busy={state.busy.clone()} error={state.error.clone()} />
             { body }

@@ -215,6 +215,14 @@ pub fn transaction(l: &DecodedLog, index: u32) -> Response {
                 intent: it.kind.is_intent(),
                 unfinished: it.kind.is_intent() && it.link().is_none(),
                 bitmap,
+                daddr: match &it.body {
+                    ItemBody::Buf(b) => u64::try_from(b.blkno).ok(),
+                    _ => None,
+                },
+                ino: match &it.body {
+                    ItemBody::Inode(i) => Some(i.ino),
+                    _ => None,
+                },
             }
         })
         .collect();
@@ -226,4 +234,39 @@ pub fn transaction(l: &DecodedLog, index: u32) -> Response {
         problems: t.problems.clone(),
         items,
     }))
+}
+
+/// The buffer items of the log that log the block at `daddr`, with their
+/// dirty runs in bytes, at most `cap` of them.
+pub fn logged_copies(
+    l: &DecodedLog,
+    daddr: u64,
+    cap: usize,
+) -> Vec<crate::xfs::hexmap::LoggedCopy> {
+    let mut out = Vec::new();
+    for (ti, t) in l.d.transactions.iter().enumerate() {
+        for (ii, it) in t.items.iter().enumerate() {
+            let ItemBody::Buf(b) = &it.body else { continue };
+            if u64::try_from(b.blkno).ok() != Some(daddr) {
+                continue;
+            }
+            if out.len() >= cap {
+                return out;
+            }
+            let runs = b.runs();
+            out.push(crate::xfs::hexmap::LoggedCopy {
+                tx: u32::try_from(ti).unwrap_or(u32::MAX),
+                item: u32::try_from(ii).unwrap_or(u32::MAX),
+                runs: runs
+                    .iter()
+                    .map(|r| (r.first.saturating_mul(128), r.count.saturating_mul(128)))
+                    .collect(),
+                labels: runs
+                    .iter()
+                    .map(|r| describe_run(b, *r, &l.ctx).join(", "))
+                    .collect(),
+            });
+        }
+    }
+    out
 }

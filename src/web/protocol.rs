@@ -48,6 +48,10 @@ pub enum Request {
     ReadFile { ino: u64 },
     /// Summaries of every allocation group.
     Ags,
+    /// The map of one allocation group: what occupies each block.
+    AgMap { agno: u32 },
+    /// The bytes at a daddr with the fields of the structure there.
+    Hex { daddr: u64 },
     /// The subdirectories of a directory, for the tree in the sidebar.
     TreeChildren { path: String },
     /// Decode the log (once per image) and summarise it.
@@ -190,6 +194,8 @@ pub enum Response {
         last: bool,
     },
     Ags(Box<AgsView>),
+    AgMap(Box<crate::xfs::agmap::AgMap>),
+    Hex(Box<crate::xfs::hexmap::HexBlock>),
     /// The subdirectory names of `path` (sorted), or why they could not be read.
     TreeChildren {
         path: String,
@@ -437,6 +443,12 @@ pub struct ItemView {
     pub intent: bool,
     pub unfinished: bool,
     pub bitmap: Option<BitmapView>,
+    /// A buffer item's daddr (to open its bytes).
+    #[serde(default)]
+    pub daddr: Option<u64>,
+    /// An inode item's inode.
+    #[serde(default)]
+    pub ino: Option<u64>,
 }
 
 /// A buffer item's dirty bitmap: one cell per 128-byte chunk.

@@ -1,5 +1,6 @@
 //! Deep links in the location hash: `#/path/<path>` opens a directory or a
-//! file, `#/inode/<ino>` an inode, `#/ag` the allocation groups, `#/` the
+//! file, `#/inode/<ino>` an inode, `#/ag` the allocation groups, `#/ag/<agno>`
+//! one AG's map, `#/hex/<daddr>` the bytes of a sector or block, `#/` the
 //! superblock, `#/replay[/<part>[/<change>[/<first row>]]]` what replay
 //! changed. Back and forward work because every view change is a hash
 //! change.
@@ -13,6 +14,10 @@ pub enum Route {
     Path(String),
     Inode(u64),
     Ags,
+    /// The map of one allocation group.
+    AgMap(u32),
+    /// The bytes of one sector or block, with the fields of what is there.
+    Hex(u64),
     /// The log, with a transaction selected or not.
     Log(Option<u32>),
     /// What replay changed: one part, its rows whose change is `filter`
@@ -53,6 +58,16 @@ impl Route {
         }
         if h == "ag" {
             return Route::Ags;
+        }
+        if let Some(n) = h.strip_prefix("ag/") {
+            if let Ok(agno) = n.trim().parse() {
+                return Route::AgMap(agno);
+            }
+        }
+        if let Some(n) = h.strip_prefix("hex/") {
+            if let Ok(daddr) = n.trim().parse() {
+                return Route::Hex(daddr);
+            }
         }
         if h == "log" {
             return Route::Log(None);
@@ -110,6 +125,8 @@ impl Route {
         match self {
             Route::Superblock => "#/".into(),
             Route::Ags => "#/ag".into(),
+            Route::AgMap(agno) => format!("#/ag/{agno}"),
+            Route::Hex(daddr) => format!("#/hex/{daddr}"),
             Route::Log(None) => "#/log".into(),
             Route::Log(Some(i)) => format!("#/log/{i}"),
             Route::Replay {

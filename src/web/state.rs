@@ -27,6 +27,8 @@ pub struct State {
     pub dir: Option<Rc<DirView>>,
     pub inode: Option<Rc<InodeView>>,
     pub ags: Option<Rc<AgsView>>,
+    pub ag_map: Option<Rc<crate::xfs::agmap::AgMap>>,
+    pub hex: Option<Rc<crate::xfs::hexmap::HexBlock>>,
     /// xattr values fetched on demand, by (ino, name).
     pub xattr_values: BTreeMap<(u64, String), Rc<Vec<u8>>>,
     /// A view request failed: what, and why.
@@ -61,6 +63,8 @@ impl Default for State {
             dir: None,
             inode: None,
             ags: None,
+            ag_map: None,
+            hex: None,
             xattr_values: BTreeMap::new(),
             view_error: None,
             tree: BTreeMap::new(),
@@ -133,6 +137,8 @@ fn reduce_response(s: &mut State, r: Response) {
             s.dir = None;
             s.inode = None;
             s.ags = None;
+            s.ag_map = None;
+            s.hex = None;
             s.xattr_values.clear();
             s.view_error = None;
             s.tree.clear();
@@ -214,6 +220,8 @@ fn reduce_response(s: &mut State, r: Response) {
             s.dir = None;
             s.inode = None;
             s.ags = None;
+            s.ag_map = None;
+            s.hex = None;
             s.tree.clear();
             s.xattr_values.clear();
             if let Some(e) = &r.error {
@@ -241,6 +249,14 @@ fn reduce_response(s: &mut State, r: Response) {
         Response::Ags(a) => {
             s.busy = None;
             s.ags = Some(Rc::from(*a));
+        }
+        Response::AgMap(m) => {
+            s.busy = None;
+            s.ag_map = Some(Rc::from(*m));
+        }
+        Response::Hex(h) => {
+            s.busy = None;
+            s.hex = Some(Rc::from(*h));
         }
     }
 }

@@ -924,6 +924,26 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             return;
         }
         Request::Ags => with_fs("allocation groups", ags),
+        Request::AgMap { agno } => with_fs("AG map", |fs| {
+            match crate::xfs::agmap::ag_map(fs, AgNumber(agno)) {
+                Ok(m) => Response::AgMap(Box::new(m)),
+                Err(e) => view_error(format!("AG {agno} map"), e),
+            }
+        }),
+        Request::Hex { daddr } => with_fs("hex view", |fs| {
+            match crate::xfs::hexmap::describe(fs, daddr) {
+                Ok(mut h) => {
+                    h.logged = LOG.with(|l| {
+                        l.borrow()
+                            .as_ref()
+                            .map(|l| log_views::logged_copies(l, daddr, 64))
+                            .unwrap_or_default()
+                    });
+                    Response::Hex(Box::new(h))
+                }
+                Err(e) => view_error(format!("daddr {daddr}"), e),
+            }
+        }),
         Request::TreeChildren { path } => with_fs("tree", |fs| views::tree_children(fs, &path)),
         Request::Log => {
             post(

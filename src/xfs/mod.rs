@@ -20,7 +20,9 @@
     clippy::cast_possible_wrap
 )]
 
+pub mod address;
 pub mod ag;
+pub mod agmap;
 pub mod attr;
 pub mod bmap;
 pub mod container;
@@ -31,6 +33,7 @@ pub mod error;
 pub mod file;
 pub mod format;
 pub mod fs;
+pub mod hexmap;
 pub mod image;
 pub mod inode;
 pub mod log;

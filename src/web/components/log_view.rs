@@ -139,7 +139,10 @@ fn detail(t: &TxDetail) -> Html {
                     <td class="num">{ i }</td>
                     <td><code>{ &it.kind }</code></td>
                     <td class="num">{ it.regions }</td>
-                    <td>{ &it.text }{ for it.bitmap.as_ref().map(strip) }</td>
+                    <td>{ &it.text }
+                        if let Some(d) = it.daddr { { " · " }<a data-testid="log-item-bytes" href={crate::web::route::Route::Hex(d).href()}>{ "the block's bytes" }</a> }
+                        if let Some(ino) = it.ino { { " · " }<a href={crate::web::route::Route::Inode(ino).href()}>{ format!("inode {ino}") }</a> }
+                        { for it.bitmap.as_ref().map(strip) }</td>
                 </tr>
             }) }
             </tbody></table>

@@ -40,11 +40,12 @@ pub fn nav(props: &Props) -> Html {
         _ => html! {},
     };
     html! {
-        <nav>
-            <div class="tabs">
+        <nav aria-label="views">
+            <div class="tabs" data-keynav="row">
                 { tab("Superblock", Route::Superblock, matches!(r, Route::Superblock)) }
                 { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
-                { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags)) }
+                { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags | Route::AgMap(_))) }
+                { tab("Bytes", Route::Hex(0), matches!(r, Route::Hex(_))) }
                 { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }
                 { tab("Operations", Route::Ops { start: 0, skip: 0 }, matches!(r, Route::Ops { .. })) }
                 { tab("Replay changes", Route::Replay { section: crate::web::protocol::DiffSection::Paths, filter: String::new(), start: 0 }, matches!(r, Route::Replay { .. })) }
@@ -52,6 +53,7 @@ pub fn nav(props: &Props) -> Html {
                     <input type="checkbox" data-testid="replay-toggle" checked={props.replayed} {onchange} />
                     { " replayed" }
                 </label>
+                <span class={classes!("state-badge", props.replayed.then_some("on"))} data-testid="state-badge">{ if props.replayed { "replayed state" } else { "on-disk state" } }</span>
             </div>
             { crumbs }
         </nav>

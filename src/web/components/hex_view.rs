@@ -1,0 +1,200 @@
+//! The bytes of a sector or block with every field of the structure there
+//! outlined: hovering or selecting a field (in the list, or by clicking one
+//! of its bytes) highlights its bytes and shows its name, offset, size,
+//! value and meaning.
+
+use crate::web::route::Route;
+use crate::xfs::hexmap::HexBlock;
+use std::rc::Rc;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub hex: Rc<HexBlock>,
+    /// Views show the replayed state.
+    pub replayed: bool,
+}
+
+/// Bytes drawn at most (the rest is summarised).
+const MAX_SHOWN: usize = 16_384;
+const PER_ROW: usize = 16;
+
+#[function_component(HexView)]
+pub fn hex_view(props: &Props) -> Html {
+    let selected = use_state(|| None::<usize>);
+    let hovered = use_state(|| None::<usize>);
+    // Which logged copy's dirty runs are drawn over the bytes.
+    let copy = use_state(|| 0usize);
+    let hex = &props.hex;
+    let runs: Vec<(usize, usize)> = hex
+        .logged
+        .get(*copy)
+        .map(|c| {
+            c.runs
+                .iter()
+                .map(|(a, n)| {
+                    (
+                        usize::try_from(*a).unwrap_or(usize::MAX),
+                        usize::try_from(*n).unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let dirty = |o: usize| {
+        runs.iter()
+            .any(|(a, n)| o >= *a && o < a.saturating_add(*n))
+    };
+    let shown = hex.bytes.len().min(MAX_SHOWN);
+    // Which field each byte belongs to (the first that covers it).
+    let mut owner: Vec<Option<usize>> = vec![None; shown];
+    for (i, f) in hex.fields.iter().enumerate() {
+        let a = usize::try_from(f.offset).unwrap_or(usize::MAX);
+        let b = a
+            .saturating_add(usize::try_from(f.size).unwrap_or(0))
+            .min(shown);
+        for o in owner.iter_mut().take(b).skip(a) {
+            if o.is_none() {
+                *o = Some(i);
+            }
+        }
+    }
+    let active = (*hovered).or(*selected);
+    let pick = |i: Option<usize>| {
+        let selected = selected.clone();
+        Callback::from(move |_: MouseEvent| selected.set(i))
+    };
+    let hover = |i: Option<usize>| {
+        let hovered = hovered.clone();
+        Callback::from(move |_: MouseEvent| hovered.set(i))
+    };
+    let rows = shown.div_ceil(PER_ROW);
+    let grid = (0..rows).map(|r| {
+        let base = r * PER_ROW;
+        let cells = (base..(base + PER_ROW).min(shown)).map(|o| {
+            let f = owner.get(o).copied().flatten();
+            let prev = o.checked_sub(1).and_then(|p| owner.get(p).copied().flatten());
+            let next = owner.get(o + 1).copied().flatten();
+            let class = classes!(
+                "b",
+                f.map(|i| if i % 2 == 0 { "f0" } else { "f1" }),
+                (f.is_some() && prev != f).then_some("fs"),
+                (f.is_some() && next != f).then_some("fe"),
+                (f.is_some() && f == active).then_some("hl"),
+                dirty(o).then_some("dirty"),
+            );
+            let byte = hex.bytes.get(o).copied().unwrap_or(0);
+            html! { <span {class} data-o={o.to_string()} onclick={pick(f)}>{ format!("{byte:02x}") }</span> }
+        });
+        let text: String = hex
+            .bytes
+            .get(base..(base + PER_ROW).min(shown))
+            .unwrap_or(&[])
+            .iter()
+            .map(|c| if c.is_ascii_graphic() || *c == b' ' { char::from(*c) } else { '.' })
+            .collect();
+        html! {
+            <div class="hrow">
+                <span class="hoff">{ format!("{base:04x}") }</span>
+                <span class="hbytes">{ for cells }</span>
+                <span class="hascii">{ text }</span>
+            </div>
+        }
+    });
+    let detail = active.and_then(|i| hex.fields.get(i)).map(|f| {
+        html! {
+            <div class="hex-detail" data-testid="hex-detail" aria-live="polite">
+                <strong><code>{ &f.name }</code></strong>
+                <span class="muted">{ format!(" · {} · offset {} (0x{:x}), {} byte{}", f.group, f.offset, f.offset, f.size, if f.size == 1 { "" } else { "s" }) }</span>
+                <div>{ "value: " }<code>{ &f.value }</code></div>
+                <div>{ "raw: " }<code>{ raw_of(hex, f.offset, f.size) }</code></div>
+                <div class="meaning">{ &f.meaning }</div>
+            </div>
+        }
+    });
+    let step = u64::try_from(hex.bytes.len() / 512).unwrap_or(1).max(1);
+    html! {
+        <section class="hex" data-testid="hex-view" data-daddr={hex.daddr.to_string()}>
+            <h2>{ format!("daddr {}: {}", hex.daddr, hex.structure) }
+                <span class="muted">{ format!(" · {} bytes at byte {} of the device{}", hex.bytes.len(), hex.daddr.saturating_mul(512), if props.replayed { " · replayed state" } else { " · on disk" }) }</span>
+            </h2>
+            if !hex.explanation.is_empty() { <p class="explain">{ &hex.explanation }</p> }
+            <p class="hex-nav">
+                if hex.daddr > 0 {
+                    <a href={Route::Hex(hex.daddr.saturating_sub(1)).href()}>{ "◀ previous sector" }</a>{ " · " }
+                }
+                <a href={Route::Hex(hex.daddr.saturating_add(1)).href()}>{ "next sector ▶" }</a>
+                if step > 1 { { " · " }<a href={Route::Hex(hex.daddr.saturating_add(step)).href()}>{ format!("after this block (daddr {}) ▶", hex.daddr.saturating_add(step)) }</a> }
+            </p>
+            { for hex.notes.iter().map(|n| html! { <p class="warn">{ n }</p> }) }
+            if !hex.logged.is_empty() {
+                <div class="hex-logged" data-testid="hex-logged">
+                    <strong>{ "In the log: " }</strong>
+                    { format!("{} buffer item{} log this block. The underlined bytes are the 128-byte chunks the selected one marked dirty: only those were copied into the log, and replay writes only those back. ", hex.logged.len(), if hex.logged.len() == 1 { "" } else { "s" }) }
+                    <span class="copies">
+                    { for hex.logged.iter().enumerate().map(|(i, c)| {
+                        let onclick = { let copy = copy.clone(); Callback::from(move |_: MouseEvent| copy.set(i)) };
+                        html! { <button class={classes!((i == *copy).then_some("active"))} aria-pressed={(i == *copy).to_string()} {onclick}>{ format!("transaction #{} item {}", c.tx, c.item) }</button> }
+                    }) }
+                    </span>
+                    if let Some(c) = hex.logged.get(*copy) {
+                        <ul class="runs">
+                        { for c.runs.iter().zip(c.labels.iter().map(Some).chain(std::iter::repeat(None))).map(|((a, n), l)| html! {
+                            <li data-testid="hex-dirty-run" data-offset={a.to_string()} data-size={n.to_string()}>
+                                { format!("bytes {}-{} (chunks {}-{})", a, a.saturating_add(*n).saturating_sub(1), a / 128, (a.saturating_add(*n) / 128).saturating_sub(1)) }
+                                if let Some(l) = l { <span class="muted">{ format!(": {l}") }</span> }
+                            </li>
+                        }) }
+                        </ul>
+                        <a href={Route::Log(Some(c.tx)).href()}>{ format!("open transaction #{}", c.tx) }</a>
+                    }
+                </div>
+            }
+            <div class="hex-cols">
+                <div class="hex-grid" role="grid" aria-label="bytes" onmouseleave={hover(None)}>
+                    { for grid }
+                    if shown < hex.bytes.len() {
+                        <p class="muted">{ format!("the first {shown} of {} bytes are drawn", hex.bytes.len()) }</p>
+                    }
+                </div>
+                <div class="hex-side">
+                    { detail.unwrap_or_else(|| html! { <p class="muted hex-detail">{ "Hover a field or click a byte to see what it is." }</p> }) }
+                    <table class="hex-fields" aria-label="fields">
+                        <thead><tr><th>{ "field" }</th><th>{ "offset" }</th><th>{ "size" }</th><th>{ "value" }</th></tr></thead>
+                        <tbody>
+                        { for hex.fields.iter().enumerate().map(|(i, f)| html! {
+                            <tr class={classes!((Some(i) == active).then_some("hl"))}
+                                data-testid={format!("hex-field-{}", f.name)} data-offset={f.offset.to_string()} data-size={f.size.to_string()}
+                                title={f.meaning.clone()} tabindex="0"
+                                onmouseenter={hover(Some(i))} onmouseleave={hover(None)} onclick={pick(Some(i))}
+                                onfocus={ let s = selected.clone(); Callback::from(move |_: FocusEvent| s.set(Some(i))) }>
+                                <td><code>{ &f.name }</code></td>
+                                <td class="num">{ f.offset }</td>
+                                <td class="num">{ f.size }</td>
+                                <td class="text">{ &f.value }</td>
+                            </tr>
+                        }) }
+                        </tbody>
+                    </table>
+                </div>
+            </div>
+        </section>
+    }
+}
+
+fn raw_of(hex: &HexBlock, offset: u32, size: u32) -> String {
+    let a = usize::try_from(offset).unwrap_or(usize::MAX);
+    let b = a.saturating_add(usize::try_from(size.min(64)).unwrap_or(0));
+    let s: String = hex
+        .bytes
+        .get(a..b.min(hex.bytes.len()))
+        .unwrap_or(&[])
+        .iter()
+        .map(|x| format!("{x:02x} "))
+        .collect();
+    if size > 64 {
+        format!("{s}…")
+    } else {
+        s.trim_end().to_string()
+    }
+}

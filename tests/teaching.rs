@@ -1,0 +1,424 @@
+//! The teaching views' data against the kernel and xfs_db:
+//! - `hex DADDR --json`: every field's offset and size equal the running
+//!   kernel's own struct layout (pahole on its BTF, kernel-layouts.txt) for
+//!   the superblock, AGF, AGI, AGFL, an inode core, a directory block header
+//!   and a log record header;
+//! - `ag AGNO --map --json`: free extents equal the bnobt records and inode
+//!   chunks the inobt records xfs_db's `btdump` prints (NAME.agbt.txt), and
+//!   every btree block xfs_db visits is drawn as one;
+//! - `getfattr --json`: names and value lengths equal getfattr's on the
+//!   mounted image (NAME.xattr.txt).
+
+mod common;
+
+use common::{fixtures_with, image, oracle, run_cli};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// pahole's layouts: struct -> member (as named) -> (offset, size).
+fn layouts() -> BTreeMap<String, BTreeMap<String, (u64, u64)>> {
+    let text = std::fs::read_to_string(common::fixtures_dir().join("kernel-layouts.txt")).unwrap();
+    let mut out: BTreeMap<String, BTreeMap<String, (u64, u64)>> = BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for line in text.lines() {
+        if let Some(name) = line
+            .strip_prefix("struct ")
+            .and_then(|l| l.strip_suffix(" {"))
+        {
+            cur = Some(name.to_string());
+            continue;
+        }
+        if line.starts_with('}') {
+            cur = None;
+            continue;
+        }
+        let Some(c) = &cur else { continue };
+        // "	__be32  sb_blocksize;  /*     4     4 */"
+        let Some((decl, comment)) = line.split_once("/*") else {
+            continue;
+        };
+        let Some(member) = decl.trim().strip_suffix(';') else {
+            continue;
+        };
+        let name = member.split_whitespace().last().unwrap();
+        let name = name.split('[').next().unwrap().to_string();
+        let nums: Vec<u64> = comment
+            .trim_end_matches("*/")
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        if nums.len() == 2 {
+            out.entry(c.clone())
+                .or_default()
+                .insert(name, (nums[0], nums[1]));
+        }
+    }
+    out
+}
+
+fn json(args: &[&str]) -> Value {
+    let (ok, out, err) = run_cli(args);
+    assert!(ok, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
+}
+
+fn sb_num(name: &str, field: &str) -> u64 {
+    let sb = oracle(name, "sb.txt");
+    let v = common::parse_xfs_db_print(&sb)
+        .into_iter()
+        .find(|(k, _)| k == field)
+        .unwrap_or_else(|| panic!("{name}: no {field}"))
+        .1;
+    common::xfs_db_number(&v).unwrap()
+}
+
+/// Every field the page shows under a name the kernel's struct has sits
+/// at the kernel's offset with the kernel's size; `must` are required.
+fn check_fields(
+    what: &str,
+    hex: &Value,
+    kernel: &BTreeMap<String, (u64, u64)>,
+    prefix: &str,
+    base: u64,
+    must: &[&str],
+) {
+    let fields = hex["fields"].as_array().unwrap();
+    let mut seen = BTreeSet::new();
+    for f in fields {
+        let name = f["name"].as_str().unwrap();
+        let key = format!("{prefix}{name}");
+        if let Some((off, size)) = kernel.get(&key) {
+            assert_eq!(
+                (f["offset"].as_u64().unwrap(), f["size"].as_u64().unwrap()),
+                (off + base, *size),
+                "{what}: {key}"
+            );
+            seen.insert(name.to_string());
+        }
+    }
+    for m in must {
+        assert!(seen.contains(*m), "{what}: no field {m} (seen {seen:?})");
+    }
+}
+
+#[test]
+fn hex_fields_sit_where_the_kernel_puts_them() {
+    let k = layouts();
+    for name in ["v5-1k-rmap", "v5-sect4k", "v5-4k-dirty", "v5-64kdir"] {
+        let img = image(name);
+        let img = img.to_str().unwrap();
+        let sect = sb_num(name, "sectsize") / 512;
+        let sb = json(&["hex", img, "0", "--json"]);
+        assert_eq!(sb["structure"], "superblock (AG 0)");
+        let all_sb: Vec<&str> = k["xfs_dsb"]
+            .keys()
+            .map(|n| n.strip_prefix("sb_").unwrap())
+            .collect();
+        // Every member of the kernel's xfs_dsb is shown (sb_pad too).
+        check_fields(&format!("{name} sb"), &sb, &k["xfs_dsb"], "sb_", 0, &all_sb);
+        let agf = json(&["hex", img, &sect.to_string(), "--json"]);
+        check_fields(
+            &format!("{name} agf"),
+            &agf,
+            &k["xfs_agf"],
+            "agf_",
+            0,
+            &[
+                "magicnum", "seqno", "length", "bno_root", "cnt_root", "flfirst", "freeblks",
+                "longest", "uuid", "lsn", "crc",
+            ],
+        );
+        let agi = json(&["hex", img, &(2 * sect).to_string(), "--json"]);
+        check_fields(
+            &format!("{name} agi"),
+            &agi,
+            &k["xfs_agi"],
+            "agi_",
+            0,
+            &[
+                "magicnum",
+                "count",
+                "root",
+                "level",
+                "freecount",
+                "unlinked",
+                "free_root",
+                "crc",
+            ],
+        );
+        let agfl = json(&["hex", img, &(3 * sect).to_string(), "--json"]);
+        check_fields(
+            &format!("{name} agfl"),
+            &agfl,
+            &k["xfs_agfl"],
+            "agfl_",
+            0,
+            &["magicnum", "seqno", "uuid", "lsn", "crc"],
+        );
+        // The root inode.
+        let root = sb_num(name, "rootino");
+        let inopblog = sb_num(name, "inopblog");
+        let agblklog = sb_num(name, "agblklog");
+        let (bs, isize, agblocks) = (
+            sb_num(name, "blocksize"),
+            sb_num(name, "inodesize"),
+            sb_num(name, "agblocks"),
+        );
+        let agno = root >> (agblklog + inopblog);
+        let agino = root & ((1 << (agblklog + inopblog)) - 1);
+        let daddr = (agno * agblocks + (agino >> inopblog)) * (bs / 512)
+            + (agino & ((1 << inopblog) - 1)) * isize / 512;
+        let ino = json(&["hex", img, &daddr.to_string(), "--json"]);
+        assert_eq!(ino["structure"], format!("inode {root}"), "{name}");
+        check_fields(
+            &format!("{name} inode"),
+            &ino,
+            &k["xfs_dinode"],
+            "di_",
+            0,
+            &[
+                "magic",
+                "mode",
+                "version",
+                "format",
+                "uid",
+                "gid",
+                "nlink",
+                "atime",
+                "size",
+                "nblocks",
+                "forkoff",
+                "aformat",
+                "next_unlinked",
+                "crc",
+                "changecount",
+                "lsn",
+                "flags2",
+                "crtime",
+                "ino",
+                "uuid",
+            ],
+        );
+    }
+    // A single-block directory (/dir40 of v5-1k-rmap, at AG 0 block 26 as
+    // xfs_db's bmap of inode 68 says: v5-1k-rmap.inodes.txt).
+    let inodes = oracle("v5-1k-rmap", "inodes.txt");
+    let sec = inodes.split("### ino 68 path /dir40").nth(1).unwrap();
+    let line = sec
+        .lines()
+        .find(|l| l.starts_with("data offset 0 startblock"))
+        .unwrap();
+    let fsb: u64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+    let img = image("v5-1k-rmap");
+    let dir = json(&[
+        "hex",
+        img.to_str().unwrap(),
+        &(fsb * 2).to_string(),
+        "--json",
+    ]);
+    assert_eq!(dir["structure"], "directory block (single-block directory)");
+    check_fields(
+        "dir3 blk hdr",
+        &dir,
+        &k["xfs_dir3_blk_hdr"],
+        "",
+        0,
+        &["magic", "crc", "blkno", "lsn", "uuid", "owner"],
+    );
+    check_fields(
+        "dir3 data hdr",
+        &dir,
+        &k["xfs_dir3_data_hdr"],
+        "",
+        0,
+        &["pad"],
+    );
+    let bf = k["xfs_dir3_data_hdr"]["best_free"].0;
+    let free = &k["xfs_dir2_data_free"];
+    for i in 0..3u64 {
+        for (m, (off, size)) in free {
+            let want = serde_json::json!({"offset": bf + 4 * i + off, "size": size});
+            let got = dir["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == format!("best_free[{i}].{m}"))
+                .unwrap();
+            assert_eq!(
+                (got["offset"].clone(), got["size"].clone()),
+                (want["offset"].clone(), want["size"].clone()),
+                "best_free[{i}].{m}"
+            );
+        }
+    }
+    // A log record header: the first record of the sample's log.
+    let logstart = sb_num("v5-4k-dirty", "logstart");
+    let (agblklog, agblocks) = (
+        sb_num("v5-4k-dirty", "agblklog"),
+        sb_num("v5-4k-dirty", "agblocks"),
+    );
+    let d = ((logstart >> agblklog) * agblocks + (logstart & ((1 << agblklog) - 1))) * 8;
+    let img = image("v5-4k-dirty");
+    let rec = json(&["hex", img.to_str().unwrap(), &d.to_string(), "--json"]);
+    assert_eq!(rec["structure"], "log record header");
+    check_fields(
+        "log record",
+        &rec,
+        &k["xlog_rec_header"],
+        "h_",
+        0,
+        &[
+            "magicno",
+            "cycle",
+            "version",
+            "len",
+            "lsn",
+            "tail_lsn",
+            "crc",
+            "prev_block",
+            "num_logops",
+            "cycle_data",
+            "fmt",
+            "fs_uuid",
+            "size",
+        ],
+    );
+}
+
+/// xfs_db btdump's leaf records of one tree of one AG: the first two
+/// numbers of each, and the daddrs of the blocks it visited.
+fn btdump(text: &str, agno: u64, tree: &str) -> (Vec<(u64, u64)>, BTreeSet<u64>) {
+    let head = format!("### ag {agno} {tree}");
+    let Some(sec) = text
+        .split("### ")
+        .find(|s| format!("### {}", s.lines().next().unwrap_or("")) == head)
+    else {
+        return (Vec::new(), BTreeSet::new());
+    };
+    let mut recs = Vec::new();
+    let mut blocks = BTreeSet::new();
+    let mut in_recs = false;
+    for l in sec.lines().skip(1) {
+        if l.contains(" level ") && l.contains(" block ") {
+            // "bnobt level 0 block 1 daddr 8"
+            let w: Vec<&str> = l.split_whitespace().collect();
+            // The daddr (the number after "block" counts blocks visited).
+            let i = w.iter().position(|x| *x == "daddr").unwrap();
+            blocks.insert(w[i + 1].parse().unwrap());
+            in_recs = false;
+        } else if l.starts_with("recs[") {
+            in_recs = true;
+        } else if l.starts_with("keys[") || l.starts_with("ptrs[") {
+            in_recs = false;
+        } else if in_recs {
+            if let Some((_, v)) = l.trim().split_once(":[") {
+                let nums: Vec<u64> = v
+                    .trim_end_matches(']')
+                    .split(',')
+                    .take(2)
+                    .map(|n| common::xfs_db_number(n.trim()).unwrap())
+                    .collect();
+                recs.push((nums[0], nums[1]));
+            }
+        }
+    }
+    (recs, blocks)
+}
+
+#[test]
+fn ag_map_equals_xfs_db_btdump() {
+    let mut chunks_checked = 0;
+    let mut free_checked = 0;
+    for name in fixtures_with("agbt.txt") {
+        let text = oracle(&name, "agbt.txt");
+        let agcount = sb_num(&name, "agcount");
+        let inopblog = sb_num(&name, "inopblog");
+        let img = image(&name);
+        for agno in 0..agcount {
+            let m = json(&[
+                "ag",
+                img.to_str().unwrap(),
+                &agno.to_string(),
+                "--map",
+                "--json",
+            ]);
+            let ranges = m["ranges"].as_array().unwrap();
+            let of = |k: &'static str| ranges.iter().filter(move |r| r["kind"] == k);
+            let (bno, _) = btdump(&text, agno, "bno");
+            let free: Vec<(u64, u64)> = of("free")
+                .map(|r| (r["agbno"].as_u64().unwrap(), r["len"].as_u64().unwrap()))
+                .collect();
+            assert_eq!(free, bno, "{name} AG {agno}: free extents");
+            free_checked += free.len();
+            let (ino, _) = btdump(&text, agno, "ino");
+            let want: BTreeSet<u64> = ino
+                .iter()
+                .map(|(startino, _)| startino >> inopblog)
+                .collect();
+            let got: BTreeSet<u64> = of("inode_chunk")
+                .map(|r| r["chunk_agbno"].as_u64().unwrap())
+                .collect();
+            assert_eq!(got, want, "{name} AG {agno}: inode chunks");
+            chunks_checked += got.len();
+            let (bb, agblocks) = (sb_num(&name, "blocksize") / 512, sb_num(&name, "agblocks"));
+            let drawn: BTreeSet<u64> = of("btree_block")
+                .map(|r| (agno * agblocks + r["agbno"].as_u64().unwrap()) * bb)
+                .collect();
+            for tree in ["bno", "cnt", "ino", "fino", "rmap", "refcount"] {
+                let (_, blocks) = btdump(&text, agno, tree);
+                assert!(
+                    blocks.is_subset(&drawn),
+                    "{name} AG {agno} {tree}: {blocks:?} not all in {drawn:?}"
+                );
+            }
+            assert!(
+                m["problems"].as_array().unwrap().is_empty(),
+                "{name} AG {agno}: {}",
+                m["problems"]
+            );
+        }
+    }
+    assert!(
+        chunks_checked > 50 && free_checked > 10,
+        "{chunks_checked} {free_checked}"
+    );
+}
+
+#[test]
+fn getfattr_json_equals_the_mounted_listing() {
+    let name = "v5-1k-rmap";
+    let img = image(name);
+    let oracle_text = oracle(name, "xattr.txt");
+    let mut by_file: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    for l in oracle_text.lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let path = f[0].trim_start_matches('.').to_string();
+        by_file
+            .entry(if path.is_empty() { "/".into() } else { path })
+            .or_default()
+            .push((f[1].to_string(), f[2].parse().unwrap()));
+    }
+    assert!(by_file.len() >= 3);
+    for (path, mut want) in by_file {
+        let v = json(&["getfattr", img.to_str().unwrap(), &path, "--json"]);
+        let mut got: Vec<(String, u64)> = v["xattrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["name"].as_str().unwrap().to_string(),
+                    x["len"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // getfattr lists the ACL xattrs the kernel synthesises too.
+        got.retain(|(n, _)| want.iter().any(|(w, _)| w == n) || !n.starts_with("system."));
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{path}");
+    }
+}
