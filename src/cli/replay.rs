@@ -87,8 +87,58 @@ pub struct Outputs<'a> {
     pub logdev: Option<&'a Path>,
 }
 
+/// The device and inode of an existing file (through symlinks).
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Refuse outputs that would write over an input (the image or the log
+/// device), compared as files (device and inode), not only by name: a
+/// symlink or a hard link to the input is the input. Outputs must also be
+/// new files (`create_new` refuses the rest when they are opened) and
+/// not one file twice.
+fn refuse_overwrite(image: &Path, outs: &Outputs<'_>) -> Result<(), String> {
+    let mut inputs = vec![("the input image", image)];
+    if let Some(l) = super::logdev_path() {
+        inputs.push(("the log device", l));
+    }
+    let outputs = [("-o", outs.image), ("--logdev-output", outs.logdev)];
+    for (flag, out) in outputs {
+        let Some(out) = out else { continue };
+        let Some(id) = file_id(out) else {
+            continue;
+        };
+        for (what, input) in &inputs {
+            if file_id(input) == Some(id) {
+                return Err(format!(
+                    "{flag} {}: that is {what} {} (the same file: device {}, inode {}); the input is never written",
+                    out.display(),
+                    input.display(),
+                    id.0,
+                    id.1
+                ));
+            }
+        }
+        return Err(format!(
+            "{flag} {}: the file exists; replay writes a new file",
+            out.display()
+        ));
+    }
+    if let (Some(a), Some(b)) = (outs.image, outs.logdev) {
+        if a == b {
+            return Err(format!(
+                "-o and --logdev-output name one file ({}): the data device and the log device need one each",
+                a.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(path: &Path, outs: &Outputs<'_>, json: bool, want_diff: bool) -> Result<(), String> {
     let output = outs.image;
+    refuse_overwrite(path, outs)?;
     let fs = super::fs_of(path, super::open_raw_image(path)?)?;
     if output.is_some() {
         match (fs.has_external_log(), outs.logdev) {
