@@ -205,7 +205,8 @@ pub fn app() -> Html {
         let leave_tour = leave_tour.clone();
         use_effect_with((), move |_| {
             let listener = web_sys::window().map(|w| {
-                gloo::events::EventListener::new(&w, "keydown", move |e| {
+                let opts = gloo::events::EventListenerOptions::enable_prevent_default();
+                gloo::events::EventListener::new_with_options(&w, "keydown", opts, move |e| {
                     if let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() {
                         on_global_key(k, &leave_tour);
                     }

@@ -52,6 +52,17 @@ pub struct HexField {
     /// The structure the field belongs to ("superblock", "inode 131 core",
     /// "bnobt record 3").
     pub group: String,
+    /// Where the value points, when it is a pointer.
+    #[serde(default)]
+    pub link: Option<Link>,
+}
+
+/// What a pointer field points to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Link {
+    Inode(u64),
+    Daddr(u64),
 }
 
 /// A sector or block, decoded for the hex view.
@@ -120,6 +131,7 @@ impl Out {
             value,
             meaning: meaning.to_string(),
             group: group.to_string(),
+            link: None,
         });
     }
 
@@ -233,7 +245,9 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
     if m16 == u64::from(XFS_DINODE_MAGIC) {
         let len = u64::from(geo.inodesize).max(BB);
         let bytes = fs.read_daddr("hex view", Daddr(daddr), len)?;
-        return Ok(inode(fs, daddr, bytes));
+        let mut h = inode(fs, daddr, bytes);
+        add_links(fs, AgNumber(agno32), "inode", &h.bytes, &mut h.fields);
+        return Ok(h);
     }
     let dirblk = bs.saturating_mul(1u64.checked_shl(u32::from(geo.dirblklog)).unwrap_or(1));
     let dir_magics = [
@@ -298,6 +312,7 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
         ("no known structure".to_string(), String::new())
     };
     out.fields.sort_by_key(|f| f.offset);
+    add_links(fs, AgNumber(agno32), &structure, &bytes, &mut out.fields);
     Ok(HexBlock {
         daddr,
         bytes,
@@ -458,6 +473,7 @@ fn ag_header<R: ReadAt>(fs: &Fs<R>, daddr: u64, agno: AgNumber, n: u64) -> Resul
             )
         }
     };
+    add_links(fs, agno, &structure, b, &mut out.fields);
     Ok(HexBlock {
         daddr,
         bytes: bytes.clone(),
@@ -1380,5 +1396,94 @@ fn key_text(k: &btree::Key) -> String {
                 if *cow { " (CoW)" } else { "" }
             )
         }
+    }
+}
+
+/// Make pointer fields links: inode numbers to inodes, block pointers to
+/// the daddr of the block they name.
+fn add_links<R: ReadAt>(
+    fs: &Fs<R>,
+    agno: AgNumber,
+    structure: &str,
+    b: &[u8],
+    fields: &mut [HexField],
+) {
+    let geo = &fs.geo;
+    let agb = |v: u64| {
+        u32::try_from(v)
+            .ok()
+            .filter(|x| *x != u32::MAX)
+            .and_then(|x| geo.agb_to_daddr(agno, AgBlock(x)))
+            .map(|d| Link::Daddr(d.0))
+    };
+    let fsb = |v: u64| {
+        (v != 0 && v != u64::MAX)
+            .then(|| geo.fsb_to_daddr(crate::xfs::types::FsBlock(v)))
+            .flatten()
+            .map(|d| Link::Daddr(d.0))
+    };
+    let agino = |v: u64| {
+        let shift = u32::from(geo.agblklog).saturating_add(u32::from(geo.inopblog));
+        (v != u64::from(u32::MAX)).then(|| {
+            Link::Inode(
+                u64::from(agno.0)
+                    .checked_shl(shift)
+                    .unwrap_or(0)
+                    .saturating_add(v),
+            )
+        })
+    };
+    let ino = |v: u64| (v != 0 && v != u64::MAX).then_some(Link::Inode(v));
+    let bmbt = structure.starts_with("bmbt");
+    let ag_tree = ag_tree_of(be(b, 0, 4).unwrap_or(0), geo.v5)
+        .filter(|_| structure.ends_with(" block") && !bmbt);
+    for f in fields.iter_mut() {
+        let off = usize::try_from(f.offset).unwrap_or(usize::MAX);
+        let size = usize::try_from(f.size).unwrap_or(0);
+        let v = be(b, off, size.min(8)).unwrap_or(0);
+        let n = f.name.as_str();
+        f.link = if n.ends_with(".inumber")
+            || (n == "owner" && !structure.contains("block header") && ag_tree.is_none())
+        {
+            ino(v)
+        } else if n.starts_with("ptrs[") {
+            if bmbt {
+                fsb(v)
+            } else {
+                agb(v)
+            }
+        } else if n.starts_with("recs[") && bmbt && size == 16 {
+            let hi = v;
+            let lo = be(b, off.saturating_add(8), 8).unwrap_or(0);
+            fsb(((hi & 0x1ff) << 43) | (lo >> 21))
+        } else if n.starts_with("recs[") {
+            let first = be(b, off, 4).unwrap_or(0);
+            match ag_tree {
+                Some(AgTree::Ino | AgTree::Fino) => agino(first),
+                Some(AgTree::Refcount) => agb(first & 0x7fff_ffff),
+                Some(_) => agb(first),
+                None => None,
+            }
+        } else if structure.starts_with("superblock") {
+            match n {
+                "rootino" | "rbmino" | "rsumino" | "uquotino" | "gquotino" | "pquotino"
+                | "metadirino" => ino(v),
+                "logstart" => fsb(v),
+                _ => None,
+            }
+        } else if structure.starts_with("AG") {
+            match n {
+                "bno_root" | "cnt_root" | "rmap_root" | "refcount_root" | "root" | "free_root" => {
+                    agb(v)
+                }
+                "newino" | "dirino" => agino(v),
+                _ if n.starts_with("bno[") => agb(v),
+                _ => None,
+            }
+        } else if structure == "inode" && n == "next_unlinked" {
+            agino(v)
+        } else {
+            None
+        };
     }
 }

@@ -46,9 +46,7 @@ pub fn dir_list(props: &Props) -> Html {
     let total = d.entries.len();
     let first = (*scroll_top / ROW_PX).saturating_sub(OVERSCAN);
     let last = (first + VIEW_ROWS + 2 * OVERSCAN).min(total);
-    let rows = d.entries.get(first..last).unwrap_or(&[]).iter().enumerate().map(|(i, e)| {
-        let top = (first + i) * ROW_PX;
-        let style = format!("top:{top}px");
+    let rows = d.entries.get(first..last).unwrap_or(&[]).iter().map(|e| {
         let path = join(&d.path, &e.name);
         let href = if e.kind == "dir" && e.name != "." && e.name != ".." {
             Route::Path(path).href()
@@ -59,7 +57,7 @@ pub fn dir_list(props: &Props) -> Html {
         };
         let size = e.size.map(|s| s.to_string()).unwrap_or_default();
         html! {
-            <div class={classes!("row", e.kind.clone())} {style} data-testid="dir-entry" data-name={e.name.clone()}>
+            <div class={classes!("row", e.kind.clone())} data-testid="dir-entry" data-name={e.name.clone()}>
                 <span class="kind">{ &e.kind }</span>
                 <a class="ename" href={href}>{ &e.name }</a>
                 <span class="mode">{ octal(e.mode) }</span>
@@ -69,8 +67,10 @@ pub fn dir_list(props: &Props) -> Html {
             </div>
         }
     });
-    let height = format!("height:{}px", total * ROW_PX);
-    let box_style = format!("height:{}px", VIEW_ROWS.min(total.max(1)) * ROW_PX + 2);
+    // Rows in flow between two spacers that stand for the rows not drawn
+    // (SVG height attributes: the page's CSP forbids inline styles).
+    let above = (first * ROW_PX).to_string();
+    let below = (total.saturating_sub(last) * ROW_PX).to_string();
     html! {
         <section class="dir">
             <h2>
@@ -86,8 +86,8 @@ pub fn dir_list(props: &Props) -> Html {
             }
             <div class="row head"><span class="kind">{ "type" }</span><span class="ename">{ "name" }</span>
                 <span class="mode">{ "mode" }</span><span class="size">{ "size" }</span><span class="eino">{ "inode" }</span></div>
-            <div class="vlist" style={box_style} {onscroll} data-testid="dir-list">
-                <div class="vspace" style={height}>{ for rows }</div>
+            <div class="vlist" {onscroll} data-testid="dir-list">
+                <div class="vspace"><svg class="spacer" width="1" height={above} aria-hidden="true"></svg>{ for rows }<svg class="spacer" width="1" height={below} aria-hidden="true"></svg></div>
             </div>
         </section>
     }

@@ -4,7 +4,7 @@
 //! value and meaning.
 
 use crate::web::route::Route;
-use crate::xfs::hexmap::HexBlock;
+use crate::xfs::hexmap::{HexBlock, HexField, Link};
 use std::rc::Rc;
 use yew::prelude::*;
 
@@ -119,6 +119,7 @@ pub fn hex_view(props: &Props) -> Html {
                 <span class="muted">{ format!(" · {} bytes at byte {} of the device{}", hex.bytes.len(), hex.daddr.saturating_mul(512), if props.replayed { " · replayed state" } else { " · on disk" }) }</span>
             </h2>
             if !hex.explanation.is_empty() { <p class="explain">{ &hex.explanation }</p> }
+            { picture(hex) }
             <p class="hex-nav">
                 if hex.daddr > 0 {
                     <a href={Route::Hex(hex.daddr.saturating_sub(1)).href()}>{ "◀ previous sector" }</a>{ " · " }
@@ -171,7 +172,11 @@ pub fn hex_view(props: &Props) -> Html {
                                 <td><code>{ &f.name }</code></td>
                                 <td class="num">{ f.offset }</td>
                                 <td class="num">{ f.size }</td>
-                                <td class="text">{ &f.value }</td>
+                                <td class="text">{ match f.link {
+                                    Some(Link::Inode(i)) => html! { <a href={Route::Inode(i).href()} title={format!("open inode {i}")}>{ &f.value }</a> },
+                                    Some(Link::Daddr(d)) => html! { <a href={Route::Hex(d).href()} title={format!("open daddr {d}")}>{ &f.value }</a> },
+                                    None => html! { { &f.value } },
+                                } }</td>
                             </tr>
                         }) }
                         </tbody>
@@ -196,5 +201,80 @@ fn raw_of(hex: &HexBlock, offset: u32, size: u32) -> String {
         format!("{s}…")
     } else {
         s.trim_end().to_string()
+    }
+}
+
+/// What a field group is, for the picture of the block.
+fn region(f: &HexField) -> (&'static str, &'static str) {
+    let g = f.group.as_str();
+    if g.contains("header")
+        || g == "superblock"
+        || g == "agf"
+        || g == "agi"
+        || g == "agfl"
+        || g.ends_with(" core")
+    {
+        ("r-header", "header")
+    } else if g == "unused" {
+        ("r-free", "free space in the block")
+    } else if g.contains("tail") {
+        ("r-tail", "tail")
+    } else if g == "pointers" {
+        ("r-ptrs", "pointers")
+    } else if g == "keys" || g.contains("leaf entries") || g.contains("node entries") {
+        ("r-keys", "hashes and keys")
+    } else if g.contains("forks") {
+        ("r-fork", "fork")
+    } else {
+        ("r-entries", "entries and records")
+    }
+}
+
+/// The block drawn as one bar: header, entries or records, keys,
+/// pointers, free space and tail where the fields say they are.
+#[allow(clippy::as_conversions, clippy::cast_precision_loss)]
+fn picture(hex: &HexBlock) -> Html {
+    const W: f64 = 960.0;
+    let len = hex.bytes.len().max(1) as f64;
+    let mut segs: Vec<(u32, u32, &'static str, &'static str, String)> = Vec::new();
+    let mut fields: Vec<&HexField> = hex.fields.iter().collect();
+    fields.sort_by_key(|f| f.offset);
+    for f in fields {
+        let (class, label) = region(f);
+        let end = f.offset.saturating_add(f.size);
+        match segs.last_mut() {
+            Some(last) if last.2 == class && last.1 >= f.offset.saturating_sub(8) => {
+                last.1 = last.1.max(end)
+            }
+            _ => segs.push((f.offset, end, class, label, f.group.clone())),
+        }
+    }
+    if segs.is_empty() {
+        return html! {};
+    }
+    let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
+    for s in &segs {
+        if !seen.iter().any(|(c, _)| *c == s.2) {
+            seen.push((s.2, s.3));
+        }
+    }
+    html! {
+        <figure class="block-pic" data-testid="block-picture">
+            <svg viewBox={format!("0 0 {W} 30")} role="img" aria-label="the block's regions">
+                <rect class="r-none" x="0" y="0" width={W.to_string()} height="30" />
+                { for segs.iter().map(|(a, b, class, label, group)| {
+                    let x = f64::from(*a) / len * W;
+                    let w = (f64::from(b.saturating_sub(*a)) / len * W).max(1.0);
+                    html! { <rect class={*class} x={format!("{x:.2}")} y="0" width={format!("{w:.2}")} height="30">
+                        <title>{ format!("{label} ({group}): bytes {a}-{}", b.saturating_sub(1)) }</title></rect> }
+                }) }
+            </svg>
+            <figcaption>
+                <ul class="legend">
+                    { for seen.iter().map(|(c, l)| html! { <li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect class={*c} width="10" height="10" /></svg>{ *l }</li> }) }
+                    <li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect class="r-none" width="10" height="10" /></svg>{ "no field (unused or not decoded)" }</li>
+                </ul>
+            </figcaption>
+        </figure>
     }
 }

@@ -175,11 +175,10 @@ pub fn log_panel(props: &Props) -> Html {
         })
     };
     let rows = (first..last).map(|i| {
-        let style = format!("top:{}px", i * ROW_PX);
         match props.rows.get(&i) {
             Some(r) => html! {
                 <a class={classes!("txrow", r.unfinished_intent.then_some("unfinished"), (props.selected == Some(i)).then_some("selected"))}
-                   style={style} href={Route::Log(Some(i)).href()} data-testid="log-transaction" data-index={i.to_string()}>
+                   href={Route::Log(Some(i)).href()} data-testid="log-transaction" data-index={i.to_string()}>
                     <span class="num">{ format!("#{i}") }</span>
                     <span>{ format!("{:#x}", r.tid) }</span>
                     <span>{ &r.start }</span><span>{ &r.commit }</span>
@@ -187,11 +186,13 @@ pub fn log_panel(props: &Props) -> Html {
                     <span class="kinds">{ &r.kinds }</span>
                 </a>
             },
-            None => html! { <div class="txrow" style={style}><span class="muted">{ format!("#{i} …") }</span></div> },
+            None => html! { <div class="txrow"><span class="muted">{ format!("#{i} …") }</span></div> },
         }
     });
-    let height = format!("height:{}px", total * ROW_PX);
-    let box_style = format!("height:{}px", VIEW_ROWS.min(total.max(1)) * ROW_PX + 2);
+    // Rows in flow between two spacers that stand for the rows not drawn
+    // (SVG height attributes: the page's CSP forbids inline styles).
+    let above = (first * ROW_PX).to_string();
+    let below = (total.saturating_sub(last) * ROW_PX).to_string();
     let state = if l.clean { "clean" } else { "dirty" };
     html! {
         <section class="log">
@@ -230,8 +231,8 @@ pub fn log_panel(props: &Props) -> Html {
             <h3>{ "Transactions" }</h3>
             <div class="txrow head"><span>{ "#" }</span><span>{ "tid" }</span><span>{ "start" }</span><span>{ "commit" }</span>
                 <span>{ "items" }</span><span>{ "regions" }</span><span>{ "bytes" }</span><span>{ "kinds" }</span></div>
-            <div class="vlist" style={box_style} {onscroll} data-testid="log-list">
-                <div class="vspace" style={height}>{ for rows }</div>
+            <div class="vlist" {onscroll} data-testid="log-list">
+                <div class="vspace"><svg class="spacer" width="1" height={above} aria-hidden="true"></svg>{ for rows }<svg class="spacer" width="1" height={below} aria-hidden="true"></svg></div>
             </div>
             { for props.detail.as_ref().filter(|d| Some(d.row.index) == props.selected).map(|d| detail(d)) }
         </section>

@@ -63,6 +63,25 @@ fn kind_colour(kind: &str) -> &'static str {
         .map_or("#888", |(_, c)| c)
 }
 
+/// The class that colours an operation kind (style.css has one per kind;
+/// no inline styles, which the page's Content-Security-Policy forbids).
+fn kind_class(kind: &str) -> String {
+    if KIND_COLOURS.iter().any(|(k, _)| *k == kind) {
+        format!("kc-{kind}")
+    } else {
+        "kc-other".to_string()
+    }
+}
+
+/// A colour sample drawn as SVG (a presentation attribute, not a style).
+fn swatch(colour: &'static str) -> Html {
+    html! { <svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect width="10" height="10" rx="2" fill={colour} /></svg> }
+}
+
+fn dot(colour: &'static str) -> Html {
+    html! { <svg class="dot" viewBox="0 0 10 10" aria-hidden="true"><circle cx="5" cy="5" r="5" fill={colour} /></svg> }
+}
+
 fn series(i: usize) -> &'static str {
     SERIES.get(i % SERIES.len()).copied().unwrap_or("#888")
 }
@@ -155,7 +174,7 @@ fn legend(entries: &[(String, &'static str)]) -> Html {
     html! {
         <ul class="legend">
             { for entries.iter().map(|(label, colour)| html! {
-                <li><span class="swatch" style={format!("background:{colour}")}></span>{ label }</li>
+                <li>{ swatch(colour) }{ label }</li>
             }) }
         </ul>
     }
@@ -520,7 +539,7 @@ fn op_row(op: &OpRow, now: bool, on_replay: &Callback<bool>) -> Html {
     html! {
         <tr data-testid="ops-entry" data-kind={op.kind.clone()} data-ino={op.ino.to_string()} data-index={op.index.to_string()}
             data-path={op.path.clone().unwrap_or_default()} data-to-path={op.to_path.clone().unwrap_or_default()}>
-            <td><span class="kind" style={format!("background:{}", kind_colour(&op.kind))}>{ &op.kind }</span></td>
+            <td><span class={classes!("kind", kind_class(&op.kind))}>{ &op.kind }</span></td>
             <td class="entry">
                 if let Some(d) = op.dir {
                     { inode_link(d, dir_replayed, now, on_replay, format!("dir {d}"), "ops-dir-link") }{ " / " }
@@ -539,8 +558,8 @@ fn op_row(op: &OpRow, now: bool, on_replay: &Callback<bool>) -> Html {
 fn checkpoint(cp: &CheckpointRow, now: bool, on_replay: &Callback<bool>) -> Html {
     let shown = u32::try_from(cp.operations.len()).unwrap_or(u32::MAX);
     let kinds = cp.kinds.iter().map(|(k, n)| {
-        html! { <span class="chip" style={format!("border-color:{}", kind_colour(k))}>
-            <span class="dot" style={format!("background:{}", kind_colour(k))}></span>{ format!("{k} {n}") }</span> }
+        html! { <span class={classes!("chip", kind_class(k))}>
+        { dot(kind_colour(k)) }{ format!("{k} {n}") }</span> }
     });
     let what = if cp.type_name.is_some() {
         "Transaction"
@@ -626,7 +645,7 @@ pub fn ops_panel(props: &Props) -> Html {
             <tbody>
             { for o.kinds.iter().map(|k| html! {
                 <tr data-testid="op-kind" data-kind={k.kind.clone()}>
-                    <td><span class="dot" style={format!("background:{}", kind_colour(&k.kind))}></span>{ &k.kind }</td>
+                    <td>{ dot(kind_colour(&k.kind)) }{ &k.kind }</td>
                     <td class="num" data-testid={format!("op-count-{}", k.kind)}>{ k.operations }</td>
                     <td class="num" data-testid={format!("op-transactions-{}", k.kind)}>{ k.transactions }</td>
                     <td class="num">{ k.items }</td>

@@ -1,0 +1,90 @@
+// The page's security: names from the image are inert text, the
+// Content-Security-Policy holds with no violation, and no request leaves
+// the page's origin.
+import { test, expect } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FIXTURES, TMP } from './oracle.mjs';
+
+/** Record CSP violations and any dialog from the first script on. */
+test.beforeEach(async ({ page }) => {
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  page.on('dialog', (d) => { throw new Error(`a dialog opened: ${d.message()}`); });
+});
+
+async function noScriptRan(page) {
+  expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
+  expect(await page.evaluate(() => document.querySelectorAll('[onerror], [onload], img[src="x"]').length)).toBe(0);
+  expect(await page.evaluate(() => window.__csp)).toEqual([]);
+}
+
+// hostile-names.tree.txt: path, type, symlink target (find -printf, mounted).
+const tree = readFileSync(join(FIXTURES, 'hostile-names.tree.txt'), 'utf8').trim().split('\n').map((l) => l.split('\t'));
+
+test('names, xattrs and symlink targets holding HTML and script are shown as text', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.getByTestId('image-input').setInputFiles(join(TMP, 'hostile-names.img'));
+  await page.evaluate(() => { location.hash = '#/path/'; });
+  const top = tree.filter(([p]) => !p.includes('/'));
+  for (const [name] of top) {
+    await expect(page.locator(`[data-testid="dir-entry"][data-name="${name.replace(/["\\]/g, '\\$&')}"] .ename`)).toHaveText(name);
+  }
+  await noScriptRan(page);
+  // Every file, directory and symlink, opened by its path.
+  for (const [path, type, target] of tree) {
+    await page.evaluate((p) => { location.hash = '#/path/' + p.split('/').map(encodeURIComponent).join('/'); }, path);
+    if (type === 'd') {
+      await expect(page.getByTestId('dir-path')).toHaveText('/' + path);
+    } else {
+      await expect(page.getByTestId('inode-picture')).toBeVisible();
+      await expect(page.getByTestId('breadcrumb')).toContainText(path.split('/').pop());
+      if (type === 'l') await expect(page.getByTestId('symlink-target')).toHaveText(target);
+    }
+    await noScriptRan(page);
+  }
+  // xattr names and values (getfattr of the mounted image).
+  await page.evaluate(() => { location.hash = '#/path/' + encodeURIComponent('<b>bold<i>x'); });
+  const xname = 'user.<img src=x onerror=window.__pwned=7>';
+  const x = page.getByTestId('xattr').filter({ hasText: xname });
+  await expect(x).toHaveCount(1);
+  await x.getByRole('button').first().click();
+  await expect(page.getByTestId('xattr-value').first()).toContainText('<script>window.__pwned=8</script>');
+  await noScriptRan(page);
+  // A download's file name is the name as it is.
+  await page.evaluate(() => { location.hash = '#/path/' + encodeURIComponent('<script>window.__pwned=4<'); });
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-file').click()]);
+  expect(download.suggestedFilename()).toMatch(/window\.__pwned=4/);
+  await noScriptRan(page);
+});
+
+test('the page carries a Content-Security-Policy that allows only its own origin', async ({ page }) => {
+  await page.goto('/');
+  const csp = await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
+  expect(csp).toContain("default-src 'self'");
+  expect(csp).toContain("style-src 'self'");
+  expect(csp).not.toContain('unsafe-inline');
+  expect(csp).toMatch(/script-src 'self' 'wasm-unsafe-eval' 'sha256-[A-Za-z0-9+/=]+'$|script-src 'self' 'wasm-unsafe-eval' 'sha256-[A-Za-z0-9+/=]+';/);
+  await expect(page.getByText('Ready.')).toBeVisible();
+});
+
+test('no request leaves the page origin while an image is opened and browsed', async ({ page, baseURL }) => {
+  const origin = new URL(baseURL).origin;
+  const outside = [];
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!(u.startsWith(origin + '/') || u.startsWith('blob:') || u.startsWith('data:'))) outside.push(u);
+  });
+  await page.goto('/');
+  await page.getByTestId('sample-button').click();
+  await expect(page.getByTestId('sb-fname')).toHaveText('sample');
+  for (const [hash, id] of [['#/log/0', 'log-detail'], ['#/ag/0', 'ag-map'], ['#/hex/0', 'hex-view'], ['#/ops', 'ops-view'], ['#/replay', 'replay-diff'], ['#/path/dir1', 'dir-list']]) {
+    await page.evaluate((h) => { location.hash = h; }, hash);
+    await expect(page.getByTestId(id).first(), hash).toBeVisible({ timeout: 60_000 });
+  }
+  expect(outside).toEqual([]);
+  expect(await page.evaluate(() => window.__csp)).toEqual([]);
+});
