@@ -298,7 +298,16 @@ pub fn parse_node(buf: &DaBuf, dg: &DaGeometry) -> Result<DaNode> {
         .and_then(|t| t.get(..usize::from(count).saturating_mul(esz)))
         .unwrap_or(&[]);
     let (ents, _) = <[XfsDaNodeEntry]>::ref_from_prefix_with_elems(table, usize::from(count))
-        .map_err(|_| buf.bad(S, hdr, "entries past the end of the block"))?;
+        .map_err(|_| {
+            buf.bad(
+                S,
+                hdr,
+                format!(
+                    "count {count}: {count} entries of {esz} bytes run past the end of the block ({} bytes)",
+                    buf.bytes.len()
+                ),
+            )
+        })?;
     let mut entries = Vec::with_capacity(ents.len());
     let mut prev = 0u32;
     for (i, e) in ents.iter().enumerate() {

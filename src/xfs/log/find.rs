@@ -174,10 +174,16 @@ impl<R: ReadAt> Finder<'_, '_, R> {
             return Ok(());
         };
         if found != uuid.as_slice() && found.iter().any(|b| *b != 0) {
+            let mut f = [0u8; 16];
+            f.copy_from_slice(found);
             return Err(corrupt(
                 self.dev,
                 blk,
-                "record header carries another filesystem's UUID (h_fs_uuid)",
+                format!(
+                    "record header at log block {blk} carries another filesystem's UUID: h_fs_uuid {}, the filesystem's {}",
+                    crate::xfs::sb::uuid_text(&f),
+                    crate::xfs::sb::uuid_text(&uuid)
+                ),
             ));
         }
         Ok(())

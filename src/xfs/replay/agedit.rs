@@ -419,7 +419,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             )
         };
         if be32(&s.agf, 0) != Some(0x5841_4746) {
-            return Err(bad("bad AGF magic"));
+            return Err(bad(&format!(
+                "agf_magicnum {:#010x} is not XAGF (0x58414746)",
+                be32(&s.agf, 0).unwrap_or(0)
+            )));
         }
         let len = s.agf_u32(12);
         if len == 0 || len > fs.geo.agblocks {
@@ -880,7 +883,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             if self.feat.v5 {
                 let crc = crate::xfs::sb::crc_with_hole(&b, 52);
                 if b.get(52..56).map(|c| c.to_vec()) != Some(crc.to_le_bytes().to_vec()) {
-                    return Err(at("bad CRC".into()));
+                    let stored = b
+                        .get(52..56)
+                        .and_then(|c| <[u8; 4]>::try_from(c).ok())
+                        .map_or(0, u32::from_le_bytes);
+                    return Err(at(format!(
+                        "bad CRC: bb_crc {stored:#010x}, computed {crc:#010x}"
+                    )));
                 }
                 if be64(&b, 16) != Some(daddr) {
                     return Err(at(format!(
