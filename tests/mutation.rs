@@ -681,7 +681,29 @@ fn run(fixtures: &[&str], images: u64, seed: u64, limits: &Limits, f: &mut Figur
                             if only.is_some() {
                                 eprintln!("  {}: {e}", o.command);
                             }
-                            if f.errors_sample.len() < 400 && f.runs % 7 == 0 {
+                            // One message of each shape (numbers left out).
+                            let shape = |e: &str| -> String {
+                                e.split_whitespace()
+                                    .map(|w| {
+                                        if w.contains(|c: char| c.is_ascii_digit()) {
+                                            "#"
+                                        } else {
+                                            w
+                                        }
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                                    .chars()
+                                    .take(70)
+                                    .collect()
+                            };
+                            let sh = shape(e);
+                            if f.errors_sample.len() < 400
+                                && !f
+                                    .errors_sample
+                                    .iter()
+                                    .any(|x| shape(x.split_once(": ").map_or("", |p| p.1)) == sh)
+                            {
                                 f.errors_sample.push(format!("{}: {e}", o.command));
                             }
                         } else if only.is_some() {
@@ -723,6 +745,20 @@ fn summary(f: &Figures, seed: u64, secs: f64) -> String {
         t.push_str(&format!(" {c} {s:.1};"));
     }
     t.push('\n');
+    if let Some(hwm) = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_string)
+        })
+    {
+        t.push_str(&format!(
+            "  the process's peak resident memory ({}, fixtures loaded one at a time): {}\n",
+            "VmHWM",
+            hwm.trim_start_matches("VmHWM:").trim()
+        ));
+    }
     for (n, c) in &f.by_fixture {
         t.push_str(&format!("  {n}: {c} images\n"));
     }
@@ -808,7 +844,7 @@ fn long_mutation_run() {
     if let Ok(p) = std::env::var("MUTATION_RESULTS") {
         let mut t = s.clone();
         t.push_str("\nA sample of the errors the failed runs gave:\n");
-        for e in f.errors_sample.iter().take(60) {
+        for e in &f.errors_sample {
             t.push_str(&format!("  {e}\n"));
         }
         for (k, v) in [
