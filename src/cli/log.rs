@@ -1,8 +1,8 @@
 //! `xfs-explorer log`: the live part of the journal, every transaction and
 //! item, and what each logged buffer's dirty bitmap covers.
 
-use crate::xfs::log::bitmap::describe_run;
 use crate::xfs::log::items::ItemBody;
+use crate::xfs::log::run_fields::describe_run;
 use crate::xfs::log::stats::LogStats;
 use crate::xfs::log::trans::TransactionSink;
 use crate::xfs::log::{self, DecodeOptions, HeadTail, ItemContext, LogDecode, Transaction};

@@ -4,8 +4,8 @@
 use crate::web::blob_reader::Disk;
 use crate::web::protocol::{BitmapView, ItemView, Kv, LogView, Response, RunView, TxDetail, TxRow};
 use crate::xfs::fs::Fs;
-use crate::xfs::log::bitmap::describe_run;
 use crate::xfs::log::items::ItemBody;
+use crate::xfs::log::run_fields::describe_run;
 use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, Transaction};
 use crate::xfs::types::Lsn;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,6 +1,7 @@
 //! Inode forks and the block map: the data and attr forks of an inode
 //! (device number, inline bytes, inline extent list, or a bmbt rooted in the
-//! inode), and reading a fork's logical blocks through its extents.
+//! inode), and finding a fork's blocks through its extents
+//! ([`Fork::map`]; [`crate::xfs::inode`] reads them).
 //!
 //! ```text
 //! extent record (16 bytes, one 128-bit big-endian word)
@@ -21,10 +22,9 @@ use crate::xfs::format::dinode::{
     XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_BMBT_KEY_SIZE, XFS_BMBT_PTR_SIZE, XFS_BMBT_REC_SIZE,
     XFS_BMDR_SIZE, XFS_BTREE_LBLOCK_CRC_LEN, XFS_BTREE_LBLOCK_CRC_OFF, XFS_BTREE_LBLOCK_LEN,
     XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS, XFS_DINODE_FMT_LOCAL,
-    XFS_MAX_FILEOFF,
+    XFS_DINODE_FMT_META_BTREE, XFS_DINODE_FMT_UUID, XFS_MAX_FILEOFF,
 };
 use crate::xfs::fs::{be16, be32, be64, verify_v5, Fs, Owner, V5Check};
-use crate::xfs::inode::{Inode, InodeCore};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
 use serde::{Serialize, Serializer};
@@ -36,6 +36,19 @@ pub const MAX_BMBT_LEVELS: u16 = 9;
 
 /// Extents a bmbt walk may collect even when the inode claims fewer.
 const MIN_EXTENT_CAP: u64 = 1 << 20;
+
+/// Name of a fork format code (`di_format`, `di_aformat`).
+pub fn format_name(format: u8) -> &'static str {
+    match format {
+        XFS_DINODE_FMT_DEV => "dev",
+        XFS_DINODE_FMT_LOCAL => "local",
+        XFS_DINODE_FMT_EXTENTS => "extents",
+        XFS_DINODE_FMT_BTREE => "btree",
+        XFS_DINODE_FMT_UUID => "uuid",
+        XFS_DINODE_FMT_META_BTREE => "meta_btree",
+        _ => "unknown",
+    }
+}
 
 /// Which fork of an inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -174,6 +187,23 @@ impl Fork {
     }
 }
 
+/// The inode core's fields that shape its forks.
+#[derive(Clone, Copy, Debug)]
+pub struct ForkCore {
+    /// Bytes of the core (176 v3, 100 v1/v2): where the literal area starts.
+    pub core_bytes: u32,
+    /// `di_forkoff`: the attr fork's start in 8-byte units (0: none).
+    pub forkoff: u8,
+    pub format: u8,
+    pub aformat: u8,
+    /// `di_size`: the bytes of a local data fork.
+    pub size: u64,
+    pub nextents: u64,
+    pub anextents: u32,
+    /// `XFS_DIFLAG_REALTIME`: the data fork maps realtime blocks.
+    pub realtime: bool,
+}
+
 /// Where the inode being mapped sits, for error locations.
 #[derive(Clone, Copy, Debug)]
 pub struct ForkContext {
@@ -259,11 +289,11 @@ impl<R: ReadAt> Fs<R> {
     pub(crate) fn parse_forks(
         &self,
         ctx: &ForkContext,
-        core: &InodeCore,
+        core: &ForkCore,
         bytes: &[u8],
         problems: &mut Vec<String>,
     ) -> (Fork, Option<Fork>, Option<u32>, Option<u32>) {
-        let core_bytes = core.core_bytes();
+        let core_bytes = core.core_bytes;
         let lit = ctx.inode_bytes.saturating_sub(core_bytes);
         let fo = u32::from(core.forkoff).saturating_mul(8);
         let forkoff_bad = if core.forkoff == 0 {
@@ -356,7 +386,7 @@ impl<R: ReadAt> Fs<R> {
         format: u8,
         area: &[u8],
         area_off: u32,
-        core: &InodeCore,
+        core: &ForkCore,
         problems: &mut Vec<String>,
     ) -> (Fork, Option<u32>) {
         let area_len = u32::try_from(area.len()).unwrap_or(u32::MAX);
@@ -432,7 +462,7 @@ impl<R: ReadAt> Fs<R> {
                 let mut chk = ExtentChecker {
                     prev_end: 0,
                     cap: n,
-                    realtime: which == WhichFork::Data && core.is_realtime(),
+                    realtime: which == WhichFork::Data && core.realtime,
                 };
                 let mut out = Vec::new();
                 for i in 0..usize::try_from(n).unwrap_or(0) {
@@ -466,7 +496,7 @@ impl<R: ReadAt> Fs<R> {
         which: WhichFork,
         area: &[u8],
         area_off: u32,
-        core: &InodeCore,
+        core: &ForkCore,
         problems: &mut Vec<String>,
     ) -> Result<(Fork, u32)> {
         let level = be16(area, 0).unwrap_or(0);
@@ -503,7 +533,7 @@ impl<R: ReadAt> Fs<R> {
                 // is a problem); an overstated one cannot make us read more
                 // than the filesystem could hold.
                 cap: claimed.max(MIN_EXTENT_CAP).min(self.geo.dblocks),
-                realtime: which == WhichFork::Data && core.is_realtime(),
+                realtime: which == WhichFork::Data && core.realtime,
             },
             problems: Vec::new(),
         };
@@ -656,91 +686,9 @@ impl<R: ReadAt> Fs<R> {
         }
         Ok(())
     }
-
-    /// Read `count` logical blocks of a fork starting at `file_block`: holes
-    /// and unwritten extents read as zeros. For directory and attr blocks
-    /// (a multi-block directory block is one call).
-    pub fn read_fork_blocks(
-        &self,
-        ino: &Inode,
-        which: WhichFork,
-        file_block: u64,
-        count: u32,
-    ) -> Result<Vec<u8>> {
-        let loc = Location::Daddr {
-            daddr: ino.location.daddr.0,
-        };
-        let fork = ino
-            .fork(which)
-            .ok_or_else(|| {
-                Error::corrupt(
-                    "inode fork",
-                    loc.clone(),
-                    format!("inode {} has no attr fork", ino.ino.0),
-                )
-            })?
-            .ok()?;
-        if !matches!(fork, Fork::Extents { .. } | Fork::Btree { .. }) {
-            return Err(Error::corrupt(
-                "inode fork",
-                loc,
-                format!(
-                    "inode {} {} fork is {}, not mapped to blocks",
-                    ino.ino.0,
-                    which.name(),
-                    crate::xfs::inode::format_name(fork.format())
-                ),
-            ));
-        }
-        if which == WhichFork::Data && ino.core.is_realtime() {
-            return Err(Error::Unsupported {
-                structure: "inode fork",
-                location: loc,
-                detail: format!("inode {} keeps its data on the realtime device", ino.ino.0),
-            });
-        }
-        let bs = u64::from(self.geo.blocksize);
-        let total = u64::from(count).saturating_mul(bs);
-        if total > crate::xfs::image::MAX_READ {
-            return Err(Error::corrupt(
-                "inode fork",
-                loc,
-                format!("{count} blocks is more than one read may ask for"),
-            ));
-        }
-        let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-        let mut fb = file_block;
-        let end = file_block.saturating_add(u64::from(count));
-        while fb < end {
-            let want = end.saturating_sub(fb);
-            match fork.map(fb) {
-                Some((fsb, left, false)) => {
-                    let n = left.min(want);
-                    let n32 = u32::try_from(n).unwrap_or(u32::MAX);
-                    out.extend_from_slice(&self.read_fsblocks("fork block", fsb, n32)?);
-                    fb = fb.saturating_add(n);
-                }
-                Some((_, left, true)) => {
-                    let n = left.min(want);
-                    out.resize(out.len().saturating_add(block_bytes(n, bs)), 0);
-                    fb = fb.saturating_add(n);
-                }
-                None => {
-                    let ext = fork.extents();
-                    let next = ext
-                        .get(ext.partition_point(|e| e.file_block <= fb))
-                        .map_or(end, |e| e.file_block.min(end));
-                    let n = next.saturating_sub(fb).max(1);
-                    out.resize(out.len().saturating_add(block_bytes(n, bs)), 0);
-                    fb = fb.saturating_add(n);
-                }
-            }
-        }
-        Ok(out)
-    }
 }
 
-fn block_bytes(n: u64, bs: u64) -> usize {
+pub(crate) fn block_bytes(n: u64, bs: u64) -> usize {
     usize::try_from(n.saturating_mul(bs)).unwrap_or(0)
 }
 

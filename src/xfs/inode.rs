@@ -16,21 +16,23 @@
 //! counters are listed in [`Inode::verify`]; a fork that cannot be read is
 //! [`Fork::Corrupt`] so the core stays visible.
 
+use crate::xfs::bmap::{block_bytes, ForkContext, ForkCore};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::ag::NULLAGINO;
 use crate::xfs::format::dinode::{
     XfsDinode, XfsDinodeV2, XFS_DIFLAG2_BIGTIME, XFS_DIFLAG2_METADATA, XFS_DIFLAG2_NREXT64,
     XFS_DINODE_CRC_OFF, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS,
-    XFS_DINODE_FMT_LOCAL, XFS_DINODE_FMT_META_BTREE, XFS_DINODE_FMT_UUID, XFS_DINODE_MAGIC,
-    XFS_DINODE_V2_SIZE, XFS_DINODE_V3_SIZE,
+    XFS_DINODE_FMT_LOCAL, XFS_DINODE_FMT_META_BTREE, XFS_DINODE_MAGIC, XFS_DINODE_V2_SIZE,
+    XFS_DINODE_V3_SIZE,
 };
 use crate::xfs::fs::{Fs, Verify};
+use crate::xfs::image::MAX_READ;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{AgBlock, AgIno, AgNumber, Daddr, Ino};
 use serde::Serialize;
 use zerocopy::FromBytes;
 
-pub use crate::xfs::bmap::{Extent, Fork, WhichFork};
+pub use crate::xfs::bmap::{format_name, Extent, Fork, WhichFork};
 
 /// File type from the `S_IFMT` bits of `di_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -87,19 +89,6 @@ impl FileType {
             FileType::Socket => "socket",
             FileType::Unknown(_) => "unknown",
         }
-    }
-}
-
-/// Name of a fork format code (`di_format`, `di_aformat`).
-pub fn format_name(format: u8) -> &'static str {
-    match format {
-        XFS_DINODE_FMT_DEV => "dev",
-        XFS_DINODE_FMT_LOCAL => "local",
-        XFS_DINODE_FMT_EXTENTS => "extents",
-        XFS_DINODE_FMT_BTREE => "btree",
-        XFS_DINODE_FMT_UUID => "uuid",
-        XFS_DINODE_FMT_META_BTREE => "meta_btree",
-        _ => "unknown",
     }
 }
 
@@ -418,6 +407,20 @@ impl InodeCore {
     }
 
     /// Bytes of this core (the literal area starts here).
+    /// The fields the fork parser reads.
+    pub(crate) fn fork_core(&self) -> ForkCore {
+        ForkCore {
+            core_bytes: self.core_bytes(),
+            forkoff: self.forkoff,
+            format: self.format,
+            aformat: self.aformat,
+            size: self.size,
+            nextents: self.nextents,
+            anextents: self.anextents,
+            realtime: self.is_realtime(),
+        }
+    }
+
     pub fn core_bytes(&self) -> u32 {
         if self.is_v3() {
             u32::try_from(XFS_DINODE_V3_SIZE).unwrap_or(176)
@@ -872,14 +875,14 @@ impl<R: ReadAt> Fs<R> {
             ));
         }
 
-        let forks = crate::xfs::bmap::ForkContext {
+        let forks = ForkContext {
             ino,
             daddr,
             in_sector,
             inode_bytes,
         };
         let (data, attr, data_used, sf_bytes) =
-            self.parse_forks(&forks, &core, bytes, &mut problems);
+            self.parse_forks(&forks, &core.fork_core(), bytes, &mut problems);
         let layout = LiteralLayout::compute(&core, inode_bytes, sf_bytes, data_used);
         Ok(Inode {
             ino,
@@ -890,6 +893,90 @@ impl<R: ReadAt> Fs<R> {
             verify: Verify { crc_ok, problems },
             layout,
         })
+    }
+}
+
+impl<R: ReadAt> Fs<R> {
+    /// Read `count` logical blocks of a fork starting at `file_block`: holes
+    /// and unwritten extents read as zeros. For directory and attr blocks
+    /// (a multi-block directory block is one call).
+    pub fn read_fork_blocks(
+        &self,
+        ino: &Inode,
+        which: WhichFork,
+        file_block: u64,
+        count: u32,
+    ) -> Result<Vec<u8>> {
+        let loc = Location::Daddr {
+            daddr: ino.location.daddr.0,
+        };
+        let fork = ino
+            .fork(which)
+            .ok_or_else(|| {
+                Error::corrupt(
+                    "inode fork",
+                    loc.clone(),
+                    format!("inode {} has no attr fork", ino.ino.0),
+                )
+            })?
+            .ok()?;
+        if !matches!(fork, Fork::Extents { .. } | Fork::Btree { .. }) {
+            return Err(Error::corrupt(
+                "inode fork",
+                loc,
+                format!(
+                    "inode {} {} fork is {}, not mapped to blocks",
+                    ino.ino.0,
+                    which.name(),
+                    format_name(fork.format())
+                ),
+            ));
+        }
+        if which == WhichFork::Data && ino.core.is_realtime() {
+            return Err(Error::Unsupported {
+                structure: "inode fork",
+                location: loc,
+                detail: format!("inode {} keeps its data on the realtime device", ino.ino.0),
+            });
+        }
+        let bs = u64::from(self.geo.blocksize);
+        let total = u64::from(count).saturating_mul(bs);
+        if total > MAX_READ {
+            return Err(Error::corrupt(
+                "inode fork",
+                loc,
+                format!("{count} blocks is more than one read may ask for"),
+            ));
+        }
+        let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        let mut fb = file_block;
+        let end = file_block.saturating_add(u64::from(count));
+        while fb < end {
+            let want = end.saturating_sub(fb);
+            match fork.map(fb) {
+                Some((fsb, left, false)) => {
+                    let n = left.min(want);
+                    let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+                    out.extend_from_slice(&self.read_fsblocks("fork block", fsb, n32)?);
+                    fb = fb.saturating_add(n);
+                }
+                Some((_, left, true)) => {
+                    let n = left.min(want);
+                    out.resize(out.len().saturating_add(block_bytes(n, bs)), 0);
+                    fb = fb.saturating_add(n);
+                }
+                None => {
+                    let ext = fork.extents();
+                    let next = ext
+                        .get(ext.partition_point(|e| e.file_block <= fb))
+                        .map_or(end, |e| e.file_block.min(end));
+                    let n = next.saturating_sub(fb).max(1);
+                    out.resize(out.len().saturating_add(block_bytes(n, bs)), 0);
+                    fb = fb.saturating_add(n);
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

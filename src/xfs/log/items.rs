@@ -11,10 +11,9 @@
 //! [`pair_intents`] links them; an intent with no done item in the live log
 //! is work recovery must finish.
 
-use super::bitmap::{self, fit_regions, runs, Run};
+use super::bitmap::{fit_regions, runs, Run};
 use super::ItemContext;
 use crate::xfs::format::log::*;
-use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
 use zerocopy::byteorder::{BigEndian, ByteOrder, LittleEndian};
@@ -327,12 +326,31 @@ pub struct BufItem {
     pub head: Option<BlockHead>,
 }
 
+/// The btree block magics this reader knows (v5, then v4 where there is
+/// one).
+pub const BTREE_MAGICS: [u32; 14] = [
+    0x4142_3342,
+    0x4142_5442,
+    0x4142_3343,
+    0x4142_5443,
+    0x4941_4233,
+    0x4941_4254,
+    0x4649_4233,
+    0x4649_4254,
+    0x524d_4233,
+    0x5233_4643,
+    0x424d_4133,
+    0x424d_4150,
+    0x4d41_5052,
+    0x5243_4e54,
+];
+
 /// What a block's logged header says about its layout, in 4 bytes (it
 /// lives in the padding of [`BufItem`], so items stay as small as they
 /// were).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockHead {
-    /// Which btree magic (1 + its index in [`bitmap::BTREE_MAGICS`]; 0 for
+    /// Which btree magic (1 + its index in [`BTREE_MAGICS`]; 0 for
     /// other blocks: their buffer type says what they are, or a magic this
     /// reader does not know).
     pub kind: u8,
@@ -346,7 +364,7 @@ pub struct BlockHead {
 impl BlockHead {
     /// The btree block's magic, when it is one this reader knows.
     pub fn magic(&self) -> Option<u32> {
-        bitmap::BTREE_MAGICS
+        BTREE_MAGICS
             .get(usize::from(self.kind).checked_sub(1)?)
             .copied()
     }
@@ -385,7 +403,7 @@ fn block_head(buf_type: u8, first: &[u8], v5: bool) -> Option<BlockHead> {
     match buf_type {
         XFS_BLFT_BTREE_BUF => {
             let magic = be32(0)?;
-            let kind = bitmap::BTREE_MAGICS
+            let kind = BTREE_MAGICS
                 .iter()
                 .position(|m| *m == magic)
                 .and_then(|i| u8::try_from(i.checked_add(1)?).ok())?;
@@ -1549,169 +1567,6 @@ impl Linker {
     }
 }
 
-/// An item as JSON, with its bitmap runs (and, given a context, the fields
-/// each run covers).
-pub struct ItemJson<'a> {
-    pub item: &'a Item,
-    pub ctx: Option<&'a ItemContext>,
-}
-
-impl Serialize for ItemJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let it = self.item;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("kind", &it.kind)?;
-        m.serialize_entry("regions", &it.regions)?;
-        if it.declared != it.regions {
-            m.serialize_entry("declared_regions", &it.declared)?;
-        }
-        m.serialize_entry("region_lens", &it.region_lens)?;
-        match &it.body {
-            ItemBody::Buf(b) => {
-                m.serialize_entry("blkno", &b.blkno)?;
-                m.serialize_entry("len", &b.len)?;
-                m.serialize_entry("flags", &b.flags)?;
-                m.serialize_entry("buf_type", buf_type_name(b.buf_type))?;
-                m.serialize_entry("cancel", &b.cancel())?;
-                if b.flags & XFS_BLF_INODE_BUF != 0 {
-                    m.serialize_entry("inode_buf", &true)?;
-                }
-                let dq = b.flags & (XFS_BLF_UDQUOT_BUF | XFS_BLF_PDQUOT_BUF | XFS_BLF_GDQUOT_BUF);
-                if dq != 0 {
-                    m.serialize_entry("dquot_flags", &dq)?;
-                }
-                m.serialize_entry("map_size", &b.map_size)?;
-                match b.segment {
-                    Segment::Whole => {}
-                    Segment::Part(o) => m.serialize_entry("segment_offset", &o)?,
-                    Segment::Unknown => m.serialize_entry("segment_offset", &None::<u32>)?,
-                }
-                let runs = b.runs();
-                m.serialize_entry("runs", &runs)?;
-                let lens = it.region_lens.view();
-                let fit = fit_regions(&b.map, lens.get(1..).unwrap_or(&[]));
-                if fit.straddles > 0 {
-                    m.serialize_entry("straddles", &fit.straddles)?;
-                }
-                if let Some(p) = &fit.problem {
-                    m.serialize_entry("problem", p)?;
-                }
-                if let Some(ctx) = self.ctx {
-                    let fields: Vec<Vec<String>> = runs
-                        .iter()
-                        .map(|r| bitmap::describe_run(b, *r, ctx))
-                        .collect();
-                    m.serialize_entry("run_fields", &fields)?;
-                    if let Some(h) = &b.head {
-                        m.serialize_entry("head", h)?;
-                    }
-                }
-            }
-            ItemBody::Inode(i) => {
-                m.serialize_entry("ino", &i.ino)?;
-                m.serialize_entry("fields", &i.fields)?;
-                m.serialize_entry("dsize", &i.dsize)?;
-                m.serialize_entry("asize", &i.asize)?;
-                m.serialize_entry("blkno", &i.blkno)?;
-                m.serialize_entry("cluster_len", &i.cluster_len)?;
-                m.serialize_entry("boffset", &i.boffset)?;
-                if let Some(r) = i.rdev {
-                    m.serialize_entry("rdev", &r)?;
-                }
-                if i.format_len != 56 {
-                    m.serialize_entry("format_len", &i.format_len)?;
-                }
-                if let Some(c) = &i.core {
-                    m.serialize_entry("core", c)?;
-                }
-            }
-            ItemBody::Icreate(c) => {
-                m.serialize_entry("ag", &c.ag)?;
-                m.serialize_entry("agbno", &c.agbno)?;
-                m.serialize_entry("count", &c.count)?;
-                m.serialize_entry("isize", &c.isize)?;
-                m.serialize_entry("length", &c.length)?;
-                m.serialize_entry("gen", &c.gen)?;
-            }
-            ItemBody::ExtentFree(e) => {
-                m.serialize_entry("id", &e.id)?;
-                m.serialize_entry("nextents", &e.nextents)?;
-                if e.extent_bits != 64 {
-                    m.serialize_entry("extent_bits", &e.extent_bits)?;
-                }
-                m.serialize_entry("extents", &e.extents)?;
-            }
-            ItemBody::MapIntent(e) => {
-                m.serialize_entry("id", &e.id)?;
-                m.serialize_entry("nextents", &e.nextents)?;
-                m.serialize_entry("extents", &e.extents)?;
-            }
-            ItemBody::RefcountIntent(e) => {
-                m.serialize_entry("id", &e.id)?;
-                m.serialize_entry("nextents", &e.nextents)?;
-                m.serialize_entry("extents", &e.extents)?;
-            }
-            ItemBody::Done(d) => m.serialize_entry("id", &d.id)?,
-            ItemBody::Attri(a) => {
-                m.serialize_entry("id", &a.id)?;
-                m.serialize_entry("ino", &a.ino)?;
-                m.serialize_entry("igen", &a.igen)?;
-                m.serialize_entry("op", a.op)?;
-                m.serialize_entry("op_flags", &a.op_flags)?;
-                m.serialize_entry("name_len", &a.name_len)?;
-                if let Some(n) = a.new_name_len {
-                    m.serialize_entry("new_name_len", &n)?;
-                }
-                m.serialize_entry("value_len", &a.value_len)?;
-                m.serialize_entry("attr_filter", &a.attr_filter)?;
-                if let Some(n) = &a.name {
-                    m.serialize_entry("name", n)?;
-                }
-            }
-            ItemBody::Xmi(x) => {
-                m.serialize_entry("id", &x.id)?;
-                m.serialize_entry("inode1", &x.inode1)?;
-                m.serialize_entry("inode2", &x.inode2)?;
-                m.serialize_entry("igen1", &x.igen1)?;
-                m.serialize_entry("igen2", &x.igen2)?;
-                m.serialize_entry("startoff1", &x.startoff1)?;
-                m.serialize_entry("startoff2", &x.startoff2)?;
-                m.serialize_entry("blockcount", &x.blockcount)?;
-                m.serialize_entry("flags", &x.flags)?;
-                m.serialize_entry("isize1", &x.isize1)?;
-                m.serialize_entry("isize2", &x.isize2)?;
-            }
-            ItemBody::Dquot(q) => {
-                m.serialize_entry("id", &q.id)?;
-                m.serialize_entry("blkno", &q.blkno)?;
-                m.serialize_entry("len", &q.len)?;
-                m.serialize_entry("boffset", &q.boffset)?;
-                if let Some(t) = q.dq_type {
-                    m.serialize_entry("dq_type", &t)?;
-                }
-            }
-            ItemBody::Quotaoff(q) => m.serialize_entry("qflags", &q.flags)?,
-            ItemBody::Unknown => m.serialize_entry("type_code", &it.kind.0)?,
-            ItemBody::Corrupt(msg) => {
-                m.serialize_entry("type_code", &it.kind.0)?;
-                m.serialize_entry("problem", msg)?;
-            }
-        }
-        if it.regions != it.declared {
-            m.serialize_entry(
-                "problem",
-                &format!("{} of {} regions present", it.regions, it.declared),
-            )?;
-        }
-        if it.kind.is_intent() {
-            m.serialize_entry("done", &it.link())?;
-        } else if let Some(l) = &it.link() {
-            m.serialize_entry("intent", l)?;
-        }
-        m.end()
-    }
-}
-
 impl Item {
     /// What the item says, in one line for people (the kind and region
     /// count are not repeated): a buffer's address, type and runs, an
@@ -1884,7 +1739,7 @@ mod tests {
         assert_eq!(b.buf_type, XFS_BLFT_AGF_BUF);
         assert_eq!(b.runs(), vec![Run { first: 0, count: 1 }]);
         assert_eq!(item.problem(), None);
-        let f = bitmap::describe_run(b, Run { first: 0, count: 1 }, &ctx());
+        let f = super::super::run_fields::describe_run(b, Run { first: 0, count: 1 }, &ctx());
         assert!(f.contains(&"agf_freeblks".to_string()), "{f:?}");
     }
 
@@ -1904,7 +1759,7 @@ mod tests {
         };
         assert_eq!(b.buf_type, XFS_BLFT_AGI_BUF);
         assert_eq!(b.runs(), vec![Run { first: 1, count: 2 }]);
-        let f = bitmap::describe_run(b, Run { first: 1, count: 2 }, &ctx());
+        let f = super::super::run_fields::describe_run(b, Run { first: 1, count: 2 }, &ctx());
         assert!(f.iter().any(|s| s.starts_with("agi_unlinked[")), "{f:?}");
     }
 
@@ -2267,7 +2122,7 @@ mod tests {
                     r[0..2].copy_from_slice(&le16(t));
                 }
                 let item = decode_item(&[r, vec![0xff; 7]], 2, Order::Little, &ctx());
-                let _ = serde_json::to_string(&ItemJson {
+                let _ = serde_json::to_string(&super::super::item_json::ItemJson {
                     item: &item,
                     ctx: Some(&ctx()),
                 })

@@ -1,10 +1,11 @@
 //! Writing the whole decode as JSON, fast: a log of a gibibyte holds
 //! millions of items, so the common ones (buffers, inodes, inode creates)
 //! are written by hand; everything else goes through serde
-//! ([`LogJson`], [`items::ItemJson`]) and the output is the same
+//! ([`LogJson`], [`ItemJson`]) and the output is the same
 //! (a test checks it on every fixture).
 
-use super::items::{buf_type_name, Item, ItemBody, ItemJson, Order, Segment};
+use super::item_json::ItemJson;
+use super::items::{buf_type_name, Item, ItemBody, Order, Segment};
 use super::record::CrcCheck;
 use super::stats::{BufTotals, KindTotals, LogStats, TransStats};
 use super::trans::RecordInfo;

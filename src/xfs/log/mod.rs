@@ -23,10 +23,12 @@
 
 pub mod bitmap;
 pub mod find;
+pub mod item_json;
 pub mod items;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod json;
 pub mod record;
+pub mod run_fields;
 pub mod stats;
 pub mod trans;
 
@@ -678,7 +680,7 @@ impl Serialize for ItemsJson<'_> {
         s.collect_seq(
             self.0
                 .iter()
-                .map(|item| items::ItemJson { item, ctx: self.1 }),
+                .map(|item| item_json::ItemJson { item, ctx: self.1 }),
         )
     }
 }

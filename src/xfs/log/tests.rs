@@ -874,7 +874,7 @@ fn discontiguous_directory_blocks_are_placed_by_segment() {
     else {
         unreachable!()
     };
-    let f = bitmap::describe_run(
+    let f = crate::xfs::log::run_fields::describe_run(
         b,
         bitmap::Run {
             first: 0,

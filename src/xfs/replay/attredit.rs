@@ -132,7 +132,7 @@ use crate::xfs::format::dinode::{
     XFS_DINODE_FMT_LOCAL,
 };
 use crate::xfs::format::dinode::{XFS_DIFLAG2_NREXT64, XFS_MAX_BMBT_EXTLEN};
-use crate::xfs::format::sb::{XFS_SB_FEAT_INCOMPAT_BIGTIME, XFS_SB_FEAT_INCOMPAT_PARENT};
+use crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_PARENT;
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::AttriItem;
@@ -235,24 +235,6 @@ fn bytesfit(s: &Shape, bytes: usize) -> usize {
     } else {
         0
     }
-}
-
-/// What logging an inode's core changes besides the fields logged
-/// (`xfs_inode_item_precommit`): on a bigtime filesystem, an inode not yet
-/// in the bigtime encoding moves to it (its four timestamps re-encoded).
-pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &crate::xfs::fs::Fs<R>, b: &mut [u8]) {
-    if b.get(4) != Some(&3) || fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
-        return;
-    }
-    let flags2 = be64(b, 120).unwrap_or(0);
-    if flags2 & XFS_DIFLAG2_BIGTIME != 0 {
-        return;
-    }
-    for at in [32usize, 40, 48, 144] {
-        let t = Timestamp::decode(be64(b, at).unwrap_or(0), false);
-        put_be64(b, at, Timestamp::encode(t.sec, t.nsec, true));
-    }
-    put_be64(b, 120, flags2 | XFS_DIFLAG2_BIGTIME);
 }
 
 /// What an ATTRI asks for, checked: the entry to take out (`old`, by name,

@@ -404,7 +404,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             }
             self.bumped.insert(ino);
         }
-        super::attredit::upgrade_logged_core(self.fs, &mut b);
+        super::inode::upgrade_logged_core(self.fs, &mut b);
         self.inodes.insert(ioff, b);
     }
 
@@ -566,7 +566,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             put_be64(&mut f.bytes, 104, cc);
         }
         self.bumped.insert(x.owner);
-        super::attredit::upgrade_logged_core(self.fs, &mut f.bytes);
+        super::inode::upgrade_logged_core(self.fs, &mut f.bytes);
         self.inodes.insert(f.ioff, f.bytes);
         self.done = self.done.saturating_add(1);
         Ok(out)
@@ -2286,7 +2286,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .read_disk("inode", off, u64::from(self.fs.geo.inodesize))?;
             self.base.apply_to(off, &mut base);
             keep_unflushed_bytes(&mut b, &base);
-            out.push(super::unlinked::inode_sectors(
+            out.push(super::inode::inode_sectors(
                 self.fs, self.base, off, b, lsn,
             )?);
         }

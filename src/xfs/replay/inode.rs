@@ -17,9 +17,13 @@
 use super::{put_be16, put_be32, put_be64, put_crc, u64_of, ReadAt, State};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::dinode::*;
-use crate::xfs::format::dinode::{S_IFDIR, S_IFMT, S_IFREG};
 use crate::xfs::format::log::*;
+use crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_BIGTIME;
+use crate::xfs::fs::{be64, Fs};
+use crate::xfs::image::Overlay;
+use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::{InodeItem, Order};
+use crate::xfs::types::Lsn;
 
 fn corrupt(daddr: u64, detail: String) -> Error {
     Error::corrupt("log inode item", Location::Daddr { daddr }, detail)
@@ -492,6 +496,52 @@ fn log_dinode_to_disk(o: Order, from: &[u8], to: &mut [u8], lsn: u64, flushiter_
         put_be32(to, 76, u32_at(76));
         put_be16(to, 80, u16_at(80));
     }
+}
+
+/// What logging an inode's core changes besides the fields logged
+/// (`xfs_inode_item_precommit`): on a bigtime filesystem, an inode not yet
+/// in the bigtime encoding moves to it (its four timestamps re-encoded).
+pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &Fs<R>, b: &mut [u8]) {
+    if b.get(4) != Some(&3) || fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
+        return;
+    }
+    let flags2 = be64(b, 120).unwrap_or(0);
+    if flags2 & XFS_DIFLAG2_BIGTIME != 0 {
+        return;
+    }
+    for at in [32usize, 40, 48, 144] {
+        let t = Timestamp::decode(be64(b, at).unwrap_or(0), false);
+        put_be64(b, at, Timestamp::encode(t.sec, t.nsec, true));
+    }
+    put_be64(b, 120, flags2 | XFS_DIFLAG2_BIGTIME);
+}
+
+/// The whole sectors around an inode at byte `off`, as the replayed state
+/// `ov` has them, with the inode's bytes `b` laid in, stamped with `lsn`
+/// and its CRC recomputed on v5: (daddr, bytes).
+pub(crate) fn inode_sectors<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &Overlay,
+    off: u64,
+    mut b: Vec<u8>,
+    lsn: Lsn,
+) -> Result<(u64, Vec<u8>)> {
+    if fs.geo.v5 {
+        put_be64(&mut b, 112, lsn.raw());
+        put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
+    }
+    let start = off.saturating_sub(off % 512);
+    let within = usize::try_from(off % 512).unwrap_or(0);
+    let len = u64::try_from(within.saturating_add(b.len()))
+        .unwrap_or(u64::MAX)
+        .div_ceil(512)
+        .saturating_mul(512);
+    let mut sec = fs.img.read_disk("inode", start, len)?;
+    ov.apply_to(start, &mut sec);
+    if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
+        d.copy_from_slice(&b);
+    }
+    Ok((start / 512, sec))
 }
 
 #[cfg(test)]

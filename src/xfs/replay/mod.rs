@@ -38,6 +38,7 @@ pub mod attrleaf;
 pub mod bmapedit;
 pub mod buf;
 pub mod cancel;
+pub mod counters;
 pub mod cow;
 pub mod defer;
 pub mod diff;

@@ -42,7 +42,7 @@
 use super::agedit::refuse;
 use super::agedit::{key_ino, EditError, EditResult, Tree};
 use super::defer::{Engine, FreeOwner, Rmap, Work};
-use super::{put_be16, put_be32, put_be64, put_crc};
+use super::{put_be16, put_be32, put_be64};
 use crate::xfs::bmap::Fork;
 use crate::xfs::error::Result;
 use crate::xfs::format::ag::NULLAGINO;
@@ -75,34 +75,6 @@ impl<R: ReadAt> ReadAt for OvReader<'_, R> {
         self.ov.apply_to(offset, buf);
         Ok(())
     }
-}
-
-/// The whole sectors around an inode at byte `off`, as the replayed state
-/// `ov` has them, with the inode's bytes `b` laid in, stamped with `lsn`
-/// and its CRC recomputed on v5: (daddr, bytes).
-pub(crate) fn inode_sectors<R: ReadAt>(
-    fs: &Fs<R>,
-    ov: &Overlay,
-    off: u64,
-    mut b: Vec<u8>,
-    lsn: Lsn,
-) -> Result<(u64, Vec<u8>)> {
-    if fs.geo.v5 {
-        put_be64(&mut b, 112, lsn.raw());
-        put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
-    }
-    let start = off.saturating_sub(off % 512);
-    let within = usize::try_from(off % 512).unwrap_or(0);
-    let len = u64::try_from(within.saturating_add(b.len()))
-        .unwrap_or(u64::MAX)
-        .div_ceil(512)
-        .saturating_mul(512);
-    let mut sec = fs.img.read_disk("inode", start, len)?;
-    ov.apply_to(start, &mut sec);
-    if let Some(d) = sec.get_mut(within..within.saturating_add(b.len())) {
-        d.copy_from_slice(&b);
-    }
-    Ok((start / 512, sec))
 }
 
 /// What became of the inodes on the unlinked lists.
@@ -839,11 +811,11 @@ pub fn process<R: ReadAt>(
         ov.revert(daddr, n);
     }
     for (_, (off, b)) in inodes {
-        let (daddr, sec) = inode_sectors(fs, ov, off, b, lsn)?;
+        let (daddr, sec) = super::inode::inode_sectors(fs, ov, off, b, lsn)?;
         ov.put(daddr, &sec);
     }
     // What is still listed, and where its blocks are.
-    let (_, still) = super::mount::counters(fs, ov)?;
+    let (_, still) = super::counters::counters(fs, ov)?;
     let view = Fs::open(Image::new(OvReader { fs, ov: &*ov }))?;
     let mut ags = std::collections::BTreeSet::new();
     for head in &still {
