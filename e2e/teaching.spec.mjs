@@ -289,3 +289,30 @@ test('screenshots of each main view, light and dark', async ({ page }) => {
     }
   }
 });
+
+test('parent pointers are shown as the kernel wrote them (xfs_db 6.13 on its recovery)', async ({ page }) => {
+  const { execFileSync } = await import('node:child_process');
+  const text = execFileSync('zstd', ['-dc', join(FIXTURES, 'random-5008.recovered-pptr.txt.zst')]).toString();
+  // ino -> [[name, parent]] from xfs_db's shortform attr prints.
+  const want = [];
+  for (const sec of text.split('### ino ').slice(1)) {
+    const ino = Number(sec.split('\n')[0]);
+    const lines = Object.fromEntries(sec.split('\n').filter((l) => l.includes(' = ')).map((l) => l.split(' = ')));
+    const out = [];
+    for (let i = 0; lines[`a.sfattr.list[${i}].namelen`] !== undefined; i++) {
+      if (lines[`a.sfattr.list[${i}].parent`] !== '1') continue;
+      out.push([JSON.parse(lines[`a.sfattr.list[${i}].name`]), lines[`a.sfattr.list[${i}].parent_dir.inumber`]]);
+    }
+    if (out.length) want.push([ino, out]);
+  }
+  expect(want.length).toBeGreaterThan(5);
+  await open(page, 'random-5008');
+  await page.getByTestId('replay-toggle').click();
+  await expect(page.getByTestId('state-badge')).toHaveText('replayed state', { timeout: 60_000 });
+  for (const [ino, pp] of want.slice(0, 6)) {
+    await go(page, `#/inode/${ino}`);
+    await expect(page.getByTestId('inode-picture')).toBeVisible();
+    const got = await page.getByTestId('parent-pointer').evaluateAll((els) => els.map((e) => [e.dataset.name, e.dataset.parent]));
+    expect(got.sort(), `inode ${ino}`).toEqual(pp.sort());
+  }
+});

@@ -82,3 +82,30 @@ fn not_xfs_in_a_worker_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[wasm_bindgen_test]
+fn every_route_round_trips_through_its_hash() {
+    use xfs_explorer::web::protocol::DiffSection;
+    use xfs_explorer::web::route::Route;
+    let routes = [
+        Route::Superblock,
+        Route::Path("/a b/ü/<x>".into()),
+        Route::Inode(131),
+        Route::Ags,
+        Route::AgMap(3),
+        Route::Hex(32778),
+        Route::Log(None),
+        Route::Log(Some(7)),
+        Route::Ops { start: 2, skip: 5 },
+        Route::Replay {
+            section: DiffSection::Inodes,
+            filter: "changed".into(),
+            start: 40,
+        },
+    ];
+    for r in routes {
+        assert_eq!(Route::parse(&r.href()), r, "{}", r.href());
+    }
+    assert_eq!(Route::parse("#/ag/x"), Route::Unknown("ag/x".into()));
+    assert_eq!(Route::parse("#/hex/"), Route::Unknown("hex/".into()));
+}

@@ -337,6 +337,15 @@ pub struct XattrName {
     pub remote: bool,
 }
 
+/// One parent pointer as the core reads it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ParentView {
+    pub name: String,
+    /// The directory's inode (none when the value is not a parent record).
+    pub parent: Option<u64>,
+    pub gen: u32,
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct InodeView {
     pub ino: u64,
@@ -355,6 +364,10 @@ pub struct InodeView {
     pub data: ForkView,
     pub attr: Option<ForkView>,
     pub xattrs: Vec<XattrName>,
+    /// Parent pointers (filesystems with the parent pointer feature): each
+    /// name this inode has and the directory holding it.
+    #[serde(default)]
+    pub parents: Vec<ParentView>,
     pub xattr_error: Option<String>,
     pub symlink: Option<String>,
     pub rdev: Option<(u32, u32)>,

@@ -172,6 +172,7 @@ pub fn inode_view(i: &Inode, path: Option<String>) -> InodeView {
         data: fork_view(&i.data),
         attr: i.attr.as_ref().map(fork_view),
         xattrs: Vec::new(),
+        parents: Vec::new(),
         xattr_error: None,
         symlink: None,
         rdev: i.rdev().map(rdev_major_minor),
@@ -280,6 +281,19 @@ fn inode_full(fs: &Fs<Disk>, i: &Inode, path: Option<String>) -> InodeView {
                         name: String::from_utf8_lossy(&x.name).into_owned(),
                         value_len: x.entry.value.len(),
                         remote: matches!(x.entry.value, AttrValue::Remote { .. }),
+                    })
+                    .collect();
+                v.parents = listing
+                    .entries
+                    .iter()
+                    .filter(|e| matches!(e.namespace, crate::xfs::attr::AttrNamespace::Parent))
+                    .map(|e| {
+                        let p = e.parent_pointer();
+                        crate::web::protocol::ParentView {
+                            name: String::from_utf8_lossy(&e.name).into_owned(),
+                            parent: p.map(|(ino, _)| ino.0),
+                            gen: p.map_or(0, |(_, g)| g),
+                        }
                     })
                     .collect();
                 if !listing.problems.is_empty() {

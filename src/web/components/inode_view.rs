@@ -179,6 +179,19 @@ pub fn inode_inspector(props: &Props) -> Html {
                 <strong>{ format!("{}: ", l.reading_tag.replace('_', " ")) }</strong>{ &l.reading }
                 <span class="muted">{ format!(" (default forkoff {}, maximum {}, literal area {} bytes)", l.default_forkoff, l.max_forkoff, l.literal_bytes) }</span>
             </p>
+            if !i.parents.is_empty() {
+                <h3>{ "Parent pointers" }</h3>
+                <p class="explain">{ "With the parent pointer feature every link of an inode is also recorded in the inode itself, as an attribute in the parent namespace: the name, and the directory (inode and generation) that holds it. xfs_repair and online repair rebuild directories from them." }</p>
+                <table class="parents"><thead><tr><th>{ "name" }</th><th>{ "directory" }</th><th>{ "generation" }</th></tr></thead><tbody>
+                { for i.parents.iter().map(|p| html! {
+                    <tr data-testid="parent-pointer" data-name={p.name.clone()} data-parent={p.parent.map(|x| x.to_string()).unwrap_or_default()}>
+                        <td><code>{ &p.name }</code></td>
+                        <td>{ match p.parent { Some(d) => html! { <a href={Route::Inode(d).href()}>{ d }</a> }, None => html! { <span class="bad">{ "not a parent record" }</span> } } }</td>
+                        <td class="num">{ p.gen }</td>
+                    </tr>
+                }) }
+                </tbody></table>
+            }
             if let Some(t) = &i.symlink { <p>{ "symlink → " }<code data-testid="symlink-target">{ t }</code></p> }
             if let Some((ma, mi)) = i.rdev { <p>{ "device " }<code data-testid="rdev">{ format!("{ma}:{mi}") }</code></p> }
             if i.kind == "file" { <p><button onclick={download} data-testid="download-file">{ "download the file" }</button></p> }
