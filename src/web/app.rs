@@ -150,12 +150,17 @@ pub fn app() -> Html {
         ..State::default()
     });
     let bridge: Rc<RefCell<Option<Bridge>>> = use_mut_ref(|| None);
+    // The response callback (to start a new worker on cancel) and the
+    // requests that opened what is open (to open it again in the new one).
+    let responder: Rc<RefCell<Option<Callback<Response>>>> = use_mut_ref(|| None);
+    let session: Rc<RefCell<Vec<Request>>> = use_mut_ref(Vec::new);
     let downloads: Rc<RefCell<Downloads>> = use_mut_ref(Downloads::default);
 
     {
         let dispatcher = state.dispatcher();
         let bridge = Rc::clone(&bridge);
         let downloads = Rc::clone(&downloads);
+        let responder = Rc::clone(&responder);
         use_effect_with((), move |_| {
             let d2 = dispatcher.clone();
             let on_response = Callback::from(move |r: Response| {
@@ -172,6 +177,7 @@ pub fn app() -> Html {
                 }
                 d2.dispatch(Action::Response(r));
             });
+            *responder.borrow_mut() = Some(on_response.clone());
             match Bridge::new(on_response) {
                 Ok(b) => *bridge.borrow_mut() = Some(b),
                 Err(e) => dispatcher.dispatch(Action::Failed(e)),
@@ -305,6 +311,7 @@ pub fn app() -> Html {
     let open_blob = {
         let dispatcher = state.dispatcher();
         let bridge = Rc::clone(&bridge);
+        let session = Rc::clone(&session);
         Callback::from(move |files: Vec<(web_sys::Blob, String)>| {
             let mut files = files.into_iter();
             let Some((blob, name)) = files.next() else {
@@ -325,6 +332,7 @@ pub fn app() -> Html {
                     Request::Open { blob, name }
                 }
             };
+            *session.borrow_mut() = vec![req.clone()];
             let sent = match bridge.borrow().as_ref() {
                 Some(b) => b.send(&req),
                 None => Err("the worker is not running".to_string()),
@@ -338,9 +346,42 @@ pub fn app() -> Html {
     let on_pick_partition = {
         let send = Rc::clone(&send);
         let dispatcher = state.dispatcher();
+        let session = Rc::clone(&session);
         Callback::from(move |number: u32| {
             dispatcher.dispatch(Action::Loading(format!("opening partition {number}")));
-            send(Request::OpenPartition { number });
+            let req = Request::OpenPartition { number };
+            session.borrow_mut().push(req.clone());
+            send(req);
+        })
+    };
+    // Cancel: stop the worker (the only way to stop work inside it), start
+    // a new one and open the same files in it; the view goes back to the
+    // superblock so the cancelled request is not asked for again.
+    let on_cancel = {
+        let dispatcher = state.dispatcher();
+        let bridge = Rc::clone(&bridge);
+        let responder = Rc::clone(&responder);
+        let session = Rc::clone(&session);
+        Callback::from(move |_: ()| {
+            bridge.borrow_mut().take();
+            dispatcher.dispatch(Action::Cancelled);
+            if let Some(w) = web_sys::window() {
+                let _ = w.location().set_hash(&Route::Superblock.href());
+            }
+            let Some(cb) = responder.borrow().clone() else {
+                return;
+            };
+            match Bridge::new(cb) {
+                Ok(b) => {
+                    for req in session.borrow().iter() {
+                        if let Err(e) = b.send(req) {
+                            dispatcher.dispatch(Action::Failed(e));
+                        }
+                    }
+                    *bridge.borrow_mut() = Some(b);
+                }
+                Err(e) => dispatcher.dispatch(Action::Failed(e)),
+            }
         })
     };
 
@@ -478,6 +519,7 @@ pub fn app() -> Html {
     };
     let on_log_device = {
         let send = Rc::clone(&send);
+        let session = Rc::clone(&session);
         let dispatcher = state.dispatcher();
         Callback::from(move |e: Event| {
             use wasm_bindgen::JsCast;
@@ -490,10 +532,12 @@ pub fn app() -> Html {
             if let Some(file) = input.files().and_then(|f| f.get(0)) {
                 let name = file.name();
                 dispatcher.dispatch(Action::Loading(format!("adding the log device {name}")));
-                send(Request::AddLogDevice {
+                let req = Request::AddLogDevice {
                     blob: file.into(),
                     name,
-                });
+                };
+                session.borrow_mut().push(req.clone());
+                send(req);
             }
             input.set_value("");
         })
@@ -690,7 +734,7 @@ pub fn app() -> Html {
                 <TourPanel step={i} route={state.route.clone()} on_step={on_tour_step.clone()} on_leave={leave_tour.clone()} />
             }
             <OpenPanel on_open={open_blob} on_sample={open_sample} ready={state.worker_ready} />
-            <Status busy={state.busy.clone()} error={state.error.clone()} />
+            <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} />
             { body }
         </main>
     }

@@ -8,7 +8,7 @@ use crate::xfs::image::ReadStats;
 use crate::xfs::sb::SuperblockView;
 use serde::{Deserialize, Serialize};
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub enum Request {
     /// Open an image (a dropped or picked `File`, or the fetched sample).
     Open {

@@ -49,6 +49,8 @@ pub struct State {
     pub ops_timeline: Option<Rc<OpsTimelineView>>,
     /// Bumped when the state views read from changes, so they load again.
     pub generation: u32,
+    /// What the last cancel stopped (shown until the next work).
+    pub cancelled: Option<String>,
 }
 
 impl Default for State {
@@ -77,6 +79,7 @@ impl Default for State {
             ops: None,
             ops_timeline: None,
             generation: 0,
+            cancelled: None,
         }
     }
 }
@@ -91,6 +94,8 @@ pub enum Action {
     Navigate(Route),
     /// A view request went out: show progress.
     Loading(String),
+    /// The user cancelled the work under way: the worker restarts.
+    Cancelled,
     Response(Response),
 }
 
@@ -116,6 +121,11 @@ impl Reducible for State {
             Action::Loading(what) => {
                 s.busy = Some((what, None));
                 s.view_error = None;
+                s.cancelled = None;
+            }
+            Action::Cancelled => {
+                s.cancelled = s.busy.take().map(|(what, _)| what);
+                s.worker_ready = false;
             }
             Action::Response(r) => reduce_response(&mut s, r),
         }

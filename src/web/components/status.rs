@@ -6,6 +6,11 @@ use yew::prelude::*;
 pub struct Props {
     pub busy: Option<(String, Option<f64>)>,
     pub error: Option<String>,
+    /// Stop the work under way (the worker is restarted and the same
+    /// files opened again).
+    pub on_cancel: Callback<()>,
+    /// What the last cancel stopped.
+    pub cancelled: Option<String>,
 }
 
 #[function_component(Status)]
@@ -15,12 +20,20 @@ pub fn status(props: &Props) -> Html {
             Some(f) => html! { <progress max="1" value={f.to_string()} /> },
             None => html! { <progress /> },
         };
+        let cancel = {
+            let cb = props.on_cancel.clone();
+            Callback::from(move |_: MouseEvent| cb.emit(()))
+        };
         html! {
-            <div class="busy" data-testid="progress" role="status">{ bar }<span>{ stage }</span></div>
+            <div class="busy" data-testid="progress" role="status">{ bar }<span>{ stage }</span>
+                <button data-testid="cancel" onclick={cancel}>{ "cancel" }</button></div>
         }
+    });
+    let cancelled = props.cancelled.as_ref().filter(|_| props.busy.is_none()).map(|c| {
+        html! { <div class="muted" data-testid="cancelled" role="status">{ format!("Cancelled: {c}. The worker was restarted and the file opened again.") }</div> }
     });
     let error = props.error.as_ref().map(|e| {
         html! { <div class="error" data-testid="error" role="alert">{ e }</div> }
     });
-    html! { <>{ for busy }{ for error }</> }
+    html! { <>{ for busy }{ for cancelled }{ for error }</> }
 }
