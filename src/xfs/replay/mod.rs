@@ -33,8 +33,7 @@
 
 pub mod agedit;
 pub mod alloc;
-pub mod attredit;
-pub mod attrleaf;
+pub mod attr;
 pub mod bmapedit;
 pub mod buf;
 pub mod cancel;

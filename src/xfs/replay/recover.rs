@@ -13,7 +13,7 @@
 //! map_shared, unmap_shared, convert, convert_shared; CUI increase, decrease, alloc_cow,
 //! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
 //! refuses); ATTRI set, replace and remove in shortform attr forks
-//! (`attredit.rs`, likewise); XMI data-fork exchanges (`xmiedit.rs`,
+//! (`attr/`, likewise); XMI data-fork exchanges (`xmiedit.rs`,
 //! likewise). Not done: realtime intents.
 //!
 //! All or nothing: if any piece cannot be done (one of those, or a change
@@ -22,7 +22,7 @@
 
 use super::agedit::refuse;
 use super::alloc::RmapOwner;
-use super::attredit;
+use super::attr;
 use super::bmapedit::ForkEditor;
 use super::defer::{defer_kind, Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
@@ -181,11 +181,11 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
 fn run_attr_chain<R: ReadAt>(
     forks: &mut ForkEditor<'_, R>,
     engine: &mut Engine<'_, R>,
-    tasks: Vec<attredit::AttrTask>,
+    tasks: Vec<attr::AttrTask>,
     ino: u64,
     now: RecoveryTime,
 ) -> std::result::Result<(), EditError> {
-    use attredit::AttrTask;
+    use attr::AttrTask;
     let mut queue: std::collections::VecDeque<AttrTask> = tasks.into();
     // The first transaction of the chain logs nothing before its roll.
     let mut logged = false;
@@ -270,7 +270,7 @@ fn run_attr_chain<R: ReadAt>(
     Ok(())
 }
 
-impl<R: ReadAt> attredit::AttrSpace for Engine<'_, R> {
+impl<R: ReadAt> attr::AttrSpace for Engine<'_, R> {
     fn near(&mut self, agno: u32, hint: u32, len: u32) -> super::agedit::EditResult<Option<u32>> {
         self.store(agno)?.alloc_near_unmapped(hint, len)
     }
@@ -290,11 +290,11 @@ impl<R: ReadAt> attredit::AttrSpace for Engine<'_, R> {
 /// What follows an add: the work its transaction deferred first, then a
 /// remote value's blocks, or the add again in the fork's new form.
 fn next_add(
-    queue: &mut std::collections::VecDeque<attredit::AttrTask>,
-    out: attredit::AddOutcome,
+    queue: &mut std::collections::VecDeque<attr::AttrTask>,
+    out: attr::AddOutcome,
     work: Vec<Work>,
 ) {
-    use attredit::{AddOutcome, AttrTask};
+    use attr::{AddOutcome, AttrTask};
     match out {
         AddOutcome::Remote(p) => queue.push_front(AttrTask::RemoteSet(p, None)),
         AddOutcome::Again(p) => queue.push_front(AttrTask::Add(p)),
@@ -304,9 +304,9 @@ fn next_add(
 }
 
 /// One transaction's deferred work, to run before what is queued.
-fn push_group(queue: &mut std::collections::VecDeque<attredit::AttrTask>, work: Vec<Work>) {
+fn push_group(queue: &mut std::collections::VecDeque<attr::AttrTask>, work: Vec<Work>) {
     if !work.is_empty() {
-        queue.push_front(attredit::AttrTask::Group(work));
+        queue.push_front(attr::AttrTask::Group(work));
     }
 }
 
@@ -315,9 +315,9 @@ enum Capture {
     /// Deferred work, a list per transaction that made it, with the
     /// inodes it holds.
     Work(Vec<Vec<Work>>, Vec<u64>),
-    /// An attribute intent's chain (`attredit`), its inode and the intent
+    /// An attribute intent's chain (`attr`), its inode and the intent
     /// id.
-    Attr(Vec<attredit::AttrTask>, u64, u64),
+    Attr(Vec<attr::AttrTask>, u64, u64),
     /// An exchange's chain (`xmiedit`), its two inodes and the intent id.
     Exchange(Vec<xmiedit::Task>, [u64; 2], u64),
 }

@@ -22,12 +22,12 @@
 //! Refused, with the reason: a block that no longer holds the entry (the
 //! kernel splits it into a node).
 
-use super::agedit::{refuse, EditResult};
-use super::{put_be16, put_be32, put_be64};
 use crate::xfs::format::attr::{
     XFS_ATTR3_LEAF_MAGIC, XFS_ATTR_INCOMPLETE, XFS_ATTR_LEAF_MAGIC, XFS_ATTR_LOCAL,
 };
 use crate::xfs::fs::{be16, be32};
+use crate::xfs::replay::agedit::{refuse, EditResult};
+use crate::xfs::replay::{put_be16, put_be32, put_be64};
 
 const ENTRY: usize = 8;
 const MAPSIZE: usize = 3;
