@@ -3,10 +3,14 @@
 //! AGI unlinked lists still hold, read from the replayed state.
 
 use crate::xfs::error::{Error, Location, Result};
-use crate::xfs::fs::{be32, Fs};
+use crate::xfs::format::ag::{
+    XfsAgf, XfsAgi, AGF_SECTOR, AGI_SECTOR, NULLAGINO, XFS_AGF_MAGIC, XFS_AGI_MAGIC,
+};
+use crate::xfs::fs::Fs;
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
 use serde::Serialize;
+use zerocopy::FromBytes;
 
 /// The counters as the kernel recomputes them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -60,32 +64,37 @@ pub fn counters<R: ReadAt>(fs: &Fs<R>, ov: &Overlay) -> Result<(Counters, Vec<Un
                     format!("AG {agno} lies outside the filesystem"),
                 )
             })?;
-        let agf = read(fs, ov, "AGF", base.saturating_add(ss), ss)?;
-        let agi = read(fs, ov, "AGI", base.saturating_add(ss.saturating_mul(2)), ss)?;
-        if be32(&agf, 0) != Some(0x5841_4746) || be32(&agi, 0) != Some(0x5841_4749) {
+        let agf_at = base.saturating_add(ss.saturating_mul(AGF_SECTOR));
+        let agi_at = base.saturating_add(ss.saturating_mul(AGI_SECTOR));
+        let agf_bytes = read(fs, ov, "AGF", agf_at, ss)?;
+        let agi_bytes = read(fs, ov, "AGI", agi_at, ss)?;
+        let headers = XfsAgf::ref_from_prefix(&agf_bytes)
+            .ok()
+            .zip(XfsAgi::ref_from_prefix(&agi_bytes).ok())
+            .map(|((agf, _), (agi, _))| (agf, agi))
+            .filter(|(agf, agi)| {
+                agf.agf_magicnum.get() == XFS_AGF_MAGIC && agi.agi_magicnum.get() == XFS_AGI_MAGIC
+            });
+        let Some((agf, agi)) = headers else {
             return Err(Error::corrupt(
                 "AG headers",
                 Location::Bytes {
-                    offset: base.saturating_add(ss),
+                    offset: agf_at,
                     len: ss.saturating_mul(2),
                 },
                 format!("AG {agno}: AGF or AGI magic is wrong after replay"),
             ));
-        }
-        let f = |off: usize| u64::from(be32(&agf, off).unwrap_or(0));
-        let i = |off: usize| u64::from(be32(&agi, off).unwrap_or(0));
-        c.icount = c.icount.saturating_add(i(16));
-        c.ifree = c.ifree.saturating_add(i(28));
+        };
+        c.icount = c.icount.saturating_add(u64::from(agi.agi_count.get()));
+        c.ifree = c.ifree.saturating_add(u64::from(agi.agi_freecount.get()));
         c.fdblocks = c
             .fdblocks
-            .saturating_add(f(52))
-            .saturating_add(f(48))
-            .saturating_add(f(60));
-        for bucket in 0..64u32 {
-            let off =
-                40usize.saturating_add(usize::try_from(bucket).unwrap_or(0).saturating_mul(4));
-            let agino = be32(&agi, off).unwrap_or(u32::MAX);
-            if agino != u32::MAX {
+            .saturating_add(u64::from(agf.agf_freeblks.get()))
+            .saturating_add(u64::from(agf.agf_flcount.get()))
+            .saturating_add(u64::from(agf.agf_btreeblks.get()));
+        for (bucket, head) in (0u32..).zip(agi.agi_unlinked.iter()) {
+            let agino = head.get();
+            if agino != NULLAGINO {
                 let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
                 let ino = u64::from(agno).checked_shl(shift).unwrap_or(0) | u64::from(agino);
                 unlinked.push(Unlinked {
