@@ -81,10 +81,47 @@ test('no request leaves the page origin while an image is opened and browsed', a
   await page.goto('/');
   await page.getByTestId('sample-button').click();
   await expect(page.getByTestId('sb-fname')).toHaveText('sample');
-  for (const [hash, id] of [['#/log/0', 'log-detail'], ['#/ag/0', 'ag-map'], ['#/hex/0', 'hex-view'], ['#/ops', 'ops-view'], ['#/replay', 'replay-diff'], ['#/path/dir1', 'dir-list']]) {
+  for (const [hash, id] of [['#/log/0', 'log-detail'], ['#/ag/0', 'ag-map'], ['#/hex/0', 'hex-view'], ['#/ops', 'ops-view'], ['#/replay', 'replay-diff']]) {
     await page.evaluate((h) => { location.hash = h; }, hash);
     await expect(page.getByTestId(id).first(), hash).toBeVisible({ timeout: 60_000 });
   }
+  // The sample's files are in its log: browse them replayed.
+  await page.getByTestId('replay-toggle').click();
+  await expect(page.getByTestId('state-badge')).toHaveText('replayed state', { timeout: 60_000 });
+  await page.evaluate(() => { location.hash = '#/path/dir1'; });
+  await expect(page.getByTestId('dir-list')).toBeVisible();
+  await page.evaluate(() => { location.hash = '#/inode/131'; });
+  await expect(page.getByTestId('inode-picture')).toBeVisible();
   expect(outside).toEqual([]);
   expect(await page.evaluate(() => window.__csp)).toEqual([]);
+});
+
+test('a long request can be cancelled and the page stays usable', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.getByTestId('image-input').setInputFiles(join(TMP, 'random-5008.img'));
+  await expect(page.getByTestId('image-name')).toHaveText('random-5008.img');
+  // Ask for the replay and cancel it while the worker works on it (in one
+  // task of the page, before the worker's answer can arrive).
+  const clicked = await page.evaluate(async () => {
+    document.querySelector('[data-testid="replay-toggle"]').click();
+    for (let i = 0; i < 50; i++) {
+      const b = document.querySelector('[data-testid="cancel"]');
+      if (b) { b.click(); return true; }
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    return false;
+  });
+  expect(clicked).toBe(true);
+  await expect(page.getByTestId('cancelled')).toContainText('Cancelled: replaying the log');
+  await expect(page.getByTestId('progress')).toHaveCount(0, { timeout: 30_000 });
+  expect(new URL(page.url()).hash).toBe('#/');
+  await expect(page.getByTestId('replay-toggle')).not.toBeChecked();
+  await expect(page.getByTestId('state-badge')).toHaveText('on-disk state');
+  await expect(page.getByTestId('image-name')).toHaveText('random-5008.img');
+  // The new worker has the same file open and answers.
+  await page.evaluate(() => { location.hash = '#/ag'; });
+  await expect(page.getByTestId('ag').first()).toBeVisible();
+  await page.getByTestId('replay-toggle').click();
+  await expect(page.getByTestId('state-badge')).toHaveText('replayed state', { timeout: 60_000 });
 });

@@ -368,6 +368,9 @@ pub struct InodeView {
     /// name this inode has and the directory holding it.
     #[serde(default)]
     pub parents: Vec<ParentView>,
+    /// The sector the inode starts in (its bytes in the hex view).
+    #[serde(default)]
+    pub daddr: u64,
     pub xattr_error: Option<String>,
     pub symlink: Option<String>,
     pub rdev: Option<(u32, u32)>,

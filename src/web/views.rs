@@ -176,6 +176,7 @@ pub fn inode_view(i: &Inode, path: Option<String>) -> InodeView {
         xattr_error: None,
         symlink: None,
         rdev: i.rdev().map(rdev_major_minor),
+        daddr: loc.daddr.0,
         location: format!(
             "AG {} block {} slot {} (daddr {}, byte {})",
             loc.agno.0, loc.agbno.0, loc.slot, loc.daddr.0, loc.byte_offset

@@ -304,7 +304,6 @@ fn map_record<R: ReadAt>(
             if c.holemask == 0 {
                 let mut r = range(RangeKind::InodeChunk, first, chunk_blocks, label);
                 r.ino = Some(ino);
-                r.sparse = c.sparse;
                 return b.push(r);
             }
             // A sparse chunk: the runs of inodes on disk, each made blocks.

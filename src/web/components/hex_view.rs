@@ -260,7 +260,7 @@ fn picture(hex: &HexBlock) -> Html {
     }
     html! {
         <figure class="block-pic" data-testid="block-picture">
-            <svg viewBox={format!("0 0 {W} 30")} role="img" aria-label="the block's regions">
+            <svg viewBox={format!("0 0 {W} 30")} preserveAspectRatio="none" role="img" aria-label="the block's regions">
                 <rect class="r-none" x="0" y="0" width={W.to_string()} height="30" />
                 { for segs.iter().map(|(a, b, class, label, group)| {
                     let x = f64::from(*a) / len * W;

@@ -161,6 +161,7 @@ pub fn inode_inspector(props: &Props) -> Html {
             <h2>{ format!("Inode {}", i.ino) }
                 if let Some(p) = &i.path { <span class="muted">{ " · " }<a href={Route::Path(p.clone()).href()}>{ p }</a></span> }
                 <span class="muted">{ format!(" · {} · {}", i.kind, i.location) }</span>
+                { " " }<a class="small" data-testid="inode-bytes" href={Route::Hex(i.daddr).href()}>{ "its bytes" }</a>
             </h2>
             if !i.problems.is_empty() {
                 <ul class="problems" data-testid="inode-problems">{ for i.problems.iter().map(|p| html! { <li class="bad">{ p }</li> }) }</ul>
