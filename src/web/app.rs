@@ -260,6 +260,15 @@ pub fn app() -> Html {
                             Route::AgMap(agno) => {
                                 Some((format!("mapping AG {agno}"), Request::AgMap { agno: *agno }))
                             }
+                            Route::AgTree { agno, tree, start } => Some((
+                                format!("reading the {tree} records of AG {agno}"),
+                                Request::AgRecords {
+                                    agno: *agno,
+                                    tree: tree.clone(),
+                                    start: *start,
+                                    count: crate::web::components::ag_records::PAGE,
+                                },
+                            )),
                             Route::Hex(daddr) => Some((
                                 format!("reading daddr {daddr}"),
                                 Request::Hex { daddr: *daddr },
@@ -638,6 +647,12 @@ pub fn app() -> Html {
                 Route::AgMap(agno) => match &state.ag_map {
                     Some(m) if m.agno == *agno => {
                         html! { <AgMapView map={Rc::clone(m)} agcount={agcount_of(opened)} /> }
+                    }
+                    _ => html! {},
+                },
+                Route::AgTree { agno, tree, start } => match &state.ag_records {
+                    Some(r) if r.agno == *agno && r.tree == *tree && r.start == *start => {
+                        html! { <crate::web::components::ag_records::AgRecords page={Rc::clone(r)} /> }
                     }
                     _ => html! {},
                 },

@@ -52,6 +52,13 @@ pub enum Request {
     AgMap { agno: u32 },
     /// The bytes at a daddr with the fields of the structure there.
     Hex { daddr: u64 },
+    /// A page of the leaf records of one AG btree.
+    AgRecords {
+        agno: u32,
+        tree: String,
+        start: u64,
+        count: u64,
+    },
     /// The subdirectories of a directory, for the tree in the sidebar.
     TreeChildren { path: String },
     /// Decode the log (once per image) and summarise it.
@@ -196,6 +203,7 @@ pub enum Response {
     Ags(Box<AgsView>),
     AgMap(Box<crate::xfs::agmap::AgMap>),
     Hex(Box<crate::xfs::hexmap::HexBlock>),
+    AgRecords(Box<crate::xfs::agmap::RecordsPage>),
     /// The subdirectory names of `path` (sorted), or why they could not be read.
     TreeChildren {
         path: String,

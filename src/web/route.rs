@@ -16,6 +16,12 @@ pub enum Route {
     Ags,
     /// The map of one allocation group.
     AgMap(u32),
+    /// The leaf records of one AG btree, from record `start`.
+    AgTree {
+        agno: u32,
+        tree: String,
+        start: u64,
+    },
     /// The bytes of one sector or block, with the fields of what is there.
     Hex(u64),
     /// The log, with a transaction selected or not.
@@ -60,8 +66,23 @@ impl Route {
             return Route::Ags;
         }
         if let Some(n) = h.strip_prefix("ag/") {
-            if let Ok(agno) = n.trim().parse() {
-                return Route::AgMap(agno);
+            let mut parts = n.split('/');
+            let agno = parts.next().and_then(|a| a.trim().parse().ok());
+            let tree = parts.next().filter(|t| !t.is_empty());
+            let start = parts
+                .next()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            match (agno, tree) {
+                (Some(agno), None) => return Route::AgMap(agno),
+                (Some(agno), Some(t)) if crate::xfs::ag::btree::AgTree::from_name(t).is_some() => {
+                    return Route::AgTree {
+                        agno,
+                        tree: t.to_string(),
+                        start,
+                    }
+                }
+                _ => {}
             }
         }
         if let Some(n) = h.strip_prefix("hex/") {
@@ -126,6 +147,7 @@ impl Route {
             Route::Superblock => "#/".into(),
             Route::Ags => "#/ag".into(),
             Route::AgMap(agno) => format!("#/ag/{agno}"),
+            Route::AgTree { agno, tree, start } => format!("#/ag/{agno}/{tree}/{start}"),
             Route::Hex(daddr) => format!("#/hex/{daddr}"),
             Route::Log(None) => "#/log".into(),
             Route::Log(Some(i)) => format!("#/log/{i}"),

@@ -29,6 +29,7 @@ pub struct State {
     pub ags: Option<Rc<AgsView>>,
     pub ag_map: Option<Rc<crate::xfs::agmap::AgMap>>,
     pub hex: Option<Rc<crate::xfs::hexmap::HexBlock>>,
+    pub ag_records: Option<Rc<crate::xfs::agmap::RecordsPage>>,
     /// xattr values fetched on demand, by (ino, name).
     pub xattr_values: BTreeMap<(u64, String), Rc<Vec<u8>>>,
     /// A view request failed: what, and why.
@@ -67,6 +68,7 @@ impl Default for State {
             ags: None,
             ag_map: None,
             hex: None,
+            ag_records: None,
             xattr_values: BTreeMap::new(),
             view_error: None,
             tree: BTreeMap::new(),
@@ -149,6 +151,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ags = None;
             s.ag_map = None;
             s.hex = None;
+            s.ag_records = None;
             s.xattr_values.clear();
             s.view_error = None;
             s.tree.clear();
@@ -232,6 +235,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ags = None;
             s.ag_map = None;
             s.hex = None;
+            s.ag_records = None;
             s.tree.clear();
             s.xattr_values.clear();
             if let Some(e) = &r.error {
@@ -267,6 +271,10 @@ fn reduce_response(s: &mut State, r: Response) {
         Response::Hex(h) => {
             s.busy = None;
             s.hex = Some(Rc::from(*h));
+        }
+        Response::AgRecords(r) => {
+            s.busy = None;
+            s.ag_records = Some(Rc::from(*r));
         }
     }
 }

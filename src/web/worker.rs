@@ -930,6 +930,20 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                 Err(e) => view_error(format!("AG {agno} map"), e),
             }
         }),
+        Request::AgRecords {
+            agno,
+            tree,
+            start,
+            count,
+        } => with_fs("AG btree records", |fs| {
+            let Some(t) = crate::xfs::ag::btree::AgTree::from_name(&tree) else {
+                return view_error("AG btree records", format!("no AG btree is called {tree}"));
+            };
+            match crate::xfs::agmap::records_page(fs, AgNumber(agno), t, start, count) {
+                Ok(p) => Response::AgRecords(Box::new(p)),
+                Err(e) => view_error(format!("AG {agno} {tree} records"), e),
+            }
+        }),
         Request::Hex { daddr } => with_fs("hex view", |fs| {
             match crate::xfs::hexmap::describe(fs, daddr) {
                 Ok(mut h) => {

@@ -374,6 +374,121 @@ fn map_record<R: ReadAt>(
     }
 }
 
+/// One leaf record of an AG btree, for the records list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordRow {
+    /// 0-based position in key order.
+    pub index: u64,
+    /// The leaf block holding it.
+    pub agbno: u32,
+    pub text: String,
+    /// The first AG block the record names (free, rmap, refcount records)
+    /// or the first inode of its chunk (inobt records).
+    pub block: Option<u32>,
+    pub ino: Option<u64>,
+}
+
+/// A page of the leaf records of one AG btree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordsPage {
+    pub agno: u32,
+    /// The tree's short name (`bno`, `ino`, ...).
+    pub tree: String,
+    pub btree_name: String,
+    pub meaning: String,
+    pub start: u64,
+    pub rows: Vec<RecordRow>,
+    /// Records in the tree, counted up to [`MAX_COUNTED`].
+    pub total: u64,
+    /// The count stopped at [`MAX_COUNTED`].
+    pub more: bool,
+    /// The AG's blocks per daddr conversion: AG block 0's daddr and the
+    /// sectors per block, to link a block to its bytes.
+    pub daddr: u64,
+    pub bbs_per_block: u64,
+    pub problems: Vec<String>,
+}
+
+/// Records counted at most when paging a tree.
+pub const MAX_COUNTED: u64 = 10_000_000;
+
+/// Records `start..start + count` (at most 1,000) of tree `tree` of AG
+/// `agno`, in key order, and how many the tree holds.
+pub fn records_page<R: ReadAt>(
+    fs: &Fs<R>,
+    agno: AgNumber,
+    tree: AgTree,
+    start: u64,
+    count: u64,
+) -> Result<RecordsPage> {
+    let ctx = HeaderCtx::new(fs, agno)?;
+    let mut problems = Vec::new();
+    let root = match tree {
+        AgTree::Ino | AgTree::Fino => read_agi(fs, &ctx)?.tree_root(tree, &ctx),
+        _ => read_agf(fs, &ctx)?.tree_root(tree, &ctx),
+    };
+    let count = count.min(1_000);
+    let end = start.saturating_add(count);
+    let mut rows = Vec::new();
+    let mut n = 0u64;
+    let mut more = false;
+    if let Some(root) = root {
+        let report = btree::walk(fs, &root, &mut |blk| {
+            if let BlockContent::Leaf(recs) = &blk.content {
+                for r in recs {
+                    if n >= MAX_COUNTED {
+                        more = true;
+                        return ControlFlow::Break(());
+                    }
+                    if n >= start && n < end {
+                        let (block, ino) = match r {
+                            Record::Alloc(a) => (Some(a.startblock), None),
+                            Record::Inobt(c) => (None, Some(agino_to_ino(fs, agno, c.startino))),
+                            Record::Rmap(m) => (
+                                Some(m.startblock),
+                                btree::owner_name(m.owner).is_none().then_some(m.owner),
+                            ),
+                            Record::Refcount(c) => (Some(c.startblock), None),
+                        };
+                        rows.push(RecordRow {
+                            index: n,
+                            agbno: blk.agbno.0,
+                            text: crate::xfs::hexmap::record_text(r),
+                            block,
+                            ino,
+                        });
+                    }
+                    n = n.saturating_add(1);
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        problems.extend(report.problems);
+    } else {
+        problems.push(format!(
+            "AG {}: the {} root is not readable from its header",
+            agno.0,
+            tree.btree_name()
+        ));
+    }
+    Ok(RecordsPage {
+        agno: agno.0,
+        tree: tree.name().to_string(),
+        btree_name: tree.btree_name().to_string(),
+        meaning: tree.meaning().to_string(),
+        start,
+        rows,
+        total: n,
+        more,
+        daddr: fs
+            .geo
+            .agb_to_daddr(agno, crate::xfs::types::AgBlock(0))
+            .map_or(0, |d| d.0),
+        bbs_per_block: u64::from(fs.geo.blocksize / 512).max(1),
+        problems,
+    })
+}
+
 fn agino_to_ino<R: ReadAt>(fs: &Fs<R>, agno: AgNumber, agino: u32) -> u64 {
     let shift = u32::from(fs.geo.agblklog).saturating_add(u32::from(fs.geo.inopblog));
     u64::from(agno.0)

@@ -1356,7 +1356,8 @@ fn ag_btree_block<R: ReadAt>(
     )
 }
 
-fn record_text(r: &btree::Record) -> String {
+/// A leaf record of any AG btree in words.
+pub fn record_text(r: &btree::Record) -> String {
     match r {
         btree::Record::Alloc(a) => {
             format!("startblock {}, blockcount {}", a.startblock, a.blockcount)

@@ -262,7 +262,11 @@ pub fn ag_map_view(props: &Props) -> Html {
                 <ul class="problems">{ for map.problems.iter().map(|p| html! { <li class="bad">{ p }</li> }) }</ul>
             }
             <p class="muted">
-                { "Headers as bytes: " }
+                { "Records of its btrees: " }
+                { for ["bno", "cnt", "ino", "fino", "rmap", "refcount"].iter().map(|t| html! {
+                    <><a data-testid="ag-map-tree-link" href={Route::AgTree { agno: map.agno, tree: (*t).to_string(), start: 0 }.href()}>{ *t }</a>{ " " }</>
+                }) }
+                { " · Headers as bytes: " }
                 <a href={Route::Hex(map.daddr).href()}>{ "superblock" }</a>{ " · " }
                 <a href={Route::Hex(map.daddr.saturating_add(hdr_step(map))).href()}>{ "AGF" }</a>{ " · " }
                 <a href={Route::Hex(map.daddr.saturating_add(2 * hdr_step(map))).href()}>{ "AGI" }</a>{ " · " }

@@ -1,6 +1,7 @@
 //! One component per file; each takes a `Properties` struct.
 
 pub mod ag_map;
+pub mod ag_records;
 pub mod ag_view;
 pub mod dir_list;
 pub mod hex_view;

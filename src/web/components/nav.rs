@@ -44,7 +44,7 @@ pub fn nav(props: &Props) -> Html {
             <div class="tabs" data-keynav="row">
                 { tab("Superblock", Route::Superblock, matches!(r, Route::Superblock)) }
                 { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
-                { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags | Route::AgMap(_))) }
+                { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags | Route::AgMap(_) | Route::AgTree { .. })) }
                 { tab("Bytes", Route::Hex(0), matches!(r, Route::Hex(_))) }
                 { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }
                 { tab("Operations", Route::Ops { start: 0, skip: 0 }, matches!(r, Route::Ops { .. })) }
