@@ -17,7 +17,7 @@
 
 use zerocopy::byteorder::big_endian::{U16, U32, U64};
 use zerocopy::byteorder::little_endian::U32 as Le32;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// "IN".
 pub const XFS_DINODE_MAGIC: u16 = 0x494e;
@@ -62,7 +62,7 @@ pub const XFS_MAX_FILEOFF: u64 = (1 << 54) - 1;
 pub const XFS_MAX_BMBT_EXTLEN: u64 = (1 << 21) - 1;
 
 /// The v3 on-disk inode core.
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned, Debug)]
 #[repr(C)]
 pub struct XfsDinode {
     pub di_magic: U16,

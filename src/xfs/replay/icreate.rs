@@ -7,11 +7,12 @@
 //! the metadata uuid and a CRC. If any cluster of the chunk is cancelled
 //! (freed later), the whole item is skipped.
 
-use super::{put_be16, put_be32, put_be64, put_crc, ReadAt, State};
+use super::{put_crc, ReadAt, State};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::ag::NULLAGINO;
-use crate::xfs::format::dinode::{XFS_DINODE_CRC_OFF, XFS_DINODE_MAGIC};
+use crate::xfs::format::dinode::{XfsDinode, XFS_DINODE_CRC_OFF, XFS_DINODE_MAGIC};
 use crate::xfs::log::items::IcreateItem;
+use zerocopy::FromBytes;
 
 fn bad(what: &str, ic: &IcreateItem) -> Error {
     Error::corrupt(
@@ -89,17 +90,18 @@ pub fn commit_pass2<R: ReadAt>(st: &mut State<'_, R>, ic: &IcreateItem, _lsn: u6
             .chunks_mut(isz)
             .take(usize::try_from(g.inodes_per_cluster).unwrap_or(0))
         {
-            put_be16(dip, 0, XFS_DINODE_MAGIC);
-            if let Some(v) = dip.get_mut(4) {
-                *v = 3;
-            }
-            put_be32(dip, 92, ic.gen);
-            put_be32(dip, 96, NULLAGINO);
-            put_be64(dip, 152, ino);
+            let this = ino;
             ino = ino.saturating_add(1);
-            if let Some(u) = dip.get_mut(160..176) {
-                u.copy_from_slice(&g.meta_uuid);
-            }
+            // A v5 inode is at least 512 bytes: the core always fits.
+            let Ok((core, _)) = XfsDinode::mut_from_prefix(dip) else {
+                continue;
+            };
+            core.di_magic.set(XFS_DINODE_MAGIC);
+            core.di_version = 3;
+            core.di_gen.set(ic.gen);
+            core.di_next_unlinked.set(NULLAGINO);
+            core.di_ino.set(this);
+            core.di_uuid = g.meta_uuid;
             put_crc(dip, XFS_DINODE_CRC_OFF);
         }
         st.cache.put(d, bb_per_cluster, data, super::Stamp::None, 0);
