@@ -11,7 +11,7 @@
 use crate::xfs::ag::btree::{self, AgTree, BlockContent, BlockCtx};
 use crate::xfs::ag::{Agf, Agfl, Agi, HeaderCtx};
 use crate::xfs::error::{Error, Location, Result};
-use crate::xfs::format::ag::{XfsAgf, XfsAgfl, XfsAgi};
+use crate::xfs::format::ag::XfsAgfl;
 use crate::xfs::format::attr::{
     XfsAttr3LeafHdr, XfsAttrLeafHdr, XFS_ATTR3_LEAF_MAGIC, XFS_ATTR3_RMT_MAGIC, XFS_ATTR_LEAF_MAGIC,
 };
@@ -27,8 +27,8 @@ use crate::xfs::format::dir2::{
     XFS_DIR3_FREE_MAGIC, XFS_DIR3_LEAF1_MAGIC, XFS_DIR3_LEAFN_MAGIC,
 };
 use crate::xfs::format::log::{XlogRecHeader, XLOG_HEADER_MAGIC_NUM};
-use crate::xfs::format::sb::XfsDsb;
 use crate::xfs::fs::Fs;
+use crate::xfs::log::run_fields::{FieldTable, AGF_FIELDS, AGI_FIELDS, SB_FIELDS};
 use crate::xfs::read::ReadAt;
 use crate::xfs::sb::{Field, Superblock};
 use crate::xfs::types::{AgBlock, AgNumber, Daddr};
@@ -339,6 +339,14 @@ macro_rules! layout {
     };
 }
 
+/// A member table with the structure's prefix taken off the names.
+fn members(table: FieldTable, prefix: &str) -> Vec<(&'static str, usize, usize)> {
+    table
+        .iter()
+        .map(|(n, o, z)| (n.strip_prefix(prefix).unwrap_or(n), *o, *z))
+        .collect()
+}
+
 /// The members of a structure with values and meanings from the parsed
 /// header's field list where it has one at the same place (the AG header
 /// parsers keep xfs_db's names; the hex view keeps the kernel's), decoded
@@ -391,19 +399,8 @@ fn ag_header<R: ReadAt>(fs: &Fs<R>, daddr: u64, agno: AgNumber, n: u64) -> Resul
                     .map(|s| s.fields())
                     .map_err(|e| e.to_string()),
             );
-            let m = layout!(XfsDsb, "sb_";
-                sb_magicnum, sb_blocksize, sb_dblocks, sb_rblocks, sb_rextents, sb_uuid, sb_logstart,
-                sb_rootino, sb_rbmino, sb_rsumino, sb_rextsize, sb_agblocks, sb_agcount, sb_rbmblocks,
-                sb_logblocks, sb_versionnum, sb_sectsize, sb_inodesize, sb_inopblock, sb_fname,
-                sb_blocklog, sb_sectlog, sb_inodelog, sb_inopblog, sb_agblklog, sb_rextslog,
-                sb_inprogress, sb_imax_pct, sb_icount, sb_ifree, sb_fdblocks, sb_frextents, sb_uquotino,
-                sb_gquotino, sb_qflags, sb_flags, sb_shared_vn, sb_inoalignmt, sb_unit, sb_width,
-                sb_dirblklog, sb_logsectlog, sb_logsectsize, sb_logsunit, sb_features2,
-                sb_bad_features2, sb_features_compat, sb_features_ro_compat, sb_features_incompat,
-                sb_features_log_incompat, sb_crc, sb_spino_align, sb_pquotino, sb_lsn, sb_meta_uuid,
-                sb_metadirino, sb_rgcount, sb_rgextents, sb_rgblklog, sb_pad, sb_rtstart, sb_rtreserved,
-            );
-            merge(b, &mut out, "superblock", &m, &p);
+
+            merge(b, &mut out, "superblock", &members(SB_FIELDS, "sb_"), &p);
             (
                 format!("superblock (AG {})", agno.0),
                 if agno.0 == 0 {
@@ -417,14 +414,8 @@ fn ag_header<R: ReadAt>(fs: &Fs<R>, daddr: u64, agno: AgNumber, n: u64) -> Resul
             let p = parsed(with_ctx(&|c| {
                 Agf::parse(b, Daddr(daddr), c).map(|a| a.fields())
             }));
-            let m = layout!(XfsAgf, "agf_";
-                agf_magicnum, agf_versionnum, agf_seqno, agf_length, agf_bno_root, agf_cnt_root,
-                agf_rmap_root, agf_bno_level, agf_cnt_level, agf_rmap_level, agf_flfirst, agf_fllast,
-                agf_flcount, agf_freeblks, agf_longest, agf_btreeblks, agf_uuid, agf_rmap_blocks,
-                agf_refcount_blocks, agf_refcount_root, agf_refcount_level, agf_spare64, agf_lsn,
-                agf_crc, agf_spare2,
-            );
-            merge(b, &mut out, "agf", &m, &p);
+
+            merge(b, &mut out, "agf", &members(AGF_FIELDS, "agf_"), &p);
             (
                 format!("AGF (AG {})", agno.0),
                 "The AG free space header: the roots and heights of the free-space btrees (by block number and by size), of the reverse-mapping and reference-count btrees when the filesystem has them, the free list's window into the AGFL, and the AG's free block count and longest free extent.".to_string(),
@@ -434,12 +425,8 @@ fn ag_header<R: ReadAt>(fs: &Fs<R>, daddr: u64, agno: AgNumber, n: u64) -> Resul
             let p = parsed(with_ctx(&|c| {
                 Agi::parse(b, Daddr(daddr), c).map(|a| a.fields())
             }));
-            let m = layout!(XfsAgi, "agi_";
-                agi_magicnum, agi_versionnum, agi_seqno, agi_length, agi_count, agi_root, agi_level,
-                agi_freecount, agi_newino, agi_dirino, agi_unlinked, agi_uuid, agi_crc, agi_pad32,
-                agi_lsn, agi_free_root, agi_free_level, agi_iblocks, agi_fblocks,
-            );
-            merge(b, &mut out, "agi", &m, &p);
+
+            merge(b, &mut out, "agi", &members(AGI_FIELDS, "agi_"), &p);
             (
                 format!("AGI (AG {})", agno.0),
                 "The AG inode header: how many inodes are allocated and free in this AG, the roots of the inode btree and the free-inode btree, and the 64 heads of the unlinked lists (inodes removed from every directory but still open, freed at the next mount if the system stopped first).".to_string(),
@@ -759,25 +746,7 @@ fn dir_block(b: &[u8], out: &mut Out, magic: u64, v5: bool, sb: &Superblock) -> 
             .unwrap_or(0)
             .min(tail / 8);
         end = tail.saturating_sub(count.saturating_mul(8));
-        for i in 0..count {
-            let o = end.saturating_add(i.saturating_mul(8));
-            out.raw(
-                b,
-                "leaf entries",
-                &format!("ents[{i}].hashval"),
-                o,
-                4,
-                "hash of a name",
-            );
-            out.raw(
-                b,
-                "leaf entries",
-                &format!("ents[{i}].address"),
-                o.saturating_add(4),
-                4,
-                "where its entry is, in 8-byte units",
-            );
-        }
+        leaf_entries(b, out, end, count);
     }
     // Entries and unused regions, walked from the header.
     let ftype = v5 || sb.features2 & 0x200 != 0;
@@ -953,7 +922,12 @@ fn leaf_hdr_tail(b: &[u8], out: &mut Out, v5: bool) {
     );
     let first = if v5 { 64 } else { 16 };
     let count = usize::try_from(be(b, base, 2).unwrap_or(0)).unwrap_or(0);
-    for i in 0..count.min(b.len().saturating_sub(first) / 8) {
+    leaf_entries(b, out, first, count.min(b.len().saturating_sub(first) / 8));
+}
+
+/// A directory leaf's (hash, address) entries from byte `first`.
+fn leaf_entries(b: &[u8], out: &mut Out, first: usize, count: usize) {
+    for i in 0..count {
         let o = first.saturating_add(i.saturating_mul(8));
         out.raw(
             b,
@@ -969,7 +943,7 @@ fn leaf_hdr_tail(b: &[u8], out: &mut Out, v5: bool) {
             &format!("ents[{i}].address"),
             o.saturating_add(4),
             4,
-            "where its entry is, in 8-byte units from the directory's start",
+            "where its entry is, in 8-byte units from the start of the directory's data",
         );
     }
 }

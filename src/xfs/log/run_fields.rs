@@ -45,7 +45,8 @@ pub fn describe_run(b: &BufItem, run: Run, ctx: &ItemContext) -> Vec<String> {
     }
 }
 
-type FieldTable = &'static [(&'static str, usize, usize)];
+/// A structure's members: (kernel name, offset, size).
+pub(crate) type FieldTable = &'static [(&'static str, usize, usize)];
 
 macro_rules! fields {
     ($t:ty; $($f:ident),* $(,)?) => {
@@ -57,7 +58,7 @@ const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
     size_of::<F>()
 }
 
-const SB_FIELDS: FieldTable = fields!(XfsDsb;
+pub(crate) const SB_FIELDS: FieldTable = fields!(XfsDsb;
     sb_magicnum, sb_blocksize, sb_dblocks, sb_rblocks, sb_rextents, sb_uuid, sb_logstart,
     sb_rootino, sb_rbmino, sb_rsumino, sb_rextsize, sb_agblocks, sb_agcount, sb_rbmblocks,
     sb_logblocks, sb_versionnum, sb_sectsize, sb_inodesize, sb_inopblock, sb_fname,
@@ -70,12 +71,18 @@ const SB_FIELDS: FieldTable = fields!(XfsDsb;
     sb_metadirino, sb_rgcount, sb_rgextents, sb_rgblklog, sb_pad, sb_rtstart, sb_rtreserved,
 );
 
-const AGF_FIELDS: FieldTable = fields!(XfsAgf;
+pub(crate) const AGF_FIELDS: FieldTable = fields!(XfsAgf;
     agf_magicnum, agf_versionnum, agf_seqno, agf_length, agf_bno_root, agf_cnt_root,
     agf_rmap_root, agf_bno_level, agf_cnt_level, agf_rmap_level, agf_flfirst, agf_fllast,
     agf_flcount, agf_freeblks, agf_longest, agf_btreeblks, agf_uuid, agf_rmap_blocks,
     agf_refcount_blocks, agf_refcount_root, agf_refcount_level, agf_spare64, agf_lsn,
     agf_crc, agf_spare2,
+);
+
+pub(crate) const AGI_FIELDS: FieldTable = fields!(XfsAgi;
+    agi_magicnum, agi_versionnum, agi_seqno, agi_length, agi_count, agi_root, agi_level,
+    agi_freecount, agi_newino, agi_dirino, agi_unlinked, agi_uuid, agi_crc, agi_pad32,
+    agi_lsn, agi_free_root, agi_free_level, agi_iblocks, agi_fblocks,
 );
 
 /// Names of the table's fields overlapping `[lo, hi)`; bytes past the
@@ -95,14 +102,9 @@ fn fields_in(table: FieldTable, size: usize, lo: u32, hi: u32, what: &str) -> Ve
 }
 
 fn agi_fields(lo: u32, hi: u32) -> Vec<String> {
-    const AGI: FieldTable = fields!(XfsAgi;
-        agi_magicnum, agi_versionnum, agi_seqno, agi_length, agi_count, agi_root, agi_level,
-        agi_freecount, agi_newino, agi_dirino, agi_unlinked, agi_uuid, agi_crc, agi_pad32,
-        agi_lsn, agi_free_root, agi_free_level, agi_iblocks, agi_fblocks,
-    );
     let unl = offset_of!(XfsAgi, agi_unlinked);
     let mut out = Vec::new();
-    for n in fields_in(AGI, size_of::<XfsAgi>(), lo, hi, "agi") {
+    for n in fields_in(AGI_FIELDS, size_of::<XfsAgi>(), lo, hi, "agi") {
         if n == "agi_unlinked" {
             // Name the hash buckets.
             let first = usize::try_from(lo)
