@@ -18,6 +18,8 @@ pub const XFS_SB_MAGIC: u32 = 0x5846_5342;
 
 /// `NULLFSINO`: no inode (absent quota and realtime inodes).
 pub const NULLFSINO: u64 = u64::MAX;
+/// `sb_features_ro_compat`: shared extents (reflink, the refcount btree).
+pub const XFS_SB_FEAT_RO_COMPAT_REFLINK: u32 = 1 << 2;
 /// `sb_features_incompat` bits the core acts on.
 pub const XFS_SB_FEAT_INCOMPAT_BIGTIME: u32 = 1 << 3;
 pub const XFS_SB_FEAT_INCOMPAT_NREXT64: u32 = 1 << 5;

@@ -18,12 +18,14 @@ use super::agedit::refuse;
 use super::agedit::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
-use crate::xfs::format::btree::{XFS_REFC_COWFLAG, XFS_RMAP_OWN_COW};
-use crate::xfs::fs::{be32, Fs};
+use crate::xfs::format::btree::{XfsRefcountRec, XfsRmapRec, XFS_REFC_COWFLAG, XFS_RMAP_OWN_COW};
+use crate::xfs::format::sb::XFS_SB_FEAT_RO_COMPAT_REFLINK;
+use crate::xfs::fs::Fs;
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
 use serde::Serialize;
+use zerocopy::FromBytes;
 
 /// One CoW staging extent.
 #[derive(Clone, Debug, Serialize)]
@@ -54,12 +56,24 @@ pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -
     s.free_ag_extent(agbno, len, None)
 }
 
+/// A refcount btree record's fields.
+fn refcount_rec(r: &[u8]) -> Option<&XfsRefcountRec> {
+    XfsRefcountRec::ref_from_prefix(r).ok().map(|(c, _)| c)
+}
+
+/// A reverse-mapping btree record's fields.
+fn rmap_rec(r: &[u8]) -> Option<&XfsRmapRec> {
+    XfsRmapRec::ref_from_prefix(r).ok().map(|(m, _)| m)
+}
+
 /// One CoW staging extent freed as `xfs_refcount_recover_cow_leftovers`
 /// queues it: the reverse mapping (RUI), the refcount record (CUI), then
 /// the blocks (EFI: no owner to unmap).
 fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
     match s.find(Tree::Refc, key_refc(agbno | XFS_REFC_COWFLAG))? {
-        Some(r) if be32(&r, 4) == Some(len) && be32(&r, 8) == Some(1) => {}
+        Some(r)
+            if refcount_rec(&r)
+                .is_some_and(|c| c.rc_blockcount.get() == len && c.rc_refcount.get() == 1) => {}
         _ => return refuse("the CoW refcount record changed".into()),
     }
     // The kernel defers three items, finished in this order, each
@@ -68,7 +82,7 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
     //    before it changes the rmapbt);
     if s.feat.rmapbt {
         match s.find(Tree::Rmap, key_rmap(agbno, XFS_RMAP_OWN_COW, 0))? {
-            Some(r) if be32(&r, 4) == Some(len) => {}
+            Some(r) if rmap_rec(&r).is_some_and(|m| m.rm_blockcount.get() == len) => {}
             Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
             None => return refuse("no CoW reverse mapping for the extent".into()),
         }
@@ -97,7 +111,7 @@ pub fn recover<R: ReadAt>(
     busy: &super::defer::Busy,
 ) -> Result<CowReport> {
     let mut report = CowReport::default();
-    let reflink = fs.sb.features_ro_compat & (1 << 2) != 0;
+    let reflink = fs.sb.features_ro_compat & XFS_SB_FEAT_RO_COMPAT_REFLINK != 0;
     if !reflink || !fs.geo.v5 {
         return Ok(report);
     }
@@ -111,9 +125,10 @@ pub fn recover<R: ReadAt>(
                 Ok(recs) => recs
                     .iter()
                     .filter_map(|r| {
-                        let start = be32(r, 0)?;
+                        let c = refcount_rec(r)?;
+                        let start = c.rc_startblock.get();
                         (start & XFS_REFC_COWFLAG != 0)
-                            .then(|| (start & !XFS_REFC_COWFLAG, be32(r, 4).unwrap_or(0)))
+                            .then(|| (start & !XFS_REFC_COWFLAG, c.rc_blockcount.get()))
                     })
                     .collect(),
                 Err(EditError::Read(e)) => return Err(e),
