@@ -608,34 +608,53 @@ fn run(fixtures: &[&str], images: u64, seed: u64, limits: &Limits, f: &mut Figur
         }
     }));
     let only = std::env::var("MUTATION_ONLY").ok();
-    let per_fixture = images.div_ceil(fixtures.len() as u64);
+    let want: Option<(String, u64)> = only.as_ref().and_then(|o| {
+        let (n, i) = o.split_once(':')?;
+        Some((n.to_string(), i.parse().ok()?))
+    });
+    // Every fixture is loaded once; images go round them in turn, so a
+    // run cut short by its time budget has damaged each about as often.
+    let fxs: Vec<(u64, &str, Fixture)> = fixtures
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| want.as_ref().is_none_or(|w| w.0 == **n))
+        .map(|(fi, name)| {
+            let fx = load(name);
+            eprintln!(
+                "{name}: {} structures found ({})",
+                fx.sites.len(),
+                fx.by_kind
+                    .iter()
+                    .map(|(k, v)| format!("{k:?} {}", v.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            (fi as u64, *name, fx)
+        })
+        .collect();
+    let budget = std::env::var("MUTATION_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let started = Instant::now();
+    let mut counts = vec![0u64; fxs.len()];
     let (mut jtx, mut drx) = worker();
-    for (fi, name) in fixtures.iter().enumerate() {
-        if let Some(o) = &only {
-            if o.split(':').next() != Some(*name) {
-                continue;
-            }
-        }
-        let fx = load(name);
-        eprintln!(
-            "{name}: {} structures found ({})",
-            fx.sites.len(),
-            fx.by_kind
-                .iter()
-                .map(|(k, v)| format!("{k:?} {}", v.len()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let start = f.images;
-        for i in 0..per_fixture {
-            if f.images >= images {
+    let mut i = 0u64;
+    'rounds: loop {
+        if let Some(w) = &want {
+            if i > w.1 {
                 break;
             }
-            let mut rng = Rng::new(seed ^ ((fi as u64) << 40) ^ i.wrapping_mul(0x1000_0001));
-            let (what, m) = mutate(&fx, &mut rng);
+        }
+        for (k, (fi, name, fx)) in fxs.iter().enumerate() {
+            if f.images >= images || budget.is_some_and(|b| started.elapsed() >= b) {
+                break 'rounds;
+            }
+            let mut rng = Rng::new(seed ^ (fi << 40) ^ i.wrapping_mul(0x1000_0001));
+            let (what, m) = mutate(fx, &mut rng);
             let what = format!("{name}:{i}: {what}");
-            if let Some(o) = &only {
-                if o.split(':').nth(1).and_then(|x| x.parse::<u64>().ok()) != Some(i) {
+            if let Some(w) = &want {
+                if w.1 != i {
                     continue;
                 }
                 eprintln!("{what}");
@@ -644,6 +663,7 @@ fn run(fixtures: &[&str], images: u64, seed: u64, limits: &Limits, f: &mut Figur
                     eprintln!("saved to {p}");
                 }
             }
+            counts[k] += 1;
             f.images += 1;
             jtx.send((what.clone(), m)).unwrap();
             let Ok((what, r, took, peak)) = drx.recv_timeout(limits.per_image) else {
@@ -716,7 +736,10 @@ fn run(fixtures: &[&str], images: u64, seed: u64, limits: &Limits, f: &mut Figur
                 }
             }
         }
-        f.by_fixture.push((name.to_string(), f.images - start));
+        i += 1;
+    }
+    for ((_, name, _), c) in fxs.iter().zip(counts) {
+        f.by_fixture.push((name.to_string(), c));
     }
 }
 

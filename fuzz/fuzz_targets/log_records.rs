@@ -1,0 +1,15 @@
+//! Fuzz target `log_records`: see `fuzz/common.rs`.
+#![no_main]
+
+#[path = "../common.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+static TARGET: OnceLock<common::Target> = OnceLock::new();
+
+fuzz_target!(|data: &[u8]| {
+    let t = TARGET.get_or_init(|| common::setup("log_records"));
+    common::run(t, data);
+});
