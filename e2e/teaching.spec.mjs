@@ -335,3 +335,16 @@ test('AG btree records page by page, as xfs_db btdump lists them', async ({ page
     }
   }
 });
+
+test('the bytes of a block can look for it in the log', async ({ page }) => {
+  await page.goto('/');
+  await page.getByTestId('sample-button').click();
+  await expect(page.getByTestId('sb-fname')).toHaveText('sample');
+  await go(page, '#/hex/0');
+  await page.getByTestId('hex-find-in-log').click();
+  await expect(page.getByTestId('hex-dirty-run').first()).toBeVisible();
+  await expect(page.getByTestId('hex-find-in-log')).toHaveCount(0);
+  // A block no buffer item logs says so.
+  await go(page, '#/hex/9');
+  await expect(page.getByTestId('hex-not-logged')).toBeVisible();
+});

@@ -658,7 +658,20 @@ pub fn app() -> Html {
                 },
                 Route::Hex(daddr) => match &state.hex {
                     Some(h) if h.daddr == *daddr => {
-                        html! { <HexView hex={Rc::clone(h)} replayed={state.replay.as_ref().is_some_and(|r| r.on)} /> }
+                        let on_find_in_log = {
+                            let send = Rc::clone(&send);
+                            let dispatcher = state.dispatcher();
+                            let daddr = *daddr;
+                            Callback::from(move |_: ()| {
+                                dispatcher.dispatch(Action::Loading(
+                                    "finding and decoding the log".into(),
+                                ));
+                                send(Request::Log);
+                                send(Request::Hex { daddr });
+                            })
+                        };
+                        html! { <HexView hex={Rc::clone(h)} replayed={state.replay.as_ref().is_some_and(|r| r.on)}
+                        log_decoded={state.log.is_some()} {on_find_in_log} /> }
                     }
                     _ => html! {},
                 },

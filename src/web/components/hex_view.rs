@@ -13,6 +13,11 @@ pub struct Props {
     pub hex: Rc<HexBlock>,
     /// Views show the replayed state.
     pub replayed: bool,
+    /// The log has been decoded (so `hex.logged` says all the log holds
+    /// of this block).
+    pub log_decoded: bool,
+    /// Decode the log and look for this block in it.
+    pub on_find_in_log: Callback<()>,
 }
 
 /// Bytes drawn at most (the rest is summarised).
@@ -128,6 +133,15 @@ pub fn hex_view(props: &Props) -> Html {
                 if step > 1 { { " · " }<a href={Route::Hex(hex.daddr.saturating_add(step)).href()}>{ format!("after this block (daddr {}) ▶", hex.daddr.saturating_add(step)) }</a> }
             </p>
             { for hex.notes.iter().map(|n| html! { <p class="warn">{ n }</p> }) }
+            if hex.logged.is_empty() && !props.log_decoded {
+                <p class="muted">
+                    <button data-testid="hex-find-in-log" onclick={ let cb = props.on_find_in_log.clone(); Callback::from(move |_: MouseEvent| cb.emit(())) }>{ "look for this block in the log" }</button>
+                    { " (decodes the log: the buffer items that log this block, with their dirty runs)" }
+                </p>
+            }
+            if hex.logged.is_empty() && props.log_decoded {
+                <p class="muted" data-testid="hex-not-logged">{ "No buffer item of the log logs this block." }</p>
+            }
             if !hex.logged.is_empty() {
                 <div class="hex-logged" data-testid="hex-logged">
                     <strong>{ "In the log: " }</strong>
