@@ -17,12 +17,29 @@
 //! image as it is on disk does not, and the reverse for paths removed. A
 //! path is found from its directory by `..` up to the root.
 
-use crate::xfs::fs::{be16, be32, be64, Fs};
+use crate::xfs::format::ag::{XFS_AGFL_MAGIC, XFS_AGF_MAGIC, XFS_AGI_MAGIC};
+use crate::xfs::format::attr::{XFS_ATTR3_LEAF_MAGIC, XFS_ATTR3_RMT_MAGIC, XFS_ATTR_LEAF_MAGIC};
+use crate::xfs::format::btree::{
+    XFS_ABTB_CRC_MAGIC, XFS_ABTB_MAGIC, XFS_ABTC_CRC_MAGIC, XFS_ABTC_MAGIC, XFS_FIBT_CRC_MAGIC,
+    XFS_FIBT_MAGIC, XFS_IBT_CRC_MAGIC, XFS_IBT_MAGIC, XFS_REFC_CRC_MAGIC, XFS_RMAP_CRC_MAGIC,
+};
+use crate::xfs::format::da::{XFS_DA3_NODE_MAGIC, XFS_DA_MAGIC_OFF, XFS_DA_NODE_MAGIC};
+use crate::xfs::format::dinode::{
+    XfsDinode, XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DINODE_MAGIC, XFS_SYMLINK_MAGIC,
+};
+use crate::xfs::format::dir2::{
+    XfsDir3BlkHdr, XFS_DIR2_BLOCK_MAGIC, XFS_DIR2_DATA_MAGIC, XFS_DIR2_FREE_MAGIC,
+    XFS_DIR2_LEAF1_MAGIC, XFS_DIR2_LEAFN_MAGIC, XFS_DIR3_BLOCK_MAGIC, XFS_DIR3_DATA_MAGIC,
+    XFS_DIR3_FREE_MAGIC, XFS_DIR3_LEAF1_MAGIC, XFS_DIR3_LEAFN_MAGIC,
+};
+use crate::xfs::format::sb::XFS_SB_MAGIC;
+use crate::xfs::fs::{be16, be32, Fs};
 use crate::xfs::inode::{Inode, InodeCore};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Ino;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use zerocopy::FromBytes;
 
 /// One changed core field.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -123,32 +140,43 @@ fn text(b: &[u8]) -> String {
     s
 }
 
+/// The v3 inode core at the start of `b`, when `b` starts with the inode
+/// magic.
+fn dinode(b: &[u8]) -> Option<&XfsDinode> {
+    XfsDinode::ref_from_prefix(b)
+        .ok()
+        .map(|(d, _)| d)
+        .filter(|d| d.di_magic.get() == XFS_DINODE_MAGIC)
+}
+
 /// What a block is, by its magic.
 pub fn block_kind(b: &[u8]) -> &'static str {
+    // Every block this names starts with its magic; da blocks keep theirs
+    // in the block info after the sibling pointers.
     match be32(b, 0).unwrap_or(0) {
-        0x5846_5342 => "superblock",
-        0x5841_4746 => "agf",
-        0x5841_4749 => "agi",
-        0x5841_464c => "agfl",
-        0x4142_3342 | 0x4142_5442 => "bnobt",
-        0x4142_3343 | 0x4142_5443 => "cntbt",
-        0x4941_4233 | 0x4941_4254 => "inobt",
-        0x4649_4233 | 0x4649_4254 => "finobt",
-        0x524d_4233 => "rmapbt",
-        0x5233_4643 => "refcountbt",
-        0x424d_4133 | 0x424d_4150 => "bmbt",
-        0x5844_4233 | 0x5844_3242 => "dir block",
-        0x5844_4433 | 0x5844_3244 => "dir data",
-        0x5844_4633 | 0x5844_3246 => "dir free",
-        0x5853_4c4d => "symlink",
-        0x5841_524d => "attr remote",
-        _ => match be16(b, 8).unwrap_or(0) {
-            0x3df1 | 0xd2f1 => "dir leaf",
-            0x3dff | 0xd2ff => "dir leafn",
-            0x3ebe | 0xfebe => "da node",
-            0x3bee | 0xfbee => "attr leaf",
+        XFS_SB_MAGIC => "superblock",
+        XFS_AGF_MAGIC => "agf",
+        XFS_AGI_MAGIC => "agi",
+        XFS_AGFL_MAGIC => "agfl",
+        XFS_ABTB_CRC_MAGIC | XFS_ABTB_MAGIC => "bnobt",
+        XFS_ABTC_CRC_MAGIC | XFS_ABTC_MAGIC => "cntbt",
+        XFS_IBT_CRC_MAGIC | XFS_IBT_MAGIC => "inobt",
+        XFS_FIBT_CRC_MAGIC | XFS_FIBT_MAGIC => "finobt",
+        XFS_RMAP_CRC_MAGIC => "rmapbt",
+        XFS_REFC_CRC_MAGIC => "refcountbt",
+        XFS_BMAP_CRC_MAGIC | XFS_BMAP_MAGIC => "bmbt",
+        XFS_DIR3_BLOCK_MAGIC | XFS_DIR2_BLOCK_MAGIC => "dir block",
+        XFS_DIR3_DATA_MAGIC | XFS_DIR2_DATA_MAGIC => "dir data",
+        XFS_DIR3_FREE_MAGIC | XFS_DIR2_FREE_MAGIC => "dir free",
+        XFS_SYMLINK_MAGIC => "symlink",
+        XFS_ATTR3_RMT_MAGIC => "attr remote",
+        _ => match be16(b, XFS_DA_MAGIC_OFF).unwrap_or(0) {
+            XFS_DIR3_LEAF1_MAGIC | XFS_DIR2_LEAF1_MAGIC => "dir leaf",
+            XFS_DIR3_LEAFN_MAGIC | XFS_DIR2_LEAFN_MAGIC => "dir leafn",
+            XFS_DA3_NODE_MAGIC | XFS_DA_NODE_MAGIC => "da node",
+            XFS_ATTR3_LEAF_MAGIC | XFS_ATTR_LEAF_MAGIC => "attr leaf",
             _ => {
-                if be16(b, 0) == Some(0x494e) {
+                if dinode(b).is_some() {
                     "inodes"
                 } else {
                     "other"
@@ -230,9 +258,9 @@ fn changed_slots<R: ReadAt>(
             // xfs_dir3_blk_hdr: the owner follows magic, crc, blkno, lsn
             // and uuid; both sides, so entries of a freed block count too.
             for b in [&before, &after] {
-                if matches!(be32(b, 0), Some(0x5844_4233 | 0x5844_4433)) {
-                    if let Some(o) = be64(b, 40) {
-                        owners.insert(o);
+                if let Ok((h, _)) = XfsDir3BlkHdr::ref_from_prefix(b.as_slice()) {
+                    if matches!(h.magic.get(), XFS_DIR3_BLOCK_MAGIC | XFS_DIR3_DATA_MAGIC) {
+                        owners.insert(h.owner.get());
                     }
                 }
             }
@@ -244,7 +272,7 @@ fn changed_slots<R: ReadAt>(
             .zip(after.chunks(usize::try_from(isz).unwrap_or(512)))
             .enumerate()
         {
-            if a == b || (be16(a, 0) != Some(0x494e) && be16(b, 0) != Some(0x494e)) {
+            if a == b || (dinode(a).is_none() && dinode(b).is_none()) {
                 continue;
             }
             let ino = (agno << (u32::from(g.agblklog).saturating_add(u32::from(g.inopblog))))
@@ -252,7 +280,7 @@ fn changed_slots<R: ReadAt>(
                 | u64::try_from(slot).unwrap_or(0);
             // On v5 an inode says its own number: skip blocks that only
             // look like inodes.
-            if g.v5 && be16(b, 0) == Some(0x494e) && be64(b, 152) != Some(ino) {
+            if g.v5 && dinode(b).is_some_and(|d| d.di_ino.get() != ino) {
                 continue;
             }
             if out.len() >= limit {
