@@ -241,6 +241,16 @@ test('keyboard only: search with /, the tabs with arrows, a map range with Enter
   await expect(tabs.nth(1)).toBeFocused();
   await page.keyboard.press('Enter');
   await expect(page.getByTestId('dir-list')).toBeVisible();
+  // The tree and the directory list move with the arrow keys.
+  await page.getByTestId('tree').locator('a').first().focus();
+  await page.keyboard.press('ArrowDown');
+  expect(await page.evaluate(() => document.activeElement.closest('[data-testid="tree"]') !== null
+    && document.activeElement !== document.querySelector('[data-testid="tree"] a'))).toBe(true);
+  await page.getByTestId('dir-list').locator('a').first().focus();
+  const before = await page.evaluate(() => document.activeElement.textContent);
+  await page.keyboard.press('ArrowDown');
+  const after = await page.evaluate(() => document.activeElement.closest('[data-testid="dir-list"]') && document.activeElement.textContent);
+  expect(after && after !== before).toBeTruthy();
   // A range of the map is reachable with Tab and opens with Enter.
   await go(page, '#/ag/0');
   const range = page.getByTestId('ag-map').getByTestId('ag-map-headers').first();

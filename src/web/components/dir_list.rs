@@ -86,7 +86,7 @@ pub fn dir_list(props: &Props) -> Html {
             }
             <div class="row head"><span class="kind">{ "type" }</span><span class="ename">{ "name" }</span>
                 <span class="mode">{ "mode" }</span><span class="size">{ "size" }</span><span class="eino">{ "inode" }</span></div>
-            <div class="vlist" {onscroll} data-testid="dir-list">
+            <div class="vlist" {onscroll} data-testid="dir-list" data-keynav="list" role="list" aria-label="directory entries">
                 <div class="vspace"><svg class="spacer" width="1" height={above} aria-hidden="true"></svg>{ for rows }<svg class="spacer" width="1" height={below} aria-hidden="true"></svg></div>
             </div>
         </section>

@@ -174,7 +174,7 @@ pub fn hex_view(props: &Props) -> Html {
                 </div>
                 <div class="hex-side">
                     { detail.unwrap_or_else(|| html! { <p class="muted hex-detail">{ "Hover a field or click a byte to see what it is." }</p> }) }
-                    <table class="hex-fields" aria-label="fields">
+                    <table class="hex-fields" aria-label="fields" data-keynav="list">
                         <thead><tr><th>{ "field" }</th><th>{ "offset" }</th><th>{ "size" }</th><th>{ "value" }</th></tr></thead>
                         <tbody>
                         { for hex.fields.iter().enumerate().map(|(i, f)| html! {

@@ -231,7 +231,7 @@ pub fn log_panel(props: &Props) -> Html {
             <h3>{ "Transactions" }</h3>
             <div class="txrow head"><span>{ "#" }</span><span>{ "tid" }</span><span>{ "start" }</span><span>{ "commit" }</span>
                 <span>{ "items" }</span><span>{ "regions" }</span><span>{ "bytes" }</span><span>{ "kinds" }</span></div>
-            <div class="vlist" {onscroll} data-testid="log-list">
+            <div class="vlist" {onscroll} data-testid="log-list" data-keynav="list" aria-label="transactions">
                 <div class="vspace"><svg class="spacer" width="1" height={above} aria-hidden="true"></svg>{ for rows }<svg class="spacer" width="1" height={below} aria-hidden="true"></svg></div>
             </div>
             { for props.detail.as_ref().filter(|d| Some(d.row.index) == props.selected).map(|d| detail(d)) }

@@ -107,7 +107,7 @@ pub fn tree(props: &Props) -> Html {
     }
     let open = (*expanded).clone();
     html! {
-        <aside class="tree" data-testid="tree">
+        <aside class="tree" data-testid="tree" data-keynav="list" aria-label="directory tree">
             <ul>{ node("/", "/", props, &open, &toggle, 0) }</ul>
         </aside>
     }
