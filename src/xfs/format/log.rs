@@ -27,7 +27,7 @@
 use zerocopy::byteorder::big_endian::{U32 as Be32, U64 as Be64};
 use zerocopy::byteorder::little_endian::U32 as Le32;
 use zerocopy::byteorder::{ByteOrder, I32, I64, U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// First word of every record header.
 pub const XLOG_HEADER_MAGIC_NUM: u32 = 0xFEED_BABE;
@@ -173,7 +173,7 @@ pub const XFS_BMAP_EXTENT_REALTIME: u32 = 1 << 29;
 
 /// `struct xlog_rec_header`, with the 4 padding bytes a 64-bit host has at
 /// the end (`h_pad0`), which the record CRC covers.
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned, Debug)]
 #[repr(C)]
 pub struct XlogRecHeader {
     pub h_magicno: Be32,
@@ -198,7 +198,7 @@ pub struct XlogRecHeader {
 
 /// `struct xlog_rec_ext_header`: header sectors 1.. of a record larger than
 /// 32 KiB.
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned, Debug)]
 #[repr(C)]
 pub struct XlogRecExtHeader {
     pub xh_cycle: Be32,
@@ -207,7 +207,7 @@ pub struct XlogRecExtHeader {
 }
 
 /// `struct xlog_op_header`.
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned, Debug)]
 #[repr(C)]
 pub struct XlogOpHeader {
     pub oh_tid: Be32,

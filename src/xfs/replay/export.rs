@@ -17,13 +17,14 @@
 //! C is one more than the head's cycle, so every LSN replay stamped into
 //! the metadata lies behind the new head, as the kernel requires.
 
-use super::{put_be32, put_be64};
 use crate::xfs::error::Result;
 use crate::xfs::format::log::*;
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
+use core::mem::size_of;
+use zerocopy::FromBytes;
 
 /// A freshly formatted, clean log.
 #[derive(Clone, Copy, Debug)]
@@ -112,14 +113,15 @@ impl CleanLog {
         let cycle = r.cycle;
         if i == 0 {
             // The record header.
-            put_be32(&mut b, 0, XLOG_HEADER_MAGIC_NUM);
-            put_be32(&mut b, 4, cycle);
-            put_be32(&mut b, 8, self.version);
+            let Ok((h, _)) = XlogRecHeader::mut_from_prefix(b.as_mut_slice()) else {
+                return b;
+            };
+            h.h_magicno.set(XLOG_HEADER_MAGIC_NUM);
+            h.h_cycle.set(cycle);
+            h.h_version.set(self.version);
             let body = (r.sunit.max(1024)).saturating_sub(r.hdrs.saturating_mul(512));
-            put_be32(&mut b, 12, body);
-            put_be64(
-                &mut b,
-                16,
+            h.h_len.set(body);
+            h.h_lsn.set(
                 Lsn {
                     cycle,
                     block: r.start,
@@ -141,40 +143,45 @@ impl CleanLog {
                     block: r.tail_block,
                 }
             };
-            put_be64(&mut b, 24, tail.raw());
-            put_be32(&mut b, 36, u32::MAX);
-            put_be32(&mut b, 40, 1);
+            h.h_tail_lsn.set(tail.raw());
+            h.h_prev_block.set(u32::MAX);
+            h.h_num_logops.set(1);
             // The unmount block's first word (the op's tid) is saved here.
-            put_be32(&mut b, 44, 0xb0c0_d0d0);
-            put_be32(&mut b, 300, self.fmt);
-            if let Some(u) = b.get_mut(304..320) {
-                u.copy_from_slice(&self.uuid);
+            if let Some(w) = h.h_cycle_data.first_mut() {
+                w.set(0xb0c0_d0d0);
             }
-            put_be32(&mut b, 320, r.sunit.max(XLOG_HEADER_CYCLE_SIZE));
+            h.h_fmt.set(self.fmt);
+            h.h_fs_uuid = self.uuid;
+            h.h_size.set(r.sunit.max(XLOG_HEADER_CYCLE_SIZE));
         } else if i < r.hdrs {
             // Extended headers: the cycle, no saved words.
-            put_be32(&mut b, 0, cycle);
+            if let Ok((x, _)) = XlogRecExtHeader::mut_from_prefix(b.as_mut_slice()) {
+                x.xh_cycle.set(cycle);
+            }
         } else if i == r.hdrs {
             // The unmount op: header (tid, len 8, client LOG, UNMOUNT) and
-            // its 8-byte payload, magic "Un" in the writer's order.
-            put_be32(&mut b, 0, cycle);
-            put_be32(&mut b, 4, 8);
-            if let Some(x) = b.get_mut(8) {
-                *x = XFS_LOG;
-            }
-            if let Some(x) = b.get_mut(9) {
-                *x = XLOG_UNMOUNT_TRANS;
+            // its 8-byte payload, magic "Un" in the writer's order; the
+            // tid's place holds the cycle, as every data block's first word.
+            let op_len = size_of::<XlogOpHeader>();
+            if let Ok((op, _)) = XlogOpHeader::mut_from_prefix(b.as_mut_slice()) {
+                op.oh_tid.set(cycle);
+                op.oh_len.set(8);
+                op.oh_clientid = XFS_LOG;
+                op.oh_flags = XLOG_UNMOUNT_TRANS;
             }
             let magic = if self.fmt == XLOG_FMT_LINUX_LE {
                 XLOG_UNMOUNT_TYPE.to_le_bytes()
             } else {
                 XLOG_UNMOUNT_TYPE.to_be_bytes()
             };
-            if let Some(x) = b.get_mut(12..14) {
+            if let Some(x) = b.get_mut(op_len..op_len.saturating_add(2)) {
                 x.copy_from_slice(&magic);
             }
         } else {
-            put_be32(&mut b, 0, cycle);
+            // A data block's first word holds the cycle.
+            if let Some(w) = b.first_chunk_mut::<4>() {
+                *w = cycle.to_be_bytes();
+            }
         }
         b
     }
