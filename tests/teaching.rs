@@ -422,3 +422,158 @@ fn getfattr_json_equals_the_mounted_listing() {
         assert_eq!(got, want, "{path}");
     }
 }
+
+/// An xfs_db quoted string (C escapes, `\ooo` octal) as the hex view
+/// shows it: the bytes as text, Debug-quoted.
+fn db_str(v: &str) -> String {
+    let inner = v.trim().trim_start_matches('"').trim_end_matches('"');
+    let mut out = Vec::new();
+    let b = inner.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push(
+                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap(), 8).unwrap(),
+            );
+            i += 4;
+        } else if b[i] == b'\\' && i + 1 < b.len() {
+            out.push(match b[i + 1] {
+                b'n' => b'\n',
+                b't' => b'\t',
+                c => c,
+            });
+            i += 2;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    format!("{:?}", String::from_utf8_lossy(&out))
+}
+
+/// The inode's daddr from the geometry xfs_db printed.
+fn inode_daddr(name: &str, ino: u64) -> u64 {
+    let (inopblog, agblklog) = (sb_num(name, "inopblog"), sb_num(name, "agblklog"));
+    let (bs, isize, agblocks) = (
+        sb_num(name, "blocksize"),
+        sb_num(name, "inodesize"),
+        sb_num(name, "agblocks"),
+    );
+    let agno = ino >> (agblklog + inopblog);
+    let agino = ino & ((1 << (agblklog + inopblog)) - 1);
+    (agno * agblocks + (agino >> inopblog)) * (bs / 512)
+        + (agino & ((1 << inopblog) - 1)) * isize / 512
+}
+
+/// Shortform directory entries, shortform xattrs and extent records in the
+/// hex view of an inode equal xfs_db's print and bmap of it
+/// (NAME.inodes.txt, on the unmounted image).
+#[test]
+fn hex_inode_forks_equal_xfs_db() {
+    let mut checked = (0, 0, 0);
+    for name in ["v5-1k-rmap", "v5-formats", "v5-1kinode", "v5-64kdir"] {
+        let text = oracle(name, "inodes.txt");
+        let img = image(name);
+        for sec in text.split("### ino ").skip(1) {
+            let ino: u64 = sec.split_whitespace().next().unwrap().parse().unwrap();
+            let body = sec.split("### bmap").next().unwrap();
+            let db: BTreeMap<&str, &str> =
+                body.lines().filter_map(|l| l.split_once(" = ")).collect();
+            let h = json(&[
+                "hex",
+                img.to_str().unwrap(),
+                &inode_daddr(name, ino).to_string(),
+                "--json",
+            ]);
+            let ours: BTreeMap<String, String> = h["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    (
+                        f["name"].as_str().unwrap().to_string(),
+                        f["value"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            // Shortform directory: names and inode numbers.
+            for i in 0.. {
+                let Some(n) = db.get(format!("u3.sfdir3.list[{i}].name").as_str()) else {
+                    break;
+                };
+                assert_eq!(
+                    ours[&format!("sfdir.list[{i}].name")],
+                    db_str(n),
+                    "{name} ino {ino} entry {i}"
+                );
+                let want = db
+                    .get(format!("u3.sfdir3.list[{i}].inumber.i4").as_str())
+                    .or_else(|| db.get(format!("u3.sfdir3.list[{i}].inumber.i8").as_str()))
+                    .unwrap();
+                assert_eq!(
+                    &ours[&format!("sfdir.list[{i}].inumber")],
+                    want,
+                    "{name} ino {ino} entry {i}"
+                );
+                checked.0 += 1;
+            }
+            // Shortform xattrs: names and values (as xfs_db quotes them).
+            for i in 0.. {
+                let Some(n) = db.get(format!("a.sfattr.list[{i}].name").as_str()) else {
+                    break;
+                };
+                assert_eq!(
+                    ours[&format!("sfattr.list[{i}].name")],
+                    db_str(n),
+                    "{name} ino {ino} attr {i}"
+                );
+                if let Some(v) = db.get(format!("a.sfattr.list[{i}].value").as_str()) {
+                    assert_eq!(
+                        ours[&format!("sfattr.list[{i}].value")],
+                        db_str(v),
+                        "{name} ino {ino} attr {i}"
+                    );
+                }
+                checked.1 += 1;
+            }
+            // Extent records of the data fork held in the inode.
+            if db.get("core.format").is_some_and(|f| f.starts_with("2 ")) {
+                let bmap = sec
+                    .split("### bmap\n")
+                    .nth(1)
+                    .unwrap()
+                    .split("### bmap -a")
+                    .next()
+                    .unwrap();
+                for (i, l) in bmap
+                    .lines()
+                    .filter(|l| l.starts_with("data offset"))
+                    .enumerate()
+                {
+                    // "data offset 0 startblock 26 (0/26) count 4 flag 0"
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    let want = format!(
+                        "file offset {}, block {}, {} blocks{}",
+                        w[2],
+                        w[4],
+                        w[7],
+                        if w[9] == "1" { ", unwritten" } else { "" }
+                    );
+                    assert_eq!(
+                        ours[&format!("u.bmx[{i}]")],
+                        want,
+                        "{name} ino {ino} extent {i}"
+                    );
+                    checked.2 += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        checked.0 > 20 && checked.1 > 3 && checked.2 > 5,
+        "{checked:?}"
+    );
+}

@@ -580,6 +580,33 @@ fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlock {
     } else {
         core.saturating_add(forkoff.saturating_mul(8)).min(isize)
     };
+    let mode = be(b, 2, 2).unwrap_or(0);
+    let flags2 = if v3 {
+        be(b, offset_of!(XfsDinode, di_flags2), 8).unwrap_or(0)
+    } else {
+        0
+    };
+    let nrext64 = flags2 & (1 << 4) != 0;
+    let (dext, aext) = if nrext64 {
+        (be(b, 24, 8).unwrap_or(0), be(b, 76, 4).unwrap_or(0))
+    } else {
+        (be(b, 76, 4).unwrap_or(0), be(b, 80, 2).unwrap_or(0))
+    };
+    let ftype = v3 || fs.sb.features2 & 0x200 != 0;
+    let dg = format!("inode {ino} data fork");
+    match b.get(5).copied() {
+        Some(2) => extent_records(b, &mut out, &dg, "u.bmx", core, attr_at, dext),
+        Some(1) if mode & 0o170000 == 0o040000 => sf_dir(b, &mut out, &dg, core, attr_at, ftype),
+        _ => {}
+    }
+    if forkoff != 0 {
+        let ag = format!("inode {ino} attr fork");
+        match b.get(83).copied() {
+            Some(2) => extent_records(b, &mut out, &ag, "a.bmx", attr_at, isize, aext),
+            Some(1) => sf_attr(b, &mut out, &ag, attr_at, isize),
+            _ => {}
+        }
+    }
     out.add(
         &format!("inode {ino} forks"),
         "u",
@@ -1418,9 +1445,13 @@ fn add_links<R: ReadAt>(
         let v = be(b, off, size.min(8)).unwrap_or(0);
         let n = f.name.as_str();
         f.link = if n.ends_with(".inumber")
+            || n == "sfdir.parent"
             || (n == "owner" && !structure.contains("block header") && ag_tree.is_none())
         {
             ino(v)
+        } else if (n.starts_with("u.bmx[") || n.starts_with("a.bmx[")) && size == 16 {
+            let lo = be(b, off.saturating_add(8), 8).unwrap_or(0);
+            fsb(((v & 0x1ff) << 43) | (lo >> 21))
         } else if n.starts_with("ptrs[") {
             if bmbt {
                 fsb(v)
@@ -1460,5 +1491,216 @@ fn add_links<R: ReadAt>(
         } else {
             None
         };
+    }
+}
+
+/// Extent records (`[start, end)` of the inode, at most `n`), as
+/// `PREFIX[i]`.
+fn extent_records(
+    b: &[u8],
+    out: &mut Out,
+    group: &str,
+    prefix: &str,
+    start: usize,
+    end: usize,
+    n: u64,
+) {
+    let fit = end.saturating_sub(start) / 16;
+    for i in 0..fit.min(usize::try_from(n).unwrap_or(usize::MAX)) {
+        let o = start.saturating_add(i.saturating_mul(16));
+        let hi = be(b, o, 8).unwrap_or(0);
+        let lo = be(b, o.saturating_add(8), 8).unwrap_or(0);
+        let startoff = (hi >> 9) & ((1u64 << 54) - 1);
+        let startblock = ((hi & 0x1ff) << 43) | (lo >> 21);
+        let count = lo & 0x1f_ffff;
+        out.add(
+            group,
+            format!("{prefix}[{i}]"),
+            o,
+            16,
+            format!(
+                "file offset {startoff}, block {startblock}, {count} blocks{}",
+                if hi >> 63 != 0 { ", unwritten" } else { "" }
+            ),
+            "an extent: file offset, filesystem block, length, unwritten flag",
+        );
+    }
+}
+
+/// A shortform directory in the data fork: header, then entries.
+fn sf_dir(b: &[u8], out: &mut Out, group: &str, start: usize, end: usize, ftype: bool) {
+    let count = usize::from(b.get(start).copied().unwrap_or(0));
+    let i8 = b.get(start.saturating_add(1)).copied().unwrap_or(0) != 0;
+    let isz: usize = if i8 { 8 } else { 4 };
+    out.raw(
+        b,
+        group,
+        "sfdir.count",
+        start,
+        1,
+        "entries in this shortform directory",
+    );
+    out.raw(
+        b,
+        group,
+        "sfdir.i8count",
+        start.saturating_add(1),
+        1,
+        "entries needing 8-byte inode numbers (then all use 8)",
+    );
+    out.raw(
+        b,
+        group,
+        "sfdir.parent",
+        start.saturating_add(2),
+        isz,
+        "the parent directory's inode (..)",
+    );
+    let mut o = start.saturating_add(2).saturating_add(isz);
+    for i in 0..count {
+        let namelen = usize::from(b.get(o).copied().unwrap_or(0));
+        let len = 3usize
+            .saturating_add(namelen)
+            .saturating_add(usize::from(ftype))
+            .saturating_add(isz);
+        if namelen == 0 || o.saturating_add(len) > end {
+            break;
+        }
+        let name: String = b
+            .get(o.saturating_add(3)..o.saturating_add(3).saturating_add(namelen))
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .unwrap_or_default();
+        out.raw(
+            b,
+            group,
+            &format!("sfdir.list[{i}].namelen"),
+            o,
+            1,
+            "name length",
+        );
+        out.raw(
+            b,
+            group,
+            &format!("sfdir.list[{i}].offset"),
+            o.saturating_add(1),
+            2,
+            "where the entry would sit in a data block (the readdir cookie)",
+        );
+        out.add(
+            group,
+            format!("sfdir.list[{i}].name"),
+            o.saturating_add(3),
+            namelen,
+            format!("{name:?}"),
+            "the name",
+        );
+        let mut p = o.saturating_add(3).saturating_add(namelen);
+        if ftype {
+            out.raw(
+                b,
+                group,
+                &format!("sfdir.list[{i}].ftype"),
+                p,
+                1,
+                "file type",
+            );
+            p = p.saturating_add(1);
+        }
+        out.raw(
+            b,
+            group,
+            &format!("sfdir.list[{i}].inumber"),
+            p,
+            isz,
+            "the inode this name points to",
+        );
+        o = o.saturating_add(len);
+    }
+}
+
+/// Shortform extended attributes in the attr fork: header, then entries.
+fn sf_attr(b: &[u8], out: &mut Out, group: &str, start: usize, end: usize) {
+    let count = usize::from(b.get(start.saturating_add(2)).copied().unwrap_or(0));
+    out.raw(
+        b,
+        group,
+        "sfattr.totsize",
+        start,
+        2,
+        "bytes of the header and every entry",
+    );
+    out.raw(
+        b,
+        group,
+        "sfattr.count",
+        start.saturating_add(2),
+        1,
+        "attributes in the fork",
+    );
+    out.raw(
+        b,
+        group,
+        "sfattr.padding",
+        start.saturating_add(3),
+        1,
+        "padding",
+    );
+    let mut o = start.saturating_add(4);
+    for i in 0..count {
+        let namelen = usize::from(b.get(o).copied().unwrap_or(0));
+        let valuelen = usize::from(b.get(o.saturating_add(1)).copied().unwrap_or(0));
+        let len = 3usize.saturating_add(namelen).saturating_add(valuelen);
+        if o.saturating_add(len) > end {
+            break;
+        }
+        let text = |a: usize, n: usize| -> String {
+            b.get(a..a.saturating_add(n))
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .unwrap_or_default()
+        };
+        out.raw(
+            b,
+            group,
+            &format!("sfattr.list[{i}].namelen"),
+            o,
+            1,
+            "name length",
+        );
+        out.raw(
+            b,
+            group,
+            &format!("sfattr.list[{i}].valuelen"),
+            o.saturating_add(1),
+            1,
+            "value length",
+        );
+        out.raw(
+            b,
+            group,
+            &format!("sfattr.list[{i}].flags"),
+            o.saturating_add(2),
+            1,
+            "namespace: 0 user, 2 trusted (root), 4 secure, 8 parent pointer",
+        );
+        out.add(
+            group,
+            format!("sfattr.list[{i}].name"),
+            o.saturating_add(3),
+            namelen,
+            format!("{:?}", text(o.saturating_add(3), namelen)),
+            "the name, without its namespace prefix",
+        );
+        out.add(
+            group,
+            format!("sfattr.list[{i}].value"),
+            o.saturating_add(3).saturating_add(namelen),
+            valuelen,
+            format!(
+                "{:?}",
+                text(o.saturating_add(3).saturating_add(namelen), valuelen)
+            ),
+            "the value",
+        );
+        o = o.saturating_add(len);
     }
 }
