@@ -1,6 +1,8 @@
 //! Downloads: file content streamed from the worker in chunks and xattr
-//! values, saved through a Blob URL. The parts are kept as JS typed arrays
-//! until the last one arrives, so no Rust copy of the file is built.
+//! values, saved through a Blob URL. Each chunk becomes a Blob as it
+//! arrives (the browser's blob store, which pages large blobs out to disk,
+//! holds it, not the page's heap), and the file is one Blob of those parts:
+//! no copy of the whole file is ever built in the page.
 
 use std::collections::BTreeMap;
 use wasm_bindgen::JsCast;
@@ -15,7 +17,7 @@ pub struct Downloads {
 
 /// Offer `parts` to the user as a file called `name`.
 fn save(name: &str, parts: &js_sys::Array) {
-    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence(parts) else {
+    let Ok(blob) = web_sys::Blob::new_with_blob_sequence(parts) else {
         return;
     };
     let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
@@ -44,7 +46,11 @@ impl Downloads {
 
     pub fn file_chunk(&mut self, ino: u64, bytes: &[u8], last: bool) {
         if let Some((_, parts)) = self.files.get(&ino) {
-            parts.push(&js_sys::Uint8Array::from(bytes));
+            let one = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+            match web_sys::Blob::new_with_u8_array_sequence(&one) {
+                Ok(b) => parts.push(&b),
+                Err(_) => parts.push(&js_sys::Uint8Array::from(bytes)),
+            };
         }
         if last {
             if let Some((name, parts)) = self.files.remove(&ino) {

@@ -191,12 +191,14 @@ pub enum Response {
     XattrValue {
         ino: u64,
         name: String,
+        #[serde(with = "crate::xfs::bytes")]
         value: Vec<u8>,
     },
     /// A piece of a file being read; `last` marks the end.
     FileChunk {
         ino: u64,
         offset: u64,
+        #[serde(with = "crate::xfs::bytes")]
         bytes: Vec<u8>,
         last: bool,
     },
@@ -310,6 +312,7 @@ pub struct ForkView {
     /// Bytes of an inline (local) fork.
     pub local_len: Option<u64>,
     /// The inline bytes themselves (at most an inode's size).
+    #[serde(with = "crate::xfs::bytes")]
     pub local_bytes: Vec<u8>,
     /// bmbt levels below the root, for btree forks.
     pub btree_level: Option<u16>,

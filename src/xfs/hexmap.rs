@@ -69,6 +69,7 @@ pub enum Link {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HexBlock {
     pub daddr: u64,
+    #[serde(with = "crate::xfs::bytes")]
     pub bytes: Vec<u8>,
     /// What is there ("superblock (AG 0)", "inode 131", "bnobt block").
     pub structure: String,

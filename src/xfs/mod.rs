@@ -25,6 +25,7 @@ pub mod ag;
 pub mod agmap;
 pub mod attr;
 pub mod bmap;
+pub mod bytes;
 pub mod container;
 pub mod dabtree;
 pub mod dahash;
