@@ -13,23 +13,30 @@
 
 use super::{put_be64, put_crc, ReadAt, Stamp, State};
 use crate::xfs::error::{Error, Location, Result};
-use crate::xfs::format::ag::{XFS_AGFL_MAGIC, XFS_AGF_MAGIC, XFS_AGI_MAGIC};
+use crate::xfs::format::ag::{
+    XfsAgf, XfsAgfl, XfsAgi, XFS_AGFL_CRC_OFF, XFS_AGFL_MAGIC, XFS_AGF_CRC_OFF, XFS_AGF_MAGIC,
+    XFS_AGI_CRC_OFF, XFS_AGI_MAGIC,
+};
 use crate::xfs::format::attr::{XFS_ATTR3_LEAF_MAGIC, XFS_ATTR3_RMT_MAGIC, XFS_ATTR_LEAF_MAGIC};
 use crate::xfs::format::btree::*;
-use crate::xfs::format::da::{XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
+use crate::xfs::format::da::{
+    XfsDa3Blkinfo, XFS_DA3_CRC_OFF, XFS_DA3_NODE_MAGIC, XFS_DA_MAGIC_OFF, XFS_DA_NODE_MAGIC,
+};
 use crate::xfs::format::dinode::{
-    XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DINODE_MAGIC, XFS_SYMLINK_MAGIC,
+    XfsBtreeBlockLong, XfsDsymlinkHdr, XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC,
+    XFS_BTREE_LBLOCK_CRC_OFF, XFS_DINODE_MAGIC, XFS_DSYMLINK_CRC_OFF, XFS_SYMLINK_MAGIC,
 };
 use crate::xfs::format::dir2::{
-    XFS_DIR2_BLOCK_MAGIC, XFS_DIR2_DATA_MAGIC, XFS_DIR2_FREE_MAGIC, XFS_DIR2_LEAF1_MAGIC,
-    XFS_DIR2_LEAFN_MAGIC, XFS_DIR3_BLOCK_MAGIC, XFS_DIR3_DATA_MAGIC, XFS_DIR3_FREE_MAGIC,
-    XFS_DIR3_LEAF1_MAGIC, XFS_DIR3_LEAFN_MAGIC,
+    XfsDir3BlkHdr, XFS_DIR2_BLOCK_MAGIC, XFS_DIR2_DATA_MAGIC, XFS_DIR2_FREE_MAGIC,
+    XFS_DIR2_LEAF1_MAGIC, XFS_DIR2_LEAFN_MAGIC, XFS_DIR3_BLOCK_MAGIC, XFS_DIR3_DATA_MAGIC,
+    XFS_DIR3_FREE_MAGIC, XFS_DIR3_LEAF1_MAGIC, XFS_DIR3_LEAFN_MAGIC,
 };
 use crate::xfs::format::log::*;
-use crate::xfs::format::sb::XFS_SB_MAGIC;
+use crate::xfs::format::sb::{XfsDsb, XFS_SB_CRC_OFF, XFS_SB_MAGIC};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::bitmap::{contig_bits, next_bit};
 use crate::xfs::log::items::BufItem;
+use core::mem::offset_of;
 
 /// The LSN a block carries, found by its magic as recovery does
 /// (`xlog_recover_get_buf_lsn`); `None` means "recover it regardless"
@@ -42,35 +49,57 @@ pub fn block_lsn(b: &[u8], geo: &super::Geo) -> Option<u64> {
     let found = match magic32 {
         XFS_ABTB_CRC_MAGIC | XFS_ABTC_CRC_MAGIC | XFS_ABTB_MAGIC | XFS_ABTC_MAGIC
         | XFS_RMAP_CRC_MAGIC | XFS_REFC_CRC_MAGIC | XFS_FIBT_CRC_MAGIC | XFS_FIBT_MAGIC
-        | XFS_IBT_CRC_MAGIC | XFS_IBT_MAGIC => Some((24, 32)),
-        XFS_BMAP_CRC_MAGIC | XFS_BMAP_MAGIC => Some((32, 40)),
-        XFS_AGF_MAGIC => Some((208, 64)),
-        XFS_AGFL_MAGIC => Some((24, 8)),
-        XFS_AGI_MAGIC => Some((320, 296)),
-        XFS_SYMLINK_MAGIC => Some((48, 16)),
-        XFS_DIR3_BLOCK_MAGIC | XFS_DIR3_DATA_MAGIC | XFS_DIR3_FREE_MAGIC => Some((16, 24)),
+        | XFS_IBT_CRC_MAGIC | XFS_IBT_MAGIC => Some((
+            offset_of!(XfsBtreeSblock, bb_lsn),
+            offset_of!(XfsBtreeSblock, bb_uuid),
+        )),
+        XFS_BMAP_CRC_MAGIC | XFS_BMAP_MAGIC => Some((
+            offset_of!(XfsBtreeBlockLong, bb_lsn),
+            offset_of!(XfsBtreeBlockLong, bb_uuid),
+        )),
+        XFS_AGF_MAGIC => Some((offset_of!(XfsAgf, agf_lsn), offset_of!(XfsAgf, agf_uuid))),
+        XFS_AGFL_MAGIC => Some((
+            offset_of!(XfsAgfl, agfl_lsn),
+            offset_of!(XfsAgfl, agfl_uuid),
+        )),
+        XFS_AGI_MAGIC => Some((offset_of!(XfsAgi, agi_lsn), offset_of!(XfsAgi, agi_uuid))),
+        XFS_SYMLINK_MAGIC => Some((
+            offset_of!(XfsDsymlinkHdr, sl_lsn),
+            offset_of!(XfsDsymlinkHdr, sl_uuid),
+        )),
+        XFS_DIR3_BLOCK_MAGIC | XFS_DIR3_DATA_MAGIC | XFS_DIR3_FREE_MAGIC => Some((
+            offset_of!(XfsDir3BlkHdr, lsn),
+            offset_of!(XfsDir3BlkHdr, uuid),
+        )),
         XFS_ATTR3_RMT_MAGIC => return None,
         // The superblock: sb_meta_uuid when the filesystem has META_UUID.
-        XFS_SB_MAGIC => Some((240, if geo.meta_uuid_feature { 248 } else { 32 })),
+        XFS_SB_MAGIC => Some((
+            offset_of!(XfsDsb, sb_lsn),
+            if geo.meta_uuid_feature {
+                offset_of!(XfsDsb, sb_meta_uuid)
+            } else {
+                offset_of!(XfsDsb, sb_uuid)
+            },
+        )),
         _ => None,
     };
     if let Some((lsn_off, uuid_off)) = found {
-        let (lsn_off, uuid_off): (usize, usize) = (lsn_off, uuid_off);
         let lsn = be64(b, lsn_off).unwrap_or(u64::MAX);
         if lsn != u64::MAX {
             let u = b.get(uuid_off..uuid_off.saturating_add(16));
             return (u == Some(geo.meta_uuid.as_slice())).then_some(lsn);
         }
     }
-    let magicda = be16(b, 8).unwrap_or(0);
+    let magicda = be16(b, XFS_DA_MAGIC_OFF).unwrap_or(0);
     if matches!(
         magicda,
         XFS_DIR3_LEAF1_MAGIC | XFS_DIR3_LEAFN_MAGIC | XFS_DA3_NODE_MAGIC
     ) {
         // These are compared with sb_uuid, not the meta uuid.
-        let lsn = be64(b, 24).unwrap_or(u64::MAX);
+        let lsn = be64(b, offset_of!(XfsDa3Blkinfo, lsn)).unwrap_or(u64::MAX);
         if lsn != u64::MAX {
-            return (b.get(32..48) == Some(geo.uuid.as_slice())).then_some(lsn);
+            let at = offset_of!(XfsDa3Blkinfo, uuid);
+            return (b.get(at..at.saturating_add(16)) == Some(geo.uuid.as_slice())).then_some(lsn);
         }
     }
     None
@@ -80,58 +109,79 @@ pub fn block_lsn(b: &[u8], geo: &super::Geo) -> Option<u64> {
 /// the buffer type must agree with the block's magic.
 pub fn stamp_for(buf_type: u8, b: &[u8], blocksize: u32) -> Stamp {
     let magic32 = be32(b, 0).unwrap_or(0);
-    let magicda = be16(b, 8).unwrap_or(0);
+    let magicda = be16(b, XFS_DA_MAGIC_OFF).unwrap_or(0);
     let whole = |lsn_off: usize, crc_off: usize| Stamp::Whole {
         lsn_off: Some(lsn_off),
         crc_off,
     };
+    // Directory blocks (xfs_dir3_blk_hdr) and da blocks (xfs_da3_blkinfo).
+    let dir3 = whole(
+        offset_of!(XfsDir3BlkHdr, lsn),
+        offset_of!(XfsDir3BlkHdr, crc),
+    );
+    let da3 = whole(offset_of!(XfsDa3Blkinfo, lsn), XFS_DA3_CRC_OFF);
     match buf_type {
         XFS_BLFT_BTREE_BUF => match magic32 {
             XFS_ABTB_CRC_MAGIC | XFS_ABTB_MAGIC | XFS_ABTC_CRC_MAGIC | XFS_ABTC_MAGIC
             | XFS_IBT_CRC_MAGIC | XFS_IBT_MAGIC | XFS_FIBT_CRC_MAGIC | XFS_FIBT_MAGIC
-            | XFS_RMAP_CRC_MAGIC | XFS_REFC_CRC_MAGIC => whole(24, 52),
-            XFS_BMAP_CRC_MAGIC | XFS_BMAP_MAGIC => whole(32, 64),
+            | XFS_RMAP_CRC_MAGIC | XFS_REFC_CRC_MAGIC => {
+                whole(offset_of!(XfsBtreeSblock, bb_lsn), XFS_BTREE_SBLOCK_CRC_OFF)
+            }
+            XFS_BMAP_CRC_MAGIC | XFS_BMAP_MAGIC => whole(
+                offset_of!(XfsBtreeBlockLong, bb_lsn),
+                XFS_BTREE_LBLOCK_CRC_OFF,
+            ),
             _ => Stamp::None,
         },
-        XFS_BLFT_AGF_BUF if magic32 == XFS_AGF_MAGIC => whole(208, 216),
-        XFS_BLFT_AGFL_BUF if magic32 == XFS_AGFL_MAGIC => whole(24, 32),
-        XFS_BLFT_AGI_BUF if magic32 == XFS_AGI_MAGIC => whole(320, 312),
-        XFS_BLFT_SYMLINK_BUF if magic32 == XFS_SYMLINK_MAGIC => whole(48, 12),
+        XFS_BLFT_AGF_BUF if magic32 == XFS_AGF_MAGIC => {
+            whole(offset_of!(XfsAgf, agf_lsn), XFS_AGF_CRC_OFF)
+        }
+        XFS_BLFT_AGFL_BUF if magic32 == XFS_AGFL_MAGIC => {
+            whole(offset_of!(XfsAgfl, agfl_lsn), XFS_AGFL_CRC_OFF)
+        }
+        XFS_BLFT_AGI_BUF if magic32 == XFS_AGI_MAGIC => {
+            whole(offset_of!(XfsAgi, agi_lsn), XFS_AGI_CRC_OFF)
+        }
+        XFS_BLFT_SYMLINK_BUF if magic32 == XFS_SYMLINK_MAGIC => {
+            whole(offset_of!(XfsDsymlinkHdr, sl_lsn), XFS_DSYMLINK_CRC_OFF)
+        }
         XFS_BLFT_DIR_BLOCK_BUF
             if magic32 == XFS_DIR3_BLOCK_MAGIC || magic32 == XFS_DIR2_BLOCK_MAGIC =>
         {
-            whole(16, 4)
+            dir3
         }
         XFS_BLFT_DIR_DATA_BUF
             if magic32 == XFS_DIR3_DATA_MAGIC || magic32 == XFS_DIR2_DATA_MAGIC =>
         {
-            whole(16, 4)
+            dir3
         }
         XFS_BLFT_DIR_FREE_BUF
             if magic32 == XFS_DIR3_FREE_MAGIC || magic32 == XFS_DIR2_FREE_MAGIC =>
         {
-            whole(16, 4)
+            dir3
         }
         XFS_BLFT_DIR_LEAF1_BUF
             if magicda == XFS_DIR3_LEAF1_MAGIC || magicda == XFS_DIR2_LEAF1_MAGIC =>
         {
-            whole(24, 12)
+            da3
         }
         XFS_BLFT_DIR_LEAFN_BUF
             if magicda == XFS_DIR3_LEAFN_MAGIC || magicda == XFS_DIR2_LEAFN_MAGIC =>
         {
-            whole(24, 12)
+            da3
         }
         XFS_BLFT_DA_NODE_BUF if magicda == XFS_DA3_NODE_MAGIC || magicda == XFS_DA_NODE_MAGIC => {
-            whole(24, 12)
+            da3
         }
         XFS_BLFT_ATTR_LEAF_BUF
             if magicda == XFS_ATTR3_LEAF_MAGIC || magicda == XFS_ATTR_LEAF_MAGIC =>
         {
-            whole(24, 12)
+            da3
         }
         XFS_BLFT_ATTR_RMT_BUF if magic32 == XFS_ATTR3_RMT_MAGIC => Stamp::PerBlock { blocksize },
-        XFS_BLFT_SB_BUF if magic32 == XFS_SB_MAGIC => whole(240, 224),
+        XFS_BLFT_SB_BUF if magic32 == XFS_SB_MAGIC => {
+            whole(offset_of!(XfsDsb, sb_lsn), XFS_SB_CRC_OFF)
+        }
         _ => Stamp::None,
     }
 }
@@ -284,8 +334,8 @@ fn finish<R: ReadAt>(
 
 /// After the primary superblock is replayed, take up a grown AG count.
 fn primary_sb<R: ReadAt>(st: &mut State<'_, R>, sb: &[u8]) -> Result<()> {
-    let agcount = be32(sb, 88).unwrap_or(0);
-    let dblocks = be64(sb, 8).unwrap_or(0);
+    let agcount = be32(sb, offset_of!(XfsDsb, sb_agcount)).unwrap_or(0);
+    let dblocks = be64(sb, offset_of!(XfsDsb, sb_dblocks)).unwrap_or(0);
     if agcount < st.geo.agcount {
         return Err(corrupt(
             0,
