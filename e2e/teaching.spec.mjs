@@ -358,3 +358,15 @@ test('the bytes of a block can look for it in the log', async ({ page }) => {
   await go(page, '#/hex/9');
   await expect(page.getByTestId('hex-not-logged')).toBeVisible();
 });
+
+test('a transaction links to its log record header, field by field', async ({ page }) => {
+  await page.goto('/');
+  await page.getByTestId('sample-button').click();
+  await expect(page.getByTestId('sb-fname')).toHaveText('sample');
+  await go(page, '#/log/0');
+  await page.getByTestId('log-record-bytes').click();
+  await expect(page.getByTestId('hex-view')).toContainText('log record header');
+  const k = layouts().xlog_rec_header;
+  await checkFields(page, 'log record header', k, 'h_', ['magicno', 'cycle', 'len', 'lsn', 'tail_lsn', 'crc', 'num_logops', 'fs_uuid']);
+  await expect(page.getByTestId('hex-field-magicno')).toContainText('0xfeedbabe');
+});

@@ -125,10 +125,21 @@ fn strip(b: &BitmapView) -> Html {
     }
 }
 
-fn detail(t: &TxDetail) -> Html {
+fn detail(t: &TxDetail, log_daddr: u64) -> Html {
+    // The record the transaction starts in: its header's bytes.
+    let start_block = t
+        .row
+        .start
+        .split(':')
+        .nth(1)
+        .and_then(|b| b.parse::<u64>().ok());
     html! {
         <section class="tx" data-testid="log-detail">
-            <h3>{ format!("Transaction #{} · tid {:#x} · start {} · commit {}", t.row.index, t.row.tid, t.row.start, t.row.commit) }</h3>
+            <h3>{ format!("Transaction #{} · tid {:#x} · start {} · commit {}", t.row.index, t.row.tid, t.row.start, t.row.commit) }
+                if let Some(b) = start_block {
+                    { " " }<a class="small" data-testid="log-record-bytes" href={crate::web::route::Route::Hex(log_daddr.saturating_add(b)).href()}>{ "its first record's header" }</a>
+                }
+            </h3>
             <p class="muted">{ format!("type {} · num_items {} · {} ops · {} items · {} regions · {} bytes",
                 t.type_.map_or("?".into(), |v| v.to_string()), t.num_items.map_or("?".into(), |v| v.to_string()),
                 t.ops, t.row.items, t.row.regions, t.row.bytes) }</p>
@@ -234,7 +245,7 @@ pub fn log_panel(props: &Props) -> Html {
             <div class="vlist" {onscroll} data-testid="log-list" data-keynav="list" aria-label="transactions">
                 <div class="vspace"><svg class="spacer" width="1" height={above} aria-hidden="true"></svg>{ for rows }<svg class="spacer" width="1" height={below} aria-hidden="true"></svg></div>
             </div>
-            { for props.detail.as_ref().filter(|d| Some(d.row.index) == props.selected).map(|d| detail(d)) }
+            { for props.detail.as_ref().filter(|d| Some(d.row.index) == props.selected).map(|d| detail(d, l.start_daddr)) }
         </section>
     }
 }
