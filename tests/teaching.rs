@@ -329,6 +329,7 @@ fn btdump(text: &str, agno: u64, tree: &str) -> (Vec<(u64, u64)>, BTreeSet<u64>)
 fn ag_map_equals_xfs_db_btdump() {
     let mut chunks_checked = 0;
     let mut free_checked = 0;
+    let mut owned_checked = 0;
     for name in fixtures_with("agbt.txt") {
         let text = oracle(&name, "agbt.txt");
         let agcount = sb_num(&name, "agcount");
@@ -350,6 +351,20 @@ fn ag_map_equals_xfs_db_btdump() {
                 .collect();
             assert_eq!(free, bno, "{name} AG {agno}: free extents");
             free_checked += free.len();
+            // Owners: the rmapbt's records, where the filesystem has one;
+            // shared ranges: the refcount btree's.
+            for (tree, kind) in [("rmap", "owned"), ("refcount", "shared")] {
+                let (mut want, _) = btdump(&text, agno, tree);
+                let mut got: Vec<(u64, u64)> = of(kind)
+                    .map(|r| (r["agbno"].as_u64().unwrap(), r["len"].as_u64().unwrap()))
+                    .collect();
+                want.sort();
+                got.sort();
+                assert_eq!(got, want, "{name} AG {agno}: {kind} ranges");
+                if kind == "owned" {
+                    owned_checked += got.len();
+                }
+            }
             let (ino, _) = btdump(&text, agno, "ino");
             let want: BTreeSet<u64> = ino
                 .iter()
