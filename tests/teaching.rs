@@ -393,9 +393,10 @@ fn ag_map_equals_xfs_db_btdump() {
             );
         }
     }
+    eprintln!("checked {chunks_checked} inode chunks, {free_checked} free extents, {owned_checked} rmap owner ranges");
     assert!(
-        chunks_checked > 50 && free_checked > 10,
-        "{chunks_checked} {free_checked}"
+        chunks_checked > 50 && free_checked > 10 && owned_checked > 100,
+        "{chunks_checked} {free_checked} {owned_checked}"
     );
 }
 
