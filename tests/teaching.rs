@@ -588,6 +588,10 @@ fn hex_inode_forks_equal_xfs_db() {
             }
         }
     }
+    eprintln!(
+        "checked {} shortform entries, {} shortform xattrs, {} extent records",
+        checked.0, checked.1, checked.2
+    );
     assert!(
         checked.0 > 20 && checked.1 > 3 && checked.2 > 5,
         "{checked:?}"
