@@ -17,7 +17,6 @@
 
 use crate::xfs::error::{Error, Result};
 use crate::xfs::format::log::*;
-use crate::xfs::fs::be32;
 use crate::xfs::log::find::HeadTail;
 use crate::xfs::log::items::Order;
 use crate::xfs::log::record::{RecordHeader, RecordReader};
@@ -25,6 +24,10 @@ use crate::xfs::log::{CrcCheck, LogDev};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
 use std::collections::HashMap;
+use zerocopy::FromBytes;
+
+/// Bytes of an op header (`struct xlog_op_header`), big-endian in every log.
+const OP_HEADER: usize = core::mem::size_of::<XlogOpHeader>();
 
 /// The largest region kept (a 64 KiB buffer's data is at most 64 KiB; an
 /// inode fork is smaller still).
@@ -112,7 +115,10 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
         let mut p = 0usize;
         let mut left = h.num_logops;
         while p < end && left > 0 {
-            let op = data.get(p..p.saturating_add(12)).ok_or_else(|| {
+            let op = data
+                .get(p..p.saturating_add(OP_HEADER))
+                .and_then(|op| XlogOpHeader::ref_from_bytes(op).ok());
+            let op = op.ok_or_else(|| {
                 corrupt(
                     self.dev,
                     h.blk,
@@ -122,11 +128,11 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
                     ),
                 )
             })?;
-            let tid = be32(op, 0).unwrap_or(0);
-            let len = be32(op, 4).unwrap_or(0);
-            let client = op.get(8).copied().unwrap_or(0);
-            let flags = op.get(9).copied().unwrap_or(0);
-            p = p.saturating_add(12);
+            let tid = op.oh_tid.get();
+            let len = op.oh_len.get();
+            let client = op.oh_clientid;
+            let flags = op.oh_flags;
+            p = p.saturating_add(OP_HEADER);
             if client != XFS_TRANSACTION && client != XFS_LOG {
                 return Err(corrupt(
                     self.dev,
