@@ -21,8 +21,8 @@ async function noScriptRan(page) {
   expect(await page.evaluate(() => window.__csp)).toEqual([]);
 }
 
-// hostile-names.tree.txt: path, type, symlink target (find -printf, mounted).
-const tree = readFileSync(join(FIXTURES, 'hostile-names.tree.txt'), 'utf8').trim().split('\n').map((l) => l.split('\t'));
+// hostile-names.find.txt: path, type, symlink target (find -printf, mounted).
+const tree = readFileSync(join(FIXTURES, 'hostile-names.find.txt'), 'utf8').trim().split('\n').map((l) => l.split('\t'));
 
 test('names, xattrs and symlink targets holding HTML and script are shown as text', async ({ page }) => {
   await page.goto('/');
