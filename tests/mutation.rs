@@ -777,7 +777,7 @@ fn summary(f: &Figures, seed: u64, secs: f64) -> String {
         })
     {
         t.push_str(&format!(
-            "  the process's peak resident memory ({}, fixtures loaded one at a time): {}\n",
+            "  the process's peak resident memory ({}, every fixture loaded): {}\n",
             "VmHWM",
             hwm.trim_start_matches("VmHWM:").trim()
         ));
