@@ -290,7 +290,7 @@ fn map_record<R: ReadAt>(
         )),
         (AgTree::Ino, Record::Inobt(c)) => {
             let first = c.startino.checked_div(inodes_per_block).unwrap_or(0);
-            let ino = agino_to_ino(fs, agno, c.startino);
+            let ino = fs.geo.agino_to_ino(agno, c.startino);
             let used = c.present().saturating_sub(c.free_present());
             let label = format!(
                 "inode chunk {}-{}: {} on disk, {} in use, {} free{}",
@@ -443,7 +443,7 @@ pub fn records_page<R: ReadAt>(
                     if n >= start && n < end {
                         let (block, ino) = match r {
                             Record::Alloc(a) => (Some(a.startblock), None),
-                            Record::Inobt(c) => (None, Some(agino_to_ino(fs, agno, c.startino))),
+                            Record::Inobt(c) => (None, Some(fs.geo.agino_to_ino(agno, c.startino))),
                             Record::Rmap(m) => (
                                 Some(m.startblock),
                                 btree::owner_name(m.owner).is_none().then_some(m.owner),
@@ -487,14 +487,6 @@ pub fn records_page<R: ReadAt>(
         bbs_per_block: u64::from(fs.geo.blocksize / 512).max(1),
         problems,
     })
-}
-
-fn agino_to_ino<R: ReadAt>(fs: &Fs<R>, agno: AgNumber, agino: u32) -> u64 {
-    let shift = u32::from(fs.geo.agblklog).saturating_add(u32::from(fs.geo.inopblog));
-    u64::from(agno.0)
-        .checked_shl(shift)
-        .unwrap_or(0)
-        .saturating_add(u64::from(agino))
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

@@ -1318,6 +1318,15 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// The inode number of AG inode `agino` of AG `agno`.
+    pub fn agino_to_ino(&self, agno: AgNumber, agino: u32) -> u64 {
+        let shift = u32::from(self.agblklog).saturating_add(u32::from(self.inopblog));
+        u64::from(agno.0)
+            .checked_shl(shift)
+            .unwrap_or(0)
+            .saturating_add(u64::from(agino))
+    }
+
     /// Split a packed block number into AG and AG block.
     pub fn split_fsb(&self, fsb: FsBlock) -> (AgNumber, AgBlock) {
         let agno = fsb.0.checked_shr(u32::from(self.agblklog)).unwrap_or(0);

@@ -568,28 +568,13 @@ pub(super) fn bmbt_block(b: &[u8], out: &mut Out, v5: bool) -> (String, String) 
     } else {
         24
     };
-    let level = be(b, 4, 2).unwrap_or(0);
-    let n = usize::try_from(be(b, 6, 2).unwrap_or(0)).unwrap_or(0);
+    let level = be(b, offset_of!(XfsBtreeBlockLong, bb_level), 2).unwrap_or(0);
+    let n = usize::try_from(be(b, offset_of!(XfsBtreeBlockLong, bb_numrecs), 2).unwrap_or(0))
+        .unwrap_or(0);
     if level == 0 {
         for i in 0..n.min(b.len().saturating_sub(hdr) / 16) {
             let o = hdr.saturating_add(i.saturating_mul(16));
-            let hi = be(b, o, 8).unwrap_or(0);
-            let lo = be(b, o.saturating_add(8), 8).unwrap_or(0);
-            let startoff = (hi >> 9) & ((1u64 << 54) - 1);
-            let startblock = ((hi & 0x1ff) << 43) | (lo >> 21);
-            let count = lo & 0x1f_ffff;
-            let unwritten = hi >> 63 != 0;
-            out.add(
-                "extent records",
-                format!("recs[{i}]"),
-                o,
-                16,
-                format!(
-                    "file offset {startoff}, block {startblock}, {count} blocks{}",
-                    if unwritten { ", unwritten" } else { "" }
-                ),
-                "an extent: file offset, filesystem block, length, unwritten flag",
-            );
+            extent_field(b, out, "extent records", &format!("recs[{i}]"), o);
         }
     } else {
         let maxrecs = b.len().saturating_sub(hdr) / 16;

@@ -97,7 +97,7 @@ pub(super) fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlo
     } else {
         core.saturating_add(forkoff.saturating_mul(8)).min(isize)
     };
-    let mode = be(b, 2, 2).unwrap_or(0);
+    let mode = be(b, offset_of!(XfsDinode, di_mode), 2).unwrap_or(0);
     let flags2 = if v3 {
         be(b, offset_of!(XfsDinode, di_flags2), 8).unwrap_or(0)
     } else {
@@ -105,20 +105,26 @@ pub(super) fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlo
     };
     let nrext64 = flags2 & (1 << 4) != 0;
     let (dext, aext) = if nrext64 {
-        (be(b, 24, 8).unwrap_or(0), be(b, 76, 4).unwrap_or(0))
+        (
+            be(b, offset_of!(XfsDinode, di_big_nextents), 8).unwrap_or(0),
+            be(b, offset_of!(XfsDinode, di_nextents), 4).unwrap_or(0),
+        )
     } else {
-        (be(b, 76, 4).unwrap_or(0), be(b, 80, 2).unwrap_or(0))
+        (
+            be(b, offset_of!(XfsDinode, di_nextents), 4).unwrap_or(0),
+            be(b, offset_of!(XfsDinode, di_anextents), 2).unwrap_or(0),
+        )
     };
     let ftype = v3 || fs.sb.features2 & 0x200 != 0;
     let dg = format!("inode {ino} data fork");
-    match b.get(5).copied() {
+    match b.get(offset_of!(XfsDinode, di_format)).copied() {
         Some(2) => extent_records(b, &mut out, &dg, "u.bmx", core, attr_at, dext),
         Some(1) if mode & 0o170000 == 0o040000 => sf_dir(b, &mut out, &dg, core, attr_at, ftype),
         _ => {}
     }
     if forkoff != 0 {
         let ag = format!("inode {ino} attr fork");
-        match b.get(83).copied() {
+        match b.get(offset_of!(XfsDinode, di_aformat)).copied() {
             Some(2) => extent_records(b, &mut out, &ag, "a.bmx", attr_at, isize, aext),
             Some(1) => sf_attr(b, &mut out, &ag, attr_at, isize),
             _ => {}
@@ -166,22 +172,12 @@ pub(super) fn extent_records(
 ) {
     let fit = end.saturating_sub(start) / 16;
     for i in 0..fit.min(usize::try_from(n).unwrap_or(usize::MAX)) {
-        let o = start.saturating_add(i.saturating_mul(16));
-        let hi = be(b, o, 8).unwrap_or(0);
-        let lo = be(b, o.saturating_add(8), 8).unwrap_or(0);
-        let startoff = (hi >> 9) & ((1u64 << 54) - 1);
-        let startblock = ((hi & 0x1ff) << 43) | (lo >> 21);
-        let count = lo & 0x1f_ffff;
-        out.add(
+        extent_field(
+            b,
+            out,
             group,
-            format!("{prefix}[{i}]"),
-            o,
-            16,
-            format!(
-                "file offset {startoff}, block {startblock}, {count} blocks{}",
-                if hi >> 63 != 0 { ", unwritten" } else { "" }
-            ),
-            "an extent: file offset, filesystem block, length, unwritten flag",
+            &format!("{prefix}[{i}]"),
+            start.saturating_add(i.saturating_mul(16)),
         );
     }
 }

@@ -179,6 +179,34 @@ fn be(b: &[u8], off: usize, size: usize) -> Option<u64> {
     )
 }
 
+/// The extent record (`xfs_bmbt_rec`) at byte `off`.
+fn extent_at(b: &[u8], off: usize) -> Option<crate::xfs::bmap::Extent> {
+    Some(crate::xfs::bmap::Extent::decode(
+        be(b, off, 8)?,
+        be(b, off.checked_add(8)?, 8)?,
+    ))
+}
+
+/// An extent record as one field called `name`.
+fn extent_field(b: &[u8], out: &mut Out, group: &str, name: &str, off: usize) {
+    if let Some(e) = extent_at(b, off) {
+        out.add(
+            group,
+            name,
+            off,
+            16,
+            format!(
+                "file offset {}, block {}, {} blocks{}",
+                e.file_block,
+                e.start.0,
+                e.len,
+                if e.unwritten { ", unwritten" } else { "" }
+            ),
+            "an extent: file offset, filesystem block, length, unwritten flag",
+        );
+    }
+}
+
 fn decode(b: &[u8], off: usize, size: usize, le: bool) -> String {
     let Some(s) = off.checked_add(size).and_then(|end| b.get(off..end)) else {
         return String::new();
@@ -387,15 +415,10 @@ fn add_links<R: ReadAt>(
             .map(|d| Link::Daddr(d.0))
     };
     let agino = |v: u64| {
-        let shift = u32::from(geo.agblklog).saturating_add(u32::from(geo.inopblog));
-        (v != u64::from(u32::MAX)).then(|| {
-            Link::Inode(
-                u64::from(agno.0)
-                    .checked_shl(shift)
-                    .unwrap_or(0)
-                    .saturating_add(v),
-            )
-        })
+        u32::try_from(v)
+            .ok()
+            .filter(|x| *x != u32::MAX)
+            .map(|x| Link::Inode(geo.agino_to_ino(agno, x)))
     };
     let ino = |v: u64| (v != 0 && v != u64::MAX).then_some(Link::Inode(v));
     let bmbt = structure.starts_with("bmbt");
@@ -411,19 +434,18 @@ fn add_links<R: ReadAt>(
             || (n == "owner" && !structure.contains("block header") && ag_tree.is_none())
         {
             ino(v)
-        } else if (n.starts_with("u.bmx[") || n.starts_with("a.bmx[")) && size == 16 {
-            let lo = be(b, off.saturating_add(8), 8).unwrap_or(0);
-            fsb(((v & 0x1ff) << 43) | (lo >> 21))
+        } else if (n.starts_with("u.bmx[")
+            || n.starts_with("a.bmx[")
+            || (n.starts_with("recs[") && bmbt))
+            && size == 16
+        {
+            extent_at(b, off).and_then(|e| fsb(e.start.0))
         } else if n.starts_with("ptrs[") {
             if bmbt {
                 fsb(v)
             } else {
                 agb(v)
             }
-        } else if n.starts_with("recs[") && bmbt && size == 16 {
-            let hi = v;
-            let lo = be(b, off.saturating_add(8), 8).unwrap_or(0);
-            fsb(((hi & 0x1ff) << 43) | (lo >> 21))
         } else if n.starts_with("recs[") {
             let first = be(b, off, 4).unwrap_or(0);
             match ag_tree {
