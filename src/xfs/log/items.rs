@@ -107,6 +107,23 @@ impl ItemKind {
         Some(ItemKind(i))
     }
 
+    /// For an intent, the type of the done item that completes it.
+    pub fn done_kind(self) -> Option<ItemKind> {
+        let d = match self.0 {
+            XFS_LI_EFI => XFS_LI_EFD,
+            XFS_LI_EFI_RT => XFS_LI_EFD_RT,
+            XFS_LI_RUI => XFS_LI_RUD,
+            XFS_LI_RUI_RT => XFS_LI_RUD_RT,
+            XFS_LI_CUI => XFS_LI_CUD,
+            XFS_LI_CUI_RT => XFS_LI_CUD_RT,
+            XFS_LI_BUI => XFS_LI_BUD,
+            XFS_LI_ATTRI => XFS_LI_ATTRD,
+            XFS_LI_XMI => XFS_LI_XMD,
+            _ => return None,
+        };
+        Some(ItemKind(d))
+    }
+
     pub fn is_intent(self) -> bool {
         matches!(
             self.0,

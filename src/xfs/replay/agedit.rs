@@ -322,6 +322,7 @@ pub struct Snapshot {
     agfl: Option<Vec<u8>>,
     agfl_dirty: bool,
     dirty: BTreeSet<u32>,
+    touched: BTreeMap<u32, BTreeSet<usize>>,
     stale: BTreeSet<u32>,
     deferred: Vec<(u32, u64)>,
     busy: Vec<(u32, u32)>,
@@ -351,6 +352,10 @@ pub struct AgStore<'a, R: ReadAt> {
     agfl: Option<Vec<u8>>,
     agfl_dirty: bool,
     dirty: BTreeSet<u32>,
+    /// The 128-byte chunks of each btree block written, whether or not
+    /// their bytes end up different: the ranges the kernel logs
+    /// (`xfs_trans_log_buf`), a shift's whole span included.
+    touched: BTreeMap<u32, BTreeSet<usize>>,
     /// Btree blocks freed in this session (`xfs_trans_binval`): whatever
     /// an earlier session wrote to them is not written either.
     stale: BTreeSet<u32>,
@@ -391,6 +396,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl: None,
             agfl_dirty: false,
             dirty: BTreeSet::new(),
+            touched: BTreeMap::new(),
             stale: BTreeSet::new(),
             deferred: Vec::new(),
             busy: Vec::new(),
@@ -474,6 +480,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl: self.agfl.clone(),
             agfl_dirty: self.agfl_dirty,
             dirty: self.dirty.clone(),
+            touched: self.touched.clone(),
             stale: self.stale.clone(),
             deferred: self.deferred.clone(),
             busy: self.busy.clone(),
@@ -489,6 +496,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.agfl = s.agfl;
         self.agfl_dirty = s.agfl_dirty;
         self.dirty = s.dirty;
+        self.touched = s.touched;
         self.stale = s.stale;
         self.deferred = s.deferred;
         self.busy = s.busy;
@@ -820,6 +828,17 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         Ok(out)
     }
 
+    /// The chunks of each changed btree block written (by daddr).
+    pub fn touched(&self) -> Result<Vec<(u64, BTreeSet<usize>)>> {
+        let mut out = Vec::new();
+        for b in &self.dirty {
+            if let Some(t) = self.touched.get(b) {
+                out.push((self.ag_byte(*b)? / 512, t.clone()));
+            }
+        }
+        Ok(out)
+    }
+
     /// Changed blocks as (daddr, bytes): btree blocks, then the AGF, AGI
     /// and AGFL sectors that changed.
     pub fn changed(&self) -> Result<Vec<(u64, Vec<u8>)>> {
@@ -951,6 +970,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     fn set_numrecs(&mut self, bno: u32, n: usize) {
+        self.touch(bno, 6, 2);
         if let Some(b) = self.blk_mut(bno) {
             super::put_be16(b, 6, u16::try_from(n).unwrap_or(0));
         }
@@ -965,6 +985,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     fn set_sib(&mut self, bno: u32, right: bool, v: u32) {
+        self.touch(bno, if right { 12 } else { 8 }, 4);
         if let Some(b) = self.blk_mut(bno) {
             super::put_be32(b, if right { 12 } else { 8 }, v);
         }
@@ -1006,7 +1027,16 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         be32(self.blk(bno), self.ptr_off(tree, i)).unwrap_or(NULLAGBLOCK)
     }
 
+    /// Note bytes `off..off + len` of block `bno` as logged.
+    fn touch(&mut self, bno: u32, off: usize, len: usize) {
+        self.touched
+            .entry(bno)
+            .or_default()
+            .extend(super::ckpt::chunks_of(off, len));
+    }
+
     fn put_bytes(&mut self, bno: u32, off: usize, data: &[u8]) {
+        self.touch(bno, off, data.len());
         if let Some(b) = self.blk_mut(bno) {
             if let Some(d) = b.get_mut(off..off.saturating_add(data.len())) {
                 d.copy_from_slice(data);
@@ -1023,7 +1053,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let src = base.saturating_add(from.saturating_sub(1).saturating_mul(len));
         let dst = base.saturating_add(to.saturating_sub(1).saturating_mul(len));
         let n = count.saturating_mul(len);
-
+        let lo = src.min(dst);
+        self.touch(bno, lo, src.max(dst).saturating_add(n).saturating_sub(lo));
         if let Some(b) = self.blk_mut(bno) {
             let end = src.max(dst).saturating_add(n);
             if end <= b.len() {
@@ -1126,6 +1157,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         }
         self.blocks.insert(bno, b);
         self.dirty.insert(bno);
+        let hdr = self.hdr;
+        self.touch(bno, 0, hdr);
     }
 
     /// The keys of a block (`xfs_btree_get_keys`): the low key, and for
@@ -2292,36 +2325,43 @@ pub fn key_ino(startino: u32) -> Key {
 /// do (AGF, AGI, AGFL, btree blocks), and put them into `ov`.
 /// On v4 filesystems (no CRCs, no LSNs in blocks) the blocks go in as
 /// they are.
+/// How the kernel's write verifier stamps an AG metadata block the mount-time
+/// work changed: AGF, AGI and AGFL sectors by their own layouts, every AG
+/// btree block by the short-form btree header.
+pub(super) fn ag_stamp(data: &[u8]) -> super::Stamp {
+    use super::Stamp;
+    match be32(data, 0) {
+        Some(0x5841_4746) => Stamp::Whole {
+            lsn_off: Some(208),
+            crc_off: 216,
+        },
+        Some(0x5841_4749) => Stamp::Whole {
+            lsn_off: Some(320),
+            crc_off: 312,
+        },
+        Some(0x5841_464c) => Stamp::Whole {
+            lsn_off: Some(24),
+            crc_off: 32,
+        },
+        _ => Stamp::Whole {
+            lsn_off: Some(24),
+            crc_off: 52,
+        },
+    }
+}
+
 pub fn stamp_into(
     ov: &mut Overlay,
     changes: Vec<(u64, Vec<u8>)>,
     lsn: crate::xfs::types::Lsn,
     v5: bool,
 ) {
-    use super::Stamp;
     for (daddr, mut data) in changes {
         if !v5 {
             ov.put(daddr, &data);
             continue;
         }
-        let stamp = match be32(&data, 0) {
-            Some(0x5841_4746) => Stamp::Whole {
-                lsn_off: Some(208),
-                crc_off: 216,
-            },
-            Some(0x5841_4749) => Stamp::Whole {
-                lsn_off: Some(320),
-                crc_off: 312,
-            },
-            Some(0x5841_464c) => Stamp::Whole {
-                lsn_off: Some(24),
-                crc_off: 32,
-            },
-            _ => Stamp::Whole {
-                lsn_off: Some(24),
-                crc_off: 52,
-            },
-        };
+        let stamp = ag_stamp(&data);
         super::buf::apply_stamp(&mut data, stamp, lsn.raw());
         ov.put(daddr, &data);
     }

@@ -250,6 +250,9 @@ pub struct ForkEditor<'a, R: ReadAt> {
     /// Steps after the first of the unmap being finished that log the
     /// inode's core before its bmbt root.
     later_core_steps: u64,
+    /// bmbt blocks invalidated (their buffers logged as cancelled): bytes
+    /// of each.
+    invalidated: Vec<usize>,
 }
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
@@ -267,6 +270,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             let_go: Vec::new(),
             step: 0,
             later_core_steps: 0,
+            invalidated: Vec::new(),
         }
     }
 
@@ -325,6 +329,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     fn let_go_of(&mut self, f: &mut ForkAt, off: u64, fsb: u64, before_rmaps: bool) {
         let ino = be64(&f.bytes, 152).unwrap_or(0);
         self.blocks.remove(&off);
+        self.invalidated
+            .push(usize::try_from(self.fs.geo.blocksize).unwrap_or(0));
         let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
         put_be64(&mut f.bytes, 64, nb);
         let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
@@ -2255,6 +2261,68 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         self.put_leaf(f, &path, loff, b, &recs)?;
         Ok(Some(piece))
+    }
+
+    /// What the kernel logs for the changes made so far, as log items:
+    /// each changed inode with the forks whose records changed, each
+    /// changed bmbt or attr block by its changed chunks, each bmbt block
+    /// let go of as a cancelled buffer. Remote attr values are written,
+    /// not logged.
+    pub fn logged(&self) -> Result<Vec<super::ckpt::Item>> {
+        use super::ckpt::{buf_item, changed_chunks, inode_item, stale_buf_item, ForkLog};
+        let v5 = self.fs.geo.v5;
+        let before = |off: u64, len: usize| -> Result<Vec<u8>> {
+            let mut b =
+                self.fs
+                    .img
+                    .read_disk("logged block", off, u64::try_from(len).unwrap_or(0))?;
+            self.base.apply_to(off, &mut b);
+            Ok(b)
+        };
+        let mut out = Vec::new();
+        for (off, b) in &self.inodes {
+            let old = before(*off, b.len())?;
+            let v3 = b.get(4) == Some(&3);
+            let core: usize = if v3 { 176 } else { 100 };
+            let forkoff = usize::from(b.get(82).copied().unwrap_or(0));
+            let dend = if forkoff == 0 {
+                b.len()
+            } else {
+                core.saturating_add(forkoff.saturating_mul(8)).min(b.len())
+            };
+            let changed = |r: core::ops::Range<usize>| b.get(r.clone()) != old.get(r);
+            let fork = |attr: bool, at: usize| -> Option<ForkLog> {
+                let format = b.get(if attr { 83 } else { 5 }).copied();
+                match format {
+                    Some(1) if attr => Some(ForkLog::Local(usize::from(be16(b, at).unwrap_or(0)))),
+                    Some(1) => Some(ForkLog::Local(
+                        usize::try_from(be64(b, 56).unwrap_or(0)).unwrap_or(0),
+                    )),
+                    Some(2) => Some(ForkLog::Extents(extent_count(b, attr))),
+                    Some(3) => Some(ForkLog::Btree(usize::from(
+                        be16(b, at.saturating_add(2)).unwrap_or(0),
+                    ))),
+                    _ => None,
+                }
+            };
+            let data = changed(core..dend).then(|| fork(false, core)).flatten();
+            let attr = (forkoff != 0 && changed(dend..b.len()))
+                .then(|| fork(true, dend))
+                .flatten();
+            out.push(inode_item(v3, data, attr));
+        }
+        for (map, stamps) in [
+            (&self.blocks, [32..40, 64..68]),
+            (&self.attr_blocks, [24..32, 12..16]),
+        ] {
+            for (off, b) in map {
+                let old = before(*off, b.len())?;
+                let unlogged: &[core::ops::Range<usize>] = if v5 { &stamps } else { &[] };
+                out.extend(buf_item(b.len(), &changed_chunks(&old, b, unlogged)));
+            }
+        }
+        out.extend(self.invalidated.iter().map(|n| stale_buf_item(*n)));
+        Ok(out)
     }
 
     /// The changed inodes and bmbt blocks as (daddr, whole sectors), LSN

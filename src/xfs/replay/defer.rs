@@ -1436,6 +1436,17 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         Ok(out)
     }
 
+    /// The chunks written of the changed btree blocks of every AG.
+    pub fn touched(
+        &self,
+    ) -> crate::xfs::error::Result<Vec<(u64, std::collections::BTreeSet<usize>)>> {
+        let mut out = Vec::new();
+        for s in self.stores.values() {
+            out.extend(s.touched()?);
+        }
+        Ok(out)
+    }
+
     /// The changed blocks of every AG.
     pub fn changed(&self) -> crate::xfs::error::Result<Vec<(u64, Vec<u8>)>> {
         let mut out = Vec::new();

@@ -362,30 +362,40 @@ pub fn plan<R: ReadAt>(
     overlay.record_undo();
     // Unfinished intents first (the kernel finishes them before anything
     // else at mount), then CoW staging extents.
-    let intents =
+    let mut intents =
         super::recover::recover(fs, &mut overlay, &rep.unfinished_intents, rep.head, now)?;
     let left: Vec<super::intents::Unfinished> = if intents.not_finished.is_some() {
         rep.unfinished_intents.clone()
     } else {
         Vec::new()
     };
+    // The kernel forces the log once the intents are finished: their work
+    // is a checkpoint at the head, and what follows is written in the next
+    // one, whose LSN is the head plus the blocks the first one took.
+    let mut later = rep.head;
+    let mut notes = Vec::new();
+    if !intents.logged.is_empty() {
+        let w = super::ckpt::LogWriter::of(rep.iclog_size, loc.v2, fs.sb.logsunit);
+        let c = super::ckpt::checkpoint(&intents.logged, w);
+        later = super::ckpt::advance(rep.head, c.blocks, loc.len_bbs);
+        notes.push(format!(
+            "the intents' work is a checkpoint of {} log blocks at {}:{}; the work after it carries the LSN {}:{}",
+            c.blocks, rep.head.cycle, rep.head.block, later.cycle, later.block
+        ));
+        intents.checkpoint = Some(c);
+        intents.next_lsn = Some(later);
+    }
     // Then the inodes on the AGI unlinked lists (only once every intent
     // is finished, as the kernel's order requires).
     let (unlinked, busy) = if intents.not_finished.is_none() {
-        let (u, b) = super::unlinked::process(fs, &mut overlay, rep.head)?;
+        let (u, b) = super::unlinked::process(fs, &mut overlay, later)?;
         (Some(u), b)
     } else {
         (None, super::defer::Busy::new())
     };
     // CoW staging extents last, in the same checkpoint as the unlinked
     // inodes: what those frees left busy stays busy.
-    let cow = super::cow::recover(fs, &mut overlay, rep.head, &busy)?;
-    let mut notes = Vec::new();
-    if !intents.finished.is_empty() && !cow.freed.is_empty() {
-        notes.push(
-            "CoW staging extents were freed after intents: the kernel writes them in a later checkpoint, whose LSN this tool does not know; they carry the head's".to_string(),
-        );
-    }
+    let cow = super::cow::recover(fs, &mut overlay, later, &busy)?;
     overlay.stop_undo();
     let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
     // Inodes whose inactivation fails stay listed in the kernel's copy too:

@@ -37,6 +37,7 @@ pub mod attr;
 pub mod bmapedit;
 pub mod buf;
 pub mod cancel;
+pub mod ckpt;
 pub mod counters;
 pub mod cow;
 pub mod defer;
@@ -134,6 +135,9 @@ pub struct ReplayReport {
     /// Sectors the overlay holds.
     pub overlay_sectors: u64,
     pub warnings: Vec<String>,
+    /// `h_size` of the last record: the log buffer size of the mount that
+    /// wrote it, and so the one the recovering mount is taken to use.
+    pub iclog_size: u32,
 }
 
 /// When the recovery runs: the kernel stamps this time as the change time
@@ -287,6 +291,23 @@ pub enum Stamp {
     },
     /// Remote attribute blocks: a CRC per filesystem block at byte 12.
     PerBlock { blocksize: u32 },
+}
+
+impl Stamp {
+    /// The bytes the verifier writes (LSN and CRC), which the kernel
+    /// never logs.
+    pub fn unlogged(self) -> Vec<core::ops::Range<usize>> {
+        match self {
+            Stamp::None | Stamp::PerBlock { .. } => Vec::new(),
+            Stamp::Whole { lsn_off, crc_off } => {
+                let crc = crc_off..crc_off.saturating_add(4);
+                match lsn_off {
+                    Some(l) => vec![crc, l..l.saturating_add(8)],
+                    None => Vec::from([crc]),
+                }
+            }
+        }
+    }
 }
 
 /// A buffer changed since the last LSN change.
@@ -622,6 +643,7 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
         last_lsn: None,
         overlay_sectors: 0,
         warnings: Vec::new(),
+        iclog_size: ht.last_h_size,
     };
     if let Some(tw) = &ht.torn_write {
         report.notes.push(format!(

@@ -48,6 +48,16 @@ pub struct IntentReport {
     pub not_finished: Option<String>,
     /// Work items done, follow-up work included.
     pub work_items: u64,
+    /// The log items the kernel writes for this work, in the checkpoint
+    /// its mount forces once the intents are finished.
+    #[serde(skip)]
+    pub logged: Vec<super::ckpt::Item>,
+    /// That checkpoint laid out as the kernel writes it (set by the
+    /// export, which knows the log's writer).
+    pub checkpoint: Option<super::ckpt::Checkpoint>,
+    /// The LSN of the checkpoint after it, which the later mount-time work
+    /// (unlinked inodes, CoW staging extents) carries.
+    pub next_lsn: Option<Lsn>,
 }
 
 /// The work one intent asks for, in the order the kernel does it.
@@ -434,6 +444,45 @@ pub fn finish_all<R: ReadAt>(
     Ok(())
 }
 
+/// The log items of the intents' checkpoint that the AG work makes: a
+/// done item per intent, the AG headers and btree blocks changed (the
+/// chunks written, and any whose bytes changed), the btree blocks freed
+/// (cancelled buffers).
+fn logged<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &Overlay,
+    intents: &[Unfinished],
+    changes: &[(u64, Vec<u8>)],
+    touched: &[(u64, std::collections::BTreeSet<usize>)],
+    stale: &[(u64, u64)],
+) -> Result<Vec<super::ckpt::Item>> {
+    use super::ckpt::{buf_item, changed_chunks, done_item, stale_buf_item};
+    let mut out: Vec<_> = intents
+        .iter()
+        .map(|u| done_item(u.kind, u.extents.len()))
+        .collect();
+    for (daddr, data) in changes {
+        let len = u64::try_from(data.len()).unwrap_or(0);
+        let before = super::counters::read(fs, ov, "logged block", daddr.saturating_mul(512), len)?;
+        let unlogged = if fs.geo.v5 {
+            super::agedit::ag_stamp(data).unlogged()
+        } else {
+            Vec::new()
+        };
+        let mut dirty = changed_chunks(&before, data, &unlogged);
+        for (_, t) in touched.iter().filter(|(d, _)| d == daddr) {
+            dirty.extend(t.iter().copied());
+        }
+        out.extend(buf_item(data.len(), &dirty));
+    }
+    for (_, n) in stale {
+        out.push(stale_buf_item(
+            usize::try_from(n.saturating_mul(512)).unwrap_or(0),
+        ));
+    }
+    Ok(out)
+}
+
 /// Finish every unfinished intent into `ov`, the changed blocks stamped
 /// with `lsn`.
 pub fn recover<R: ReadAt>(
@@ -454,7 +503,12 @@ pub fn recover<R: ReadAt>(
             Ok(()) => {
                 rep.finished = intents.iter().map(|u| u.id).collect();
                 rep.work_items = engine.done.saturating_add(forks.done);
-                (engine.changed()?, forks.into_changes(lsn)?, engine.stale()?)
+                let changes = engine.changed()?;
+                let stale = engine.stale()?;
+                let touched = engine.touched()?;
+                rep.logged = logged(fs, ov, intents, &changes, &touched, &stale)?;
+                rep.logged.extend(forks.logged()?);
+                (changes, forks.into_changes(lsn)?, stale)
             }
             Err(EditError::Read(e)) => return Err(e),
             Err(EditError::Unsupported(u)) => {
