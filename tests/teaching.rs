@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{fixtures_with, image, oracle, run_cli};
+use common::{fixtures_dir, fixtures_with, image, oracle, run_cli};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -596,4 +596,72 @@ fn hex_inode_forks_equal_xfs_db() {
         checked.0 > 20 && checked.1 > 3 && checked.2 > 5,
         "{checked:?}"
     );
+}
+
+/// The names and values of attr leaf blocks in the hex view (local entries:
+/// value length, name length, name, value; remote ones: value block, value
+/// length, name length, name) equal xfs_db's `p nvlist` of the same blocks
+/// (attr-leaf.nvlist.txt), each field at the offset its entry's nameidx
+/// gives.
+#[test]
+fn hex_attr_leaf_names_equal_xfs_db() {
+    let text = std::fs::read_to_string(fixtures_dir().join("attr-leaf.nvlist.txt")).unwrap();
+    let (mut blocks, mut fields, mut remote) = (0, 0, 0);
+    for sec in text.split("== ").skip(1) {
+        let head: Vec<&str> = sec.lines().next().unwrap().split_whitespace().collect();
+        let (name, daddr) = (head[0], head[5]);
+        let img = image(name);
+        let h = json(&["hex", img.to_str().unwrap(), daddr, "--json"]);
+        let ours: BTreeMap<String, (String, u64, u64)> = h["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap().to_string(),
+                    (
+                        f["value"].as_str().unwrap().to_string(),
+                        f["offset"].as_u64().unwrap(),
+                        f["size"].as_u64().unwrap(),
+                    ),
+                )
+            })
+            .collect();
+        let mut n = 0;
+        for l in sec.lines().skip(1) {
+            let Some((k, v)) = l.split_once(" = ") else {
+                continue;
+            };
+            let (ov, off, size) = ours
+                .get(k)
+                .unwrap_or_else(|| panic!("{name} daddr {daddr}: no field {k} in the hex view"));
+            if k.ends_with(".name") || k.ends_with(".value") {
+                assert_eq!(ov, &db_str(v), "{name} daddr {daddr}: {k}");
+            } else {
+                let want = if let Some(x) = v.strip_prefix("0x") {
+                    u64::from_str_radix(x, 16).unwrap()
+                } else {
+                    v.parse().unwrap()
+                };
+                assert_eq!(ov, &want.to_string(), "{name} daddr {daddr}: {k}");
+            }
+            if k.ends_with(".valueblk") {
+                remote += 1;
+            }
+            // Each name/value field lies past the leaf header.
+            assert!(
+                *off >= 80 && *size > 0,
+                "{name} daddr {daddr}: {k} at {off}+{size}"
+            );
+            n += 1;
+        }
+        assert!(n > 0, "{name} daddr {daddr}: xfs_db printed no entries");
+        fields += n;
+        blocks += 1;
+    }
+    assert!(
+        blocks >= 6 && remote >= 1,
+        "{blocks} blocks, {remote} remote"
+    );
+    eprintln!("{blocks} attr leaf blocks, {fields} fields, {remote} remote entries");
 }

@@ -495,10 +495,102 @@ pub(super) fn attr_leaf(b: &[u8], out: &mut Out, v5: bool) -> (String, String) {
             "padding",
         );
     }
+    attr_leaf_names(b, out, first, count);
     (
         "attr leaf block".into(),
         "A leaf of the extended attributes: a header, a table of entries sorted by name hash growing down from the top, and names with their values (or, for large values, pointers to remote value blocks) packed up from the bottom.".into(),
     )
+}
+
+/// The names and values an attr leaf's entries point at
+/// (`xfs_attr_leaf_name_local`: value length, name length, name, value;
+/// `xfs_attr_leaf_name_remote`: value block, value length, name length,
+/// name), named as xfs_db names them (`nvlist[i]`).
+fn attr_leaf_names(b: &[u8], out: &mut Out, first: usize, count: usize) {
+    const LOCAL: u8 = 0x01;
+    let g = "attr leaf names";
+    for i in 0..count.min(b.len().saturating_sub(first) / 8) {
+        let e = first.saturating_add(i.saturating_mul(8));
+        let Some(idx) = be(b, e.saturating_add(4), 2).and_then(|v| usize::try_from(v).ok()) else {
+            continue;
+        };
+        let flags = b.get(e.saturating_add(6)).copied().unwrap_or(0);
+        // A name can only lie past the entry table.
+        if idx < first.saturating_add(count.saturating_mul(8)) || idx >= b.len() {
+            continue;
+        }
+        let text = |a: usize, n: usize| -> String {
+            b.get(a..a.saturating_add(n))
+                .map(|s| format!("{:?}", String::from_utf8_lossy(s)))
+                .unwrap_or_default()
+        };
+        let nv = format!("nvlist[{i}]");
+        if flags & LOCAL != 0 {
+            let valuelen = usize::try_from(be(b, idx, 2).unwrap_or(0)).unwrap_or(0);
+            let namelen = usize::from(b.get(idx.saturating_add(2)).copied().unwrap_or(0));
+            out.raw(b, g, &format!("{nv}.valuelen"), idx, 2, "value length");
+            out.raw(
+                b,
+                g,
+                &format!("{nv}.namelen"),
+                idx.saturating_add(2),
+                1,
+                "name length",
+            );
+            let name_at = idx.saturating_add(3);
+            out.add(
+                g,
+                format!("{nv}.name"),
+                name_at,
+                namelen,
+                text(name_at, namelen),
+                "the name, without its namespace prefix",
+            );
+            let value_at = name_at.saturating_add(namelen);
+            out.add(
+                g,
+                format!("{nv}.value"),
+                value_at,
+                valuelen,
+                text(value_at, valuelen),
+                "the value, kept in this block",
+            );
+        } else {
+            let namelen = usize::from(b.get(idx.saturating_add(8)).copied().unwrap_or(0));
+            out.raw(
+                b,
+                g,
+                &format!("{nv}.valueblk"),
+                idx,
+                4,
+                "first block of the value, in attr-fork blocks",
+            );
+            out.raw(
+                b,
+                g,
+                &format!("{nv}.valuelen"),
+                idx.saturating_add(4),
+                4,
+                "value length, in bytes, in remote value blocks",
+            );
+            out.raw(
+                b,
+                g,
+                &format!("{nv}.namelen"),
+                idx.saturating_add(8),
+                1,
+                "name length",
+            );
+            out.add(
+                g,
+                format!("{nv}.name"),
+                idx.saturating_add(9),
+                namelen,
+                text(idx.saturating_add(9), namelen),
+                "the name, without its namespace prefix",
+            );
+        }
+    }
 }
 
 pub(super) fn remote_hdr(b: &[u8], out: &mut Out, symlink: bool) -> (String, String) {
