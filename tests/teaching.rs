@@ -141,11 +141,27 @@ fn hex_fields_sit_where_the_kernel_puts_them() {
                 "root",
                 "level",
                 "freecount",
-                "unlinked",
                 "free_root",
                 "crc",
             ],
         );
+        // agi_unlinked is shown a bucket at a time: 64 fields of 4 bytes
+        // tiling the kernel's member.
+        let (uoff, usize_) = k["xfs_agi"]["agi_unlinked"];
+        assert_eq!(usize_, 64 * 4, "{name}: agi_unlinked is 64 words");
+        for i in 0..64u64 {
+            let f = agi["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == format!("unlinked[{i}]"))
+                .unwrap_or_else(|| panic!("{name} agi: no unlinked[{i}]"));
+            assert_eq!(
+                (f["offset"].as_u64().unwrap(), f["size"].as_u64().unwrap()),
+                (uoff + 4 * i, 4),
+                "{name} agi: unlinked[{i}]"
+            );
+        }
         let agfl = json(&["hex", img, &(3 * sect).to_string(), "--json"]);
         check_fields(
             &format!("{name} agfl"),
@@ -664,4 +680,71 @@ fn hex_attr_leaf_names_equal_xfs_db() {
         "{blocks} blocks, {remote} remote"
     );
     eprintln!("{blocks} attr leaf blocks, {fields} fields, {remote} remote entries");
+}
+
+/// The AGI's unlinked-list heads, one field per bucket, equal xfs_db's
+/// `p unlinked` of every AG of random-1008 (a dirty image whose AGIs carry
+/// unlinked lists), each linked to its inode; the buckets xfs_db leaves
+/// out are null.
+#[test]
+fn hex_agi_unlinked_buckets_equal_xfs_db() {
+    let text =
+        std::fs::read_to_string(fixtures_dir().join("random-1008.agi-unlinked.txt")).unwrap();
+    let img = image("random-1008");
+    // The geometry from xfs_db's print of the kernel's recovered copy
+    // (recovery does not change it).
+    let sb = std::fs::read_to_string(fixtures_dir().join("random-1008.recovered-sb.txt")).unwrap();
+    let sbf = |k: &str| -> u64 {
+        sb.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (agblklog, inopblog) = (sbf("agblklog"), sbf("inopblog"));
+    let mut heads = 0;
+    for sec in text.split("== ").skip(1) {
+        let head: Vec<&str> = sec.lines().next().unwrap().split_whitespace().collect();
+        let (agno, daddr): (u64, &str) = (head[1].parse().unwrap(), head[3]);
+        let db: BTreeMap<usize, u64> = sec
+            .lines()
+            .find_map(|l| l.strip_prefix("unlinked[0-63] = "))
+            .unwrap_or("")
+            .split_whitespace()
+            .map(|p| {
+                let (i, v) = p.split_once(':').unwrap();
+                (i.parse().unwrap(), v.parse().unwrap())
+            })
+            .collect();
+        let h = json(&["hex", img.to_str().unwrap(), daddr, "--json"]);
+        let fields = h["fields"].as_array().unwrap();
+        for i in 0..64usize {
+            let f = fields
+                .iter()
+                .find(|f| f["name"] == format!("unlinked[{i}]"))
+                .unwrap_or_else(|| panic!("AG {agno}: no field unlinked[{i}]"));
+            assert_eq!(f["offset"], 40 + 4 * i as u64, "AG {agno} bucket {i}");
+            assert_eq!(f["size"], 4);
+            match db.get(&i) {
+                Some(agino) => {
+                    let ino = (agno << (agblklog + inopblog)) + agino;
+                    assert_eq!(
+                        f["value"].as_str().unwrap(),
+                        format!("AG inode {agino} (inode {ino})"),
+                        "AG {agno} bucket {i}"
+                    );
+                    assert_eq!(f["link"]["inode"], ino, "AG {agno} bucket {i}");
+                    heads += 1;
+                }
+                None => assert!(
+                    f["value"].as_str().unwrap().starts_with("null"),
+                    "AG {agno} bucket {i}: {}",
+                    f["value"]
+                ),
+            }
+        }
+    }
+    assert!(heads > 50, "{heads} heads");
+    eprintln!("{heads} unlinked-list heads in 4 AGs");
 }

@@ -101,6 +101,7 @@ pub(super) fn ag_header<R: ReadAt>(
             }));
 
             merge(b, &mut out, "agi", &members(AGI_FIELDS, "agi_"), &p);
+            unlinked_buckets(fs, agno, b, &mut out);
             (
                 format!("AGI (AG {})", agno.0),
                 "The AG inode header: how many inodes are allocated and free in this AG, the roots of the inode btree and the free-inode btree, and the 64 heads of the unlinked lists (inodes removed from every directory but still open, freed at the next mount if the system stopped first).".to_string(),
@@ -144,4 +145,45 @@ pub(super) fn ag_header<R: ReadAt>(
         notes,
         logged: Vec::new(),
     })
+}
+
+/// The AGI's unlinked-list heads one bucket at a time (`agi_unlinked[i]`,
+/// the list of inodes whose AG inode number is i modulo 64), in place of
+/// the one 256-byte member (each head is linked to its inode by
+/// `add_links`).
+fn unlinked_buckets<R: ReadAt>(fs: &Fs<R>, agno: AgNumber, b: &[u8], out: &mut Out) {
+    use crate::xfs::format::ag::XfsAgi;
+    let at = offset_of!(XfsAgi, agi_unlinked);
+    let Some(pos) = out
+        .fields
+        .iter()
+        .position(|f| f.name == "unlinked" && usize::try_from(f.offset).ok() == Some(at))
+    else {
+        return;
+    };
+    out.fields.remove(pos);
+    for i in 0..64usize {
+        let off = at.saturating_add(i.saturating_mul(4));
+        let Some(v) = be(b, off, 4) else {
+            break;
+        };
+        let head = u32::try_from(v).unwrap_or(u32::MAX);
+        let null = head == u32::MAX;
+        let value = if null {
+            "null (empty)".to_string()
+        } else {
+            format!(
+                "AG inode {head} (inode {})",
+                fs.geo.agino_to_ino(agno, head)
+            )
+        };
+        out.add(
+            "agi unlinked buckets",
+            format!("unlinked[{i}]"),
+            off,
+            4,
+            value,
+            "head of an unlinked list: inodes with no directory entry left, still open; the list of AG inode numbers equal to this bucket's index modulo 64, chained through each inode's di_next_unlinked",
+        );
+    }
 }

@@ -468,6 +468,7 @@ fn add_links<R: ReadAt>(
                 }
                 "newino" | "dirino" => agino(v),
                 _ if n.starts_with("bno[") => agb(v),
+                _ if n.starts_with("unlinked[") => agino(v),
                 _ => None,
             }
         } else if structure == "inode" && n == "next_unlinked" {
