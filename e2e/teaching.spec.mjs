@@ -110,7 +110,14 @@ test('hex view fields sit at the offsets and sizes of the kernel structs', async
   await checkFields(page, 'AGF', k.xfs_agf, 'agf_', ['magicnum', 'seqno', 'length', 'bno_root', 'freeblks', 'longest', 'crc']);
   await go(page, '#/hex/2');
   await expect(page.getByTestId('hex-view')).toContainText('AGI');
-  await checkFields(page, 'AGI', k.xfs_agi, 'agi_', ['magicnum', 'count', 'root', 'freecount', 'unlinked', 'crc']);
+  await checkFields(page, 'AGI', k.xfs_agi, 'agi_', ['magicnum', 'count', 'root', 'freecount', 'crc']);
+  // agi_unlinked a bucket at a time: 64 words tiling the kernel's member.
+  const [uoff] = k.xfs_agi.agi_unlinked;
+  for (const i of [0, 1, 63]) {
+    const f = page.getByTestId(`hex-field-unlinked[${i}]`);
+    await expect(f).toHaveAttribute('data-offset', String(uoff + 4 * i));
+    await expect(f).toHaveAttribute('data-size', '4');
+  }
   // The root inode (64: AG 0 block 8 with 1 KiB blocks and 512-byte inodes).
   const root = sbNum(name, 'rootino');
   const daddr = (root >> sbNum(name, 'inopblog')) * (sbNum(name, 'blocksize') / 512) + (root & ((1 << sbNum(name, 'inopblog')) - 1)) * sbNum(name, 'inodesize') / 512;
