@@ -1556,6 +1556,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(())
     }
 
+    /// A record updated in place at index `i` of the leaf at the end of
+    /// `path` whose start stays `first`: at the leaf's first record,
+    /// `xfs_btree_update` passes the key up all the same, logging the
+    /// parent's key slot (the root in the inode logs the root alone, before
+    /// anything else of the inode: no change count bump on an inode whose
+    /// count has risen since it was loaded).
+    fn first_record_updated(
+        &mut self,
+        f: &mut ForkAt,
+        path: &[Step],
+        i: usize,
+        first: u64,
+    ) -> EditResult<()> {
+        if i == 0 {
+            self.carry_first_key(f, path, first)?;
+        }
+        Ok(())
+    }
+
     /// The key of the block at the end of `path` becomes `first` in each
     /// parent while the block is its parent's first child (a key in the
     /// root in the inode logs the root).
@@ -2229,6 +2248,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 if let Some(x) = recs.get_mut(i) {
                     *x = front;
                 }
+                self.first_record_updated(f, &path, i, front.off)?;
             }
             (false, true) => {
                 if let Some(x) = recs.get_mut(i) {
@@ -2239,6 +2259,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 if let Some(x) = recs.get_mut(i) {
                     *x = front;
                 }
+                self.first_record_updated(f, &path, i, front.off)?;
                 let mut at = i.saturating_add(1);
                 if recs.len() >= maxrecs {
                     match self.make_room(f, ino, &b, &mut recs, at)? {
