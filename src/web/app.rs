@@ -251,6 +251,10 @@ pub fn app() -> Html {
                             Route::Path(p) => {
                                 Some((format!("reading {p}"), Request::Path { path: p.clone() }))
                             }
+                            Route::Metadir(p) => Some((
+                                format!("reading metadata directory {p}"),
+                                Request::MetadirPath { path: p.clone() },
+                            )),
                             Route::Inode(ino) => {
                                 Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
                             }
@@ -611,21 +615,23 @@ pub fn app() -> Html {
                 _ if opened.fs_error.is_some() => html! {
                     <p class="error" data-testid="view-error">{ opened.fs_error.clone().unwrap_or_default() }</p>
                 },
-                Route::Path(_) | Route::Inode(_) => match (&state.dir, &state.inode) {
-                    (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
-                    (None, Some(i)) => {
-                        let values: std::collections::BTreeMap<String, Rc<Vec<u8>>> = state
-                            .xattr_values
-                            .iter()
-                            .filter(|((ino, _), _)| *ino == i.ino)
-                            .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
-                            .collect();
-                        html! { <InodeInspector inode={Rc::clone(i)} {values}
-                        on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
-                        on_download_file={on_download_file.clone()} /> }
+                Route::Path(_) | Route::Inode(_) | Route::Metadir(_) => {
+                    match (&state.dir, &state.inode) {
+                        (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
+                        (None, Some(i)) => {
+                            let values: std::collections::BTreeMap<String, Rc<Vec<u8>>> = state
+                                .xattr_values
+                                .iter()
+                                .filter(|((ino, _), _)| *ino == i.ino)
+                                .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
+                                .collect();
+                            html! { <InodeInspector inode={Rc::clone(i)} {values}
+                            on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
+                            on_download_file={on_download_file.clone()} /> }
+                        }
+                        (None, None) => html! {},
                     }
-                    (None, None) => html! {},
-                },
+                }
                 Route::Log(sel) => match &state.log {
                     Some(l) => {
                         html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
@@ -726,7 +732,8 @@ pub fn app() -> Html {
                 && opened.fs_error.is_none();
             let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
-                <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()} />
+                <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()}
+                    metadir={opened.superblock.features.iter().any(|f| f == "METADIR")} />
                 { for log_device }
                 { for log_device_error }
                 { for replay_box }

@@ -40,6 +40,8 @@ pub enum Request {
     OpenPartition { number: u32 },
     /// Resolve a path: a directory comes back as `Dir`, anything else as `Inode`.
     Path { path: String },
+    /// The same, in the metadata directory tree (from `sb_metadirino`).
+    MetadirPath { path: String },
     /// One inode.
     Inode { ino: u64 },
     /// One xattr value (values are never sent with the names).
@@ -272,6 +274,9 @@ pub struct Kv {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct DirView {
     pub path: String,
+    /// The path is in the metadata directory tree, not the files'.
+    #[serde(default)]
+    pub metadir: bool,
     pub ino: u64,
     /// The directory format (shortform, block, leaf, node).
     pub format: String,
