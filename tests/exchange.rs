@@ -11,7 +11,9 @@
 //! * `xchg-plain`: no rmapbt nor reflink, whole files;
 //! * `xchg-sizes`: a file with holes and unwritten extents and a longer
 //!   reflinked one, exchanged to their ends (`XFS_EXCHANGE_RANGE_TO_EOF`:
-//!   the sizes exchanged at the end).
+//!   the sizes exchanged at the end);
+//! * `xchg-written`: only the written blocks of a file with holes and
+//!   unwritten extents exchanged (`XFS_EXCHANGE_RANGE_FILE1_WRITTEN`).
 //!
 //! Checked: the intents left unfinished are the ones xfs_logprint 6.13
 //! shows (`NAME.logfacts.txt`); `replay -o` finishes them and the export is,
@@ -30,7 +32,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-const FIXTURES: [&str; 3] = ["xchg-rmap", "xchg-plain", "xchg-sizes"];
+const FIXTURES: [&str; 4] = ["xchg-rmap", "xchg-plain", "xchg-sizes", "xchg-written"];
 
 /// `NAME.recovered-blocks.txt`: the block size, the log's blocks and the
 /// sha256 of every block the kernel's recovery changed.
