@@ -64,6 +64,11 @@ test('metadir-rt: the metadata directory tree is the one xfs_db 6.13 lists', asy
   await page.getByTestId('dir-entry').filter({ hasText: 'rtgroups' }).locator('a.ename').click();
   await expect(page.getByTestId('dir-path')).toHaveText('/rtgroups');
   await expect(page.getByTestId('breadcrumb')).toContainText('rtgroups');
+  // The sidebar holds the tree's directories, the one shown marked.
+  const side = page.getByTestId('metadir-tree');
+  await expect(side.locator('[data-testid="tree-node"][data-path="/rtgroups"] > a.current')).toBeVisible();
+  await expect(side.locator('[data-testid="tree-node"][data-path="/"] > ul > [data-testid="tree-node"]')).toHaveCount(
+    xfsDbMetadir(name).get('/').filter((e) => e[2] === 'dir').length);
   const files = xfsDbMetadir(name).get('/rtgroups');
   expect(files.length).toBe(8);
   expect(await shownEntries(page)).toEqual(files);

@@ -585,7 +585,21 @@ pub fn app() -> Html {
     };
     let on_tree_load = {
         let send = Rc::clone(&send);
-        Callback::from(move |path: String| send(Request::TreeChildren { path }))
+        Callback::from(move |path: String| {
+            send(Request::TreeChildren {
+                path,
+                metadir: false,
+            })
+        })
+    };
+    let on_metadir_tree_load = {
+        let send = Rc::clone(&send);
+        Callback::from(move |path: String| {
+            send(Request::TreeChildren {
+                path,
+                metadir: true,
+            })
+        })
     };
     let view_error = state.view_error.as_ref().map(|(what, msg)| {
         html! { <div class="error" data-testid="view-error" role="alert">{ format!("{what}: {msg}") }</div> }
@@ -730,6 +744,8 @@ pub fn app() -> Html {
             });
             let files = matches!(state.route, Route::Path(_) | Route::Inode(_))
                 && opened.fs_error.is_none();
+            let metadir_view =
+                matches!(state.route, Route::Metadir(_)) && opened.fs_error.is_none();
             let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
                 <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()}
@@ -741,6 +757,11 @@ pub fn app() -> Html {
                 if files {
                     <div class="files">
                         <Tree tree={Rc::new(state.tree.clone())} {current} on_load={on_tree_load.clone()} />
+                        <div class="main">{ main }</div>
+                    </div>
+                } else if metadir_view {
+                    <div class="files">
+                        <Tree tree={Rc::new(state.metadir_tree.clone())} {current} metadir={true} on_load={on_metadir_tree_load.clone()} />
                         <div class="main">{ main }</div>
                     </div>
                 } else {

@@ -61,8 +61,13 @@ pub enum Request {
         start: u64,
         count: u64,
     },
-    /// The subdirectories of a directory, for the tree in the sidebar.
-    TreeChildren { path: String },
+    /// The subdirectories of a directory, for the tree in the sidebar (of
+    /// the metadata directory tree with `metadir`).
+    TreeChildren {
+        path: String,
+        #[serde(default)]
+        metadir: bool,
+    },
     /// Decode the log (once per image) and summarise it.
     Log,
     /// Rows of the transaction list: `count` transactions from `start`.
@@ -213,6 +218,8 @@ pub enum Response {
         path: String,
         dirs: Vec<String>,
         error: Option<String>,
+        #[serde(default)]
+        metadir: bool,
     },
     Log(Box<LogView>),
     LogRows {

@@ -415,11 +415,21 @@ pub fn xattr_value(fs: &Fs<Disk>, ino: u64, name: &str) -> Response {
     }
 }
 
-/// The subdirectories of `path`, sorted by name.
-pub fn tree_children(fs: &Fs<Disk>, path: &str) -> Response {
-    let result = fs
-        .lookup_path(path.as_bytes())
-        .and_then(|i| fs.read_dir(&i));
+/// The subdirectories of `path` (in the metadata directory tree with
+/// `metadir`), sorted by name.
+pub fn tree_children(fs: &Fs<Disk>, path: &str, metadir: bool) -> Response {
+    let root = if metadir {
+        fs.metadir_ino()
+    } else {
+        Some(fs.root_ino())
+    };
+    let result = match root {
+        Some(root) => fs
+            .lookup_path_from(root, path.as_bytes())
+            .and_then(|i| fs.read_dir(&i))
+            .map_err(|e| e.to_string()),
+        None => Err("no metadata directory tree".to_string()),
+    };
     match result {
         Ok(listing) => {
             let mut dirs: Vec<String> = listing
@@ -439,12 +449,14 @@ pub fn tree_children(fs: &Fs<Disk>, path: &str) -> Response {
                 path: path.to_string(),
                 dirs,
                 error: None,
+                metadir,
             }
         }
         Err(e) => Response::TreeChildren {
             path: path.to_string(),
             dirs: Vec::new(),
-            error: Some(e.to_string()),
+            error: Some(e),
+            metadir,
         },
     }
 }

@@ -961,7 +961,9 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                 Err(e) => view_error(format!("daddr {daddr}"), e),
             }
         }),
-        Request::TreeChildren { path } => with_fs("tree", |fs| views::tree_children(fs, &path)),
+        Request::TreeChildren { path, metadir } => {
+            with_fs("tree", |fs| views::tree_children(fs, &path, metadir))
+        }
         Request::Log => {
             post(
                 scope,
