@@ -21,7 +21,7 @@
 //! the copy the kernel recovered (`NAME.recovered-blocks.txt`,
 //! `NAME.recovered-sb.txt`); the two files have the size, block count,
 //! reflink flag and mappings xfs_db 6.13 shows in that copy
-//! (`NAME.recovered-xmi.txt`); the listing after replay is the kernel's
+//! (`NAME.recovered-xmi.txt.zst`); the listing after replay is the kernel's
 //! (`NAME.recovered-ls.jsonl`).
 #![cfg(not(target_arch = "wasm32"))]
 
