@@ -1659,15 +1659,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 f.nextents_set(n.saturating_sub(1))?;
                 let (lpath, lleaf) = self.descend(f, ino, l.off)?;
                 let mut lrecs = lleaf.recs;
-                match lrecs.iter_mut().find(|x| x.off == l.off) {
-                    Some(x) => x.len = l.len.saturating_add(new.len).saturating_add(r.len),
-                    None => {
-                        return refuse(format!(
-                            "inode {ino}: bmbt keys do not lead to the record at {}",
-                            l.off
-                        ))
-                    }
+                let Some(j) = lrecs.iter().position(|x| x.off == l.off) else {
+                    return refuse(format!(
+                        "inode {ino}: bmbt keys do not lead to the record at {}",
+                        l.off
+                    ));
+                };
+                if let Some(x) = lrecs.get_mut(j) {
+                    x.len = l.len.saturating_add(new.len).saturating_add(r.len);
                 }
+                self.first_record_updated(f, &lpath, j, l.off)?;
                 self.write_leaf(f, &lpath, lleaf.off, lleaf.bytes, &lrecs)?;
                 if f.nextents <= f.maxext() {
                     // xfs_bmapi_remap ends with xfs_bmap_btree_to_extents.
@@ -1676,9 +1677,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 return Ok(());
             }
             (true, false, Some(l), _) if in_leaf_left => {
-                if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
+                let j = i.saturating_sub(1);
+                if let Some(x) = recs.get_mut(j) {
                     x.len = l.len.saturating_add(new.len);
                 }
+                self.first_record_updated(f, &path, j, l.off)?;
             }
             (false, true, _, Some(r)) if in_leaf_right => {
                 if let Some(x) = recs.get_mut(i) {
