@@ -90,6 +90,8 @@ fn every_route_round_trips_through_its_hash() {
     let routes = [
         Route::Superblock,
         Route::Path("/a b/ü/<x>".into()),
+        Route::Metadir("/".into()),
+        Route::Metadir("/rtgroups/0.bitmap".into()),
         Route::Inode(131),
         Route::Ags,
         Route::AgMap(3),

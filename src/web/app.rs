@@ -251,6 +251,10 @@ pub fn app() -> Html {
                             Route::Path(p) => {
                                 Some((format!("reading {p}"), Request::Path { path: p.clone() }))
                             }
+                            Route::Metadir(p) => Some((
+                                format!("reading metadata directory {p}"),
+                                Request::MetadirPath { path: p.clone() },
+                            )),
                             Route::Inode(ino) => {
                                 Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
                             }
@@ -581,7 +585,21 @@ pub fn app() -> Html {
     };
     let on_tree_load = {
         let send = Rc::clone(&send);
-        Callback::from(move |path: String| send(Request::TreeChildren { path }))
+        Callback::from(move |path: String| {
+            send(Request::TreeChildren {
+                path,
+                metadir: false,
+            })
+        })
+    };
+    let on_metadir_tree_load = {
+        let send = Rc::clone(&send);
+        Callback::from(move |path: String| {
+            send(Request::TreeChildren {
+                path,
+                metadir: true,
+            })
+        })
     };
     let view_error = state.view_error.as_ref().map(|(what, msg)| {
         html! { <div class="error" data-testid="view-error" role="alert">{ format!("{what}: {msg}") }</div> }
@@ -611,21 +629,23 @@ pub fn app() -> Html {
                 _ if opened.fs_error.is_some() => html! {
                     <p class="error" data-testid="view-error">{ opened.fs_error.clone().unwrap_or_default() }</p>
                 },
-                Route::Path(_) | Route::Inode(_) => match (&state.dir, &state.inode) {
-                    (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
-                    (None, Some(i)) => {
-                        let values: std::collections::BTreeMap<String, Rc<Vec<u8>>> = state
-                            .xattr_values
-                            .iter()
-                            .filter(|((ino, _), _)| *ino == i.ino)
-                            .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
-                            .collect();
-                        html! { <InodeInspector inode={Rc::clone(i)} {values}
-                        on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
-                        on_download_file={on_download_file.clone()} /> }
+                Route::Path(_) | Route::Inode(_) | Route::Metadir(_) => {
+                    match (&state.dir, &state.inode) {
+                        (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
+                        (None, Some(i)) => {
+                            let values: std::collections::BTreeMap<String, Rc<Vec<u8>>> = state
+                                .xattr_values
+                                .iter()
+                                .filter(|((ino, _), _)| *ino == i.ino)
+                                .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
+                                .collect();
+                            html! { <InodeInspector inode={Rc::clone(i)} {values}
+                            on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
+                            on_download_file={on_download_file.clone()} /> }
+                        }
+                        (None, None) => html! {},
                     }
-                    (None, None) => html! {},
-                },
+                }
                 Route::Log(sel) => match &state.log {
                     Some(l) => {
                         html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
@@ -724,9 +744,12 @@ pub fn app() -> Html {
             });
             let files = matches!(state.route, Route::Path(_) | Route::Inode(_))
                 && opened.fs_error.is_none();
+            let metadir_view =
+                matches!(state.route, Route::Metadir(_)) && opened.fs_error.is_none();
             let current = state.dir.as_ref().map(|d| d.path.clone());
             html! { <>
-                <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()} />
+                <Nav route={state.route.clone()} {replayed} on_replay={on_replay.clone()}
+                    metadir={opened.superblock.features.iter().any(|f| f == "METADIR")} />
                 { for log_device }
                 { for log_device_error }
                 { for replay_box }
@@ -734,6 +757,11 @@ pub fn app() -> Html {
                 if files {
                     <div class="files">
                         <Tree tree={Rc::new(state.tree.clone())} {current} on_load={on_tree_load.clone()} />
+                        <div class="main">{ main }</div>
+                    </div>
+                } else if metadir_view {
+                    <div class="files">
+                        <Tree tree={Rc::new(state.metadir_tree.clone())} {current} metadir={true} on_load={on_metadir_tree_load.clone()} />
                         <div class="main">{ main }</div>
                     </div>
                 } else {

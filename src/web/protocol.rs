@@ -40,6 +40,8 @@ pub enum Request {
     OpenPartition { number: u32 },
     /// Resolve a path: a directory comes back as `Dir`, anything else as `Inode`.
     Path { path: String },
+    /// The same, in the metadata directory tree (from `sb_metadirino`).
+    MetadirPath { path: String },
     /// One inode.
     Inode { ino: u64 },
     /// One xattr value (values are never sent with the names).
@@ -59,8 +61,13 @@ pub enum Request {
         start: u64,
         count: u64,
     },
-    /// The subdirectories of a directory, for the tree in the sidebar.
-    TreeChildren { path: String },
+    /// The subdirectories of a directory, for the tree in the sidebar (of
+    /// the metadata directory tree with `metadir`).
+    TreeChildren {
+        path: String,
+        #[serde(default)]
+        metadir: bool,
+    },
     /// Decode the log (once per image) and summarise it.
     Log,
     /// Rows of the transaction list: `count` transactions from `start`.
@@ -211,6 +218,8 @@ pub enum Response {
         path: String,
         dirs: Vec<String>,
         error: Option<String>,
+        #[serde(default)]
+        metadir: bool,
     },
     Log(Box<LogView>),
     LogRows {
@@ -272,6 +281,9 @@ pub struct Kv {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct DirView {
     pub path: String,
+    /// The path is in the metadata directory tree, not the files'.
+    #[serde(default)]
+    pub metadir: bool,
     pub ino: u64,
     /// The directory format (shortform, block, leaf, node).
     pub format: String,

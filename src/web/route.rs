@@ -1,5 +1,6 @@
 //! Deep links in the location hash: `#/path/<path>` opens a directory or a
-//! file, `#/inode/<ino>` an inode, `#/ag` the allocation groups, `#/ag/<agno>`
+//! file, `#/metadir/<path>` one of the metadata directory tree (`-m
+//! metadir=1`: realtime groups, quota files), `#/inode/<ino>` an inode, `#/ag` the allocation groups, `#/ag/<agno>`
 //! one AG's map, `#/hex/<daddr>` the bytes of a sector or block, `#/` the
 //! superblock, `#/replay[/<part>[/<change>[/<first row>]]]` what replay
 //! changed. Back and forward work because every view change is a hash
@@ -12,6 +13,9 @@ pub enum Route {
     Superblock,
     /// An absolute path ("/" for the root).
     Path(String),
+    /// An absolute path in the metadata directory tree ("/" for its root,
+    /// `sb_metadirino`).
+    Metadir(String),
     Inode(u64),
     Ags,
     /// The map of one allocation group.
@@ -52,6 +56,22 @@ fn decode(seg: &str) -> String {
 
 fn encode(seg: &str) -> String {
     String::from(js_sys::encode_uri_component(seg))
+}
+
+/// An absolute path from the encoded segments of a hash.
+fn path_of(rest: &str) -> String {
+    let parts: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(decode)
+        .collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// A path's segments encoded for a hash, joined by '/'.
+fn segments(p: &str) -> String {
+    let segs: Vec<String> = p.split('/').filter(|s| !s.is_empty()).map(encode).collect();
+    segs.join("/")
 }
 
 impl Route {
@@ -126,12 +146,13 @@ impl Route {
             return Route::Path("/".into());
         }
         if let Some(rest) = h.strip_prefix("path/") {
-            let parts: Vec<String> = rest
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .map(decode)
-                .collect();
-            return Route::Path(format!("/{}", parts.join("/")));
+            return Route::Path(path_of(rest));
+        }
+        if h == "metadir" {
+            return Route::Metadir("/".into());
+        }
+        if let Some(rest) = h.strip_prefix("metadir/") {
+            return Route::Metadir(path_of(rest));
         }
         if let Some(n) = h.strip_prefix("inode/") {
             if let Ok(ino) = n.trim().parse() {
@@ -163,15 +184,8 @@ impl Route {
             Route::Ops { start, skip: 0 } => format!("#/ops/{start}"),
             Route::Ops { start, skip } => format!("#/ops/{start}/{skip}"),
             Route::Inode(ino) => format!("#/inode/{ino}"),
-            Route::Path(p) => {
-                let segs: Vec<String> =
-                    p.split('/').filter(|s| !s.is_empty()).map(encode).collect();
-                if segs.is_empty() {
-                    "#/path/".into()
-                } else {
-                    format!("#/path/{}", segs.join("/"))
-                }
-            }
+            Route::Path(p) => format!("#/path/{}", segments(p)),
+            Route::Metadir(p) => format!("#/metadir/{}", segments(p)),
             Route::Unknown(h) => format!("#/{h}"),
         }
     }

@@ -36,6 +36,8 @@ pub struct State {
     pub view_error: Option<(String, String)>,
     /// The sidebar tree: subdirectories of each directory read so far.
     pub tree: BTreeMap<String, Result<Vec<String>, String>>,
+    /// The same for the metadata directory tree.
+    pub metadir_tree: BTreeMap<String, Result<Vec<String>, String>>,
     /// The log summary, the transaction rows fetched so far, the open transaction.
     pub log: Option<Rc<LogView>>,
     pub log_rows: Rc<BTreeMap<u32, TxRow>>,
@@ -72,6 +74,7 @@ impl Default for State {
             xattr_values: BTreeMap::new(),
             view_error: None,
             tree: BTreeMap::new(),
+            metadir_tree: BTreeMap::new(),
             log: None,
             log_rows: Rc::new(BTreeMap::new()),
             log_tx: None,
@@ -155,6 +158,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.xattr_values.clear();
             s.view_error = None;
             s.tree.clear();
+            s.metadir_tree.clear();
             s.log = None;
             s.log_rows = Rc::new(BTreeMap::new());
             s.log_tx = None;
@@ -210,8 +214,18 @@ fn reduce_response(s: &mut State, r: Response) {
                 s.busy = None;
             }
         }
-        Response::TreeChildren { path, dirs, error } => {
-            s.tree.insert(path, error.map_or(Ok(dirs), Err));
+        Response::TreeChildren {
+            path,
+            dirs,
+            error,
+            metadir,
+        } => {
+            let tree = if metadir {
+                &mut s.metadir_tree
+            } else {
+                &mut s.tree
+            };
+            tree.insert(path, error.map_or(Ok(dirs), Err));
         }
         Response::Log(l) => {
             s.busy = None;
@@ -237,6 +251,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.hex = None;
             s.ag_records = None;
             s.tree.clear();
+            s.metadir_tree.clear();
             s.xattr_values.clear();
             if let Some(e) = &r.error {
                 s.view_error = Some(("replay".into(), e.clone()));

@@ -316,13 +316,35 @@ fn inode_full(fs: &Fs<Disk>, i: &Inode, path: Option<String>) -> InodeView {
 
 /// Resolve a path: a directory's listing, or an inode view.
 pub fn path(fs: &Fs<Disk>, path: &str) -> Response {
-    let mut i = match fs.lookup_path(path.as_bytes()) {
+    path_from(fs, fs.root_ino(), path, false)
+}
+
+/// A path of the metadata directory tree, as [`path`] (a filesystem
+/// without the tree says so).
+pub fn metadir_path(fs: &Fs<Disk>, path: &str) -> Response {
+    match fs.metadir_ino() {
+        Some(root) => path_from(fs, root, path, true),
+        None => Response::ViewError {
+            what: format!("metadata directory {path}"),
+            message: "no metadata directory tree (the filesystem was not made with -m metadir=1)"
+                .into(),
+        },
+    }
+}
+
+fn path_from(fs: &Fs<Disk>, root: Ino, path: &str, metadir: bool) -> Response {
+    let mut i = match fs.lookup_path_from(root, path.as_bytes()) {
         Ok(i) => i,
         Err(e) => return view_error(path, e),
     };
     if i.file_type() != FileType::Dir {
         let _ = fs.mark_shared(&mut i);
-        return Response::Inode(Box::new(inode_full(fs, &i, Some(path.to_string()))));
+        let label = if metadir {
+            format!("metadir {path}")
+        } else {
+            path.to_string()
+        };
+        return Response::Inode(Box::new(inode_full(fs, &i, Some(label))));
     }
     let listing = match fs.read_dir(&i) {
         Ok(l) => l,
@@ -359,6 +381,7 @@ pub fn path(fs: &Fs<Disk>, path: &str) -> Response {
         .collect();
     Response::Dir(Box::new(DirView {
         path: path.to_string(),
+        metadir,
         ino: i.ino.0,
         format: listing.format.name().to_string(),
         entries,
@@ -392,11 +415,21 @@ pub fn xattr_value(fs: &Fs<Disk>, ino: u64, name: &str) -> Response {
     }
 }
 
-/// The subdirectories of `path`, sorted by name.
-pub fn tree_children(fs: &Fs<Disk>, path: &str) -> Response {
-    let result = fs
-        .lookup_path(path.as_bytes())
-        .and_then(|i| fs.read_dir(&i));
+/// The subdirectories of `path` (in the metadata directory tree with
+/// `metadir`), sorted by name.
+pub fn tree_children(fs: &Fs<Disk>, path: &str, metadir: bool) -> Response {
+    let root = if metadir {
+        fs.metadir_ino()
+    } else {
+        Some(fs.root_ino())
+    };
+    let result = match root {
+        Some(root) => fs
+            .lookup_path_from(root, path.as_bytes())
+            .and_then(|i| fs.read_dir(&i))
+            .map_err(|e| e.to_string()),
+        None => Err("no metadata directory tree".to_string()),
+    };
     match result {
         Ok(listing) => {
             let mut dirs: Vec<String> = listing
@@ -416,12 +449,14 @@ pub fn tree_children(fs: &Fs<Disk>, path: &str) -> Response {
                 path: path.to_string(),
                 dirs,
                 error: None,
+                metadir,
             }
         }
         Err(e) => Response::TreeChildren {
             path: path.to_string(),
             dirs: Vec::new(),
-            error: Some(e.to_string()),
+            error: Some(e),
+            metadir,
         },
     }
 }

@@ -913,6 +913,9 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         }
         Request::Inode { ino } => with_fs("inode", |fs| views::inode(fs, ino, None)),
         Request::Path { path } => with_fs("path", |fs| views::path(fs, &path)),
+        Request::MetadirPath { path } => {
+            with_fs("metadata directory", |fs| views::metadir_path(fs, &path))
+        }
         Request::XattrValue { ino, name } => {
             with_fs("xattr", |fs| views::xattr_value(fs, ino, &name))
         }
@@ -958,7 +961,9 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                 Err(e) => view_error(format!("daddr {daddr}"), e),
             }
         }),
-        Request::TreeChildren { path } => with_fs("tree", |fs| views::tree_children(fs, &path)),
+        Request::TreeChildren { path, metadir } => {
+            with_fs("tree", |fs| views::tree_children(fs, &path, metadir))
+        }
         Request::Log => {
             post(
                 scope,

@@ -43,17 +43,23 @@ pub fn dir_list(props: &Props) -> Html {
         })
     };
     let d = &props.dir;
+    // Paths of the metadata directory tree lead to its own route.
+    let route = |p: String| {
+        if d.metadir {
+            Route::Metadir(p)
+        } else {
+            Route::Path(p)
+        }
+    };
     let total = d.entries.len();
     let first = (*scroll_top / ROW_PX).saturating_sub(OVERSCAN);
     let last = (first + VIEW_ROWS + 2 * OVERSCAN).min(total);
     let rows = d.entries.get(first..last).unwrap_or(&[]).iter().map(|e| {
         let path = join(&d.path, &e.name);
-        let href = if e.kind == "dir" && e.name != "." && e.name != ".." {
-            Route::Path(path).href()
-        } else if e.name == "." || e.name == ".." {
+        let href = if e.name == "." || e.name == ".." {
             Route::Inode(e.ino).href()
         } else {
-            Route::Path(path).href()
+            route(path).href()
         };
         let size = e.size.map(|s| s.to_string()).unwrap_or_default();
         html! {
@@ -74,11 +80,11 @@ pub fn dir_list(props: &Props) -> Html {
     html! {
         <section class="dir">
             <h2>
-                { "Directory " }<code data-testid="dir-path">{ &d.path }</code>
+                { if d.metadir { "Metadata directory " } else { "Directory " } }<code data-testid="dir-path">{ &d.path }</code>
                 <span class="muted">{ format!(" · inode {} · {} format · ", d.ino, d.format) }<span data-testid="dir-count">{ total }</span>{ " entries" }</span>
                 { " " }<a class="small" href={Route::Inode(d.ino).href()}>{ "inspect inode" }</a>
                 if d.path != "/" {
-                    { " " }<a class="small" data-testid="dir-parent" href={Route::Path(crate::web::route::parent(&d.path)).href()}>{ "up to the parent" }</a>
+                    { " " }<a class="small" data-testid="dir-parent" href={route(crate::web::route::parent(&d.path)).href()}>{ "up to the parent" }</a>
                 }
             </h2>
             if !d.problems.is_empty() {

@@ -10,6 +10,9 @@ pub struct Props {
     pub replayed: bool,
     /// Ask for the replayed (true) or on-disk (false) state.
     pub on_replay: Callback<bool>,
+    /// The filesystem has a metadata directory tree (its tab is shown).
+    #[prop_or_default]
+    pub metadir: bool,
 }
 
 #[function_component(Nav)]
@@ -23,20 +26,22 @@ pub fn nav(props: &Props) -> Html {
         let (cb, now) = (props.on_replay.clone(), props.replayed);
         Callback::from(move |_: Event| cb.emit(!now))
     };
-    let crumbs = match r {
-        Route::Path(p) => {
-            let mut acc = String::new();
-            let mut items = vec![html! { <a href={Route::Path("/".into()).href()}>{ "/" }</a> }];
-            for seg in p.split('/').filter(|s| !s.is_empty()) {
-                acc.push('/');
-                acc.push_str(seg);
-                items.push(html! { <>
-                    <span class="sep">{ " / " }</span>
-                    <a href={Route::Path(acc.clone()).href()}>{ seg.to_string() }</a>
-                </> });
-            }
-            html! { <div class="crumbs" data-testid="breadcrumb">{ for items }</div> }
+    let crumbs_of = |p: &str, to: fn(String) -> Route| {
+        let mut acc = String::new();
+        let mut items = vec![html! { <a href={to("/".into()).href()}>{ "/" }</a> }];
+        for seg in p.split('/').filter(|s| !s.is_empty()) {
+            acc.push('/');
+            acc.push_str(seg);
+            items.push(html! { <>
+                <span class="sep">{ " / " }</span>
+                <a href={to(acc.clone()).href()}>{ seg.to_string() }</a>
+            </> });
         }
+        html! { <div class="crumbs" data-testid="breadcrumb">{ for items }</div> }
+    };
+    let crumbs = match r {
+        Route::Path(p) => crumbs_of(p, Route::Path),
+        Route::Metadir(p) => crumbs_of(p, Route::Metadir),
         _ => html! {},
     };
     html! {
@@ -44,6 +49,11 @@ pub fn nav(props: &Props) -> Html {
             <div class="tabs" data-keynav="row">
                 { tab("Superblock", Route::Superblock, matches!(r, Route::Superblock)) }
                 { tab("Files", Route::Path("/".into()), matches!(r, Route::Path(_) | Route::Inode(_))) }
+                if props.metadir {
+                    <a class={classes!("tab", matches!(r, Route::Metadir(_)).then_some("active"))} data-testid="metadir-tab"
+                        title="The metadata directory tree (mkfs.xfs -m metadir=1): the inodes of realtime groups and quotas, apart from the files"
+                        href={Route::Metadir("/".into()).href()}>{ "Metadata tree" }</a>
+                }
                 { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags | Route::AgMap(_) | Route::AgTree { .. })) }
                 { tab("Bytes", Route::Hex(0), matches!(r, Route::Hex(_))) }
                 { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }

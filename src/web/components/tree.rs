@@ -15,6 +15,10 @@ pub struct Props {
     pub current: Option<String>,
     /// Ask for the subdirectories of a path.
     pub on_load: Callback<String>,
+    /// The tree is the metadata directory tree (its paths lead to
+    /// `#/metadir/...`).
+    #[prop_or_default]
+    pub metadir: bool,
 }
 
 /// Every ancestor of `path`, "/" first, `path` itself last.
@@ -100,14 +104,15 @@ pub fn tree(props: &Props) -> Html {
                 <button class="twisty" onclick={toggle(path.to_string())} disabled={leaf}>
                     { if leaf { " " } else if is_open { "▾" } else { "▸" } }
                 </button>
-                <a class={classes!(is_current.then_some("current"))} href={Route::Path(path.to_string()).href()}>{ name.to_string() }</a>
+                <a class={classes!(is_current.then_some("current"))} href={if props.metadir { Route::Metadir(path.to_string()) } else { Route::Path(path.to_string()) }.href()}>{ name.to_string() }</a>
                 { children }
             </li>
         }
     }
     let open = (*expanded).clone();
     html! {
-        <aside class="tree" data-testid="tree" data-keynav="list" aria-label="directory tree">
+        <aside class="tree" data-testid={if props.metadir { "metadir-tree" } else { "tree" }} data-keynav="list"
+            aria-label={if props.metadir { "metadata directory tree" } else { "directory tree" }}>
             <ul>{ node("/", "/", props, &open, &toggle, 0) }</ul>
         </aside>
     }

@@ -1562,6 +1562,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(())
     }
 
+    /// A record updated in place at index `i` of the leaf at the end of
+    /// `path` whose start stays `first`: at the leaf's first record,
+    /// `xfs_btree_update` passes the key up all the same, logging the
+    /// parent's key slot (the root in the inode logs the root alone, before
+    /// anything else of the inode: no change count bump on an inode whose
+    /// count has risen since it was loaded).
+    fn first_record_updated(
+        &mut self,
+        f: &mut ForkAt,
+        path: &[Step],
+        i: usize,
+        first: u64,
+    ) -> EditResult<()> {
+        if i == 0 {
+            self.carry_first_key(f, path, first)?;
+        }
+        Ok(())
+    }
+
     /// The key of the block at the end of `path` becomes `first` in each
     /// parent while the block is its parent's first child (a key in the
     /// root in the inode logs the root).
@@ -1646,15 +1665,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 f.nextents_set(n.saturating_sub(1))?;
                 let (lpath, lleaf) = self.descend(f, ino, l.off)?;
                 let mut lrecs = lleaf.recs;
-                match lrecs.iter_mut().find(|x| x.off == l.off) {
-                    Some(x) => x.len = l.len.saturating_add(new.len).saturating_add(r.len),
-                    None => {
-                        return refuse(format!(
-                            "inode {ino}: bmbt keys do not lead to the record at {}",
-                            l.off
-                        ))
-                    }
+                let Some(j) = lrecs.iter().position(|x| x.off == l.off) else {
+                    return refuse(format!(
+                        "inode {ino}: bmbt keys do not lead to the record at {}",
+                        l.off
+                    ));
+                };
+                if let Some(x) = lrecs.get_mut(j) {
+                    x.len = l.len.saturating_add(new.len).saturating_add(r.len);
                 }
+                self.first_record_updated(f, &lpath, j, l.off)?;
                 self.write_leaf(f, &lpath, lleaf.off, lleaf.bytes, &lrecs)?;
                 if f.nextents <= f.maxext() {
                     // xfs_bmapi_remap ends with xfs_bmap_btree_to_extents.
@@ -1663,9 +1683,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 return Ok(());
             }
             (true, false, Some(l), _) if in_leaf_left => {
-                if let Some(x) = recs.get_mut(i.saturating_sub(1)) {
+                let j = i.saturating_sub(1);
+                if let Some(x) = recs.get_mut(j) {
                     x.len = l.len.saturating_add(new.len);
                 }
+                self.first_record_updated(f, &path, j, l.off)?;
             }
             (false, true, _, Some(r)) if in_leaf_right => {
                 if let Some(x) = recs.get_mut(i) {
@@ -2235,6 +2257,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 if let Some(x) = recs.get_mut(i) {
                     *x = front;
                 }
+                self.first_record_updated(f, &path, i, front.off)?;
             }
             (false, true) => {
                 if let Some(x) = recs.get_mut(i) {
@@ -2245,6 +2268,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 if let Some(x) = recs.get_mut(i) {
                     *x = front;
                 }
+                self.first_record_updated(f, &path, i, front.off)?;
                 let mut at = i.saturating_add(1);
                 if recs.len() >= maxrecs {
                     match self.make_room(f, ino, &b, &mut recs, at)? {
