@@ -57,7 +57,7 @@ pub struct Inference<'f, R: ReadAt> {
     other: BTreeMap<&'static str, u64>,
     unexplained: u64,
     checkpoints: Vec<CheckpointOps>,
-    histories: BTreeMap<u64, InodeHistory>,
+    histories: HashMap<u64, InodeHistory>,
     pending: HashMap<u64, Pending>,
     /// Typed logs: the attribute-fork additions waiting for their set.
     addafork: HashMap<u64, u64>,
@@ -77,7 +77,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             other: BTreeMap::new(),
             unexplained: 0,
             checkpoints: Vec::new(),
-            histories: BTreeMap::new(),
+            histories: HashMap::new(),
             pending: HashMap::new(),
             addafork: HashMap::new(),
             typed_seen: false,
@@ -1199,7 +1199,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             created_and_removed: self.created_and_removed,
             checkpoints: self.checkpoints,
             operation_list: self.ops,
-            inodes: self.histories.into_values().collect(),
+            inodes: {
+                let mut v: Vec<InodeHistory> = self.histories.into_values().collect();
+                v.sort_unstable_by_key(|h| h.ino);
+                v
+            },
             notes,
         }
     }

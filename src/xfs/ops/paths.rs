@@ -18,6 +18,8 @@ use std::collections::HashMap;
 
 /// Levels followed up to the root before giving up (a loop or damage).
 const MAX_DEPTH: usize = 256;
+/// At most this many directory paths are kept.
+const MAX_KEPT_PATHS: usize = 100_000;
 
 struct Places<'a, R: ReadAt> {
     fs: &'a Fs<R>,
@@ -27,6 +29,8 @@ struct Places<'a, R: ReadAt> {
     entry: HashMap<u64, Vec<(u64, Vec<u8>)>>,
     /// The other way: (directory, name) -> inode.
     owner: HashMap<(u64, Vec<u8>), u64>,
+    /// Paths of directories found so far (see [`Places::dir_path`]).
+    dir_paths: HashMap<u64, Vec<u8>>,
 }
 
 impl<R: ReadAt> Places<'_, R> {
@@ -47,19 +51,28 @@ impl<R: ReadAt> Places<'_, R> {
             .map(|e| (parent, e.name))
     }
 
-    /// The path of directory `dir` ("" for the root), or `None`.
+    /// The path of directory `dir` ("" for the root), or `None`. Paths
+    /// found are kept for every directory on the way up, until an entry
+    /// of a directory with a kept path changes.
     fn dir_path(&mut self, dir: u64) -> Option<Vec<u8>> {
-        let mut parts: Vec<Vec<u8>> = Vec::new();
+        if dir == self.root {
+            return Some(Vec::new());
+        }
+        if let Some(p) = self.dir_paths.get(&dir) {
+            return Some(p.clone());
+        }
+        // Up to the root or a directory whose path is kept.
+        let mut chain: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut cur = dir;
+        let mut base: Option<Vec<u8>> = None;
         for _ in 0..MAX_DEPTH {
             if cur == self.root {
-                parts.reverse();
-                let mut out = Vec::new();
-                for p in parts {
-                    out.push(b'/');
-                    out.extend_from_slice(&p);
-                }
-                return Some(out);
+                base = Some(Vec::new());
+                break;
+            }
+            if let Some(p) = self.dir_paths.get(&cur) {
+                base = Some(p.clone());
+                break;
             }
             let place = match self.entry.get(&cur) {
                 Some(p) => p.first().cloned(),
@@ -75,16 +88,32 @@ impl<R: ReadAt> Places<'_, R> {
                 }
             };
             let (parent, name) = place?;
-            parts.push(name);
+            chain.push((cur, name));
             cur = parent;
         }
-        None
+        let mut out = base?;
+        for (ino, name) in chain.into_iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(&name);
+            if self.dir_paths.len() < MAX_KEPT_PATHS {
+                self.dir_paths.insert(ino, out.clone());
+            }
+        }
+        Some(out)
+    }
+
+    /// `ino`'s entries change: kept paths through it are no longer right.
+    fn moved(&mut self, ino: u64) {
+        if self.dir_paths.contains_key(&ino) {
+            self.dir_paths.clear();
+        }
     }
 
     /// Whatever inode the log gave the entry `(dir, name)` loses it (a
     /// rename or link over it, a name used again).
     fn take_name(&mut self, at: &(u64, Vec<u8>)) {
         if let Some(o) = self.owner.remove(at) {
+            self.moved(o);
             if let Some(v) = self.entry.get_mut(&o) {
                 v.retain(|x| x != at);
             }
@@ -94,6 +123,7 @@ impl<R: ReadAt> Places<'_, R> {
     /// Give `ino` the entry `at` too (or only it, with `only`).
     fn add(&mut self, ino: u64, at: (u64, Vec<u8>), only: bool) {
         self.take_name(&at);
+        self.moved(ino);
         let e = self.entry.entry(ino).or_default();
         if only {
             for old in e.drain(..) {
@@ -106,6 +136,7 @@ impl<R: ReadAt> Places<'_, R> {
 
     /// `ino` loses the entry `at`.
     fn remove(&mut self, ino: u64, at: &(u64, Vec<u8>)) {
+        self.moved(ino);
         if self.owner.get(at) == Some(&ino) {
             self.owner.remove(at);
         }
@@ -127,6 +158,7 @@ pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport) {
         root: fs.sb.rootino,
         entry: HashMap::new(),
         owner: HashMap::new(),
+        dir_paths: HashMap::new(),
     };
     for op in &mut rep.operation_list {
         match (op.dir, op.name.clone()) {
