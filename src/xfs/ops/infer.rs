@@ -1160,6 +1160,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         }
     }
 
+    /// Entries as directories held them before the log changed them.
+    pub fn take_entries_before(&mut self) -> super::track::EntriesBefore {
+        self.tracker.take_entries_before()
+    }
+
     pub fn finish(mut self, clean: bool) -> OpsReport {
         if self.unlisted > 0 {
             self.note(format!(

@@ -254,7 +254,8 @@ pub fn analyze<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Re
     for w in warnings {
         inf.note(w);
     }
+    let before = inf.take_entries_before();
     let mut rep = inf.finish(false);
-    paths::fill(fs, &mut rep);
+    paths::fill(fs, &mut rep, &before);
     Ok(rep)
 }

@@ -5,12 +5,21 @@
 //! found before it in the log (mkdir, rename, link, create), or else from
 //! the disk's state before the log (its `..` and its entry in that
 //! parent): so a directory renamed later in the log still shows under the
-//! name it had. Files get a path only from entry operations in the log (a
-//! setxattr on a file made before the log has none); a directory that
-//! cannot be placed (damaged, freed, unknown before the log) leaves the
-//! path out rather than guess.
+//! name it had. An inode the log's operations do not place (a file made
+//! before the log, a directory whose entry the disk does not show yet) is
+//! placed where a directory held it before the log changed it: the entries
+//! of the directory blocks and shortform directories the log logged, as
+//! the disk held them before ([`EntriesBefore`]), and on a filesystem with
+//! parent pointers its parent pointers on disk; failing those, the disk's
+//! directory tree, read from the root down once, at the first need, up to
+//! [`MAX_WALK`] directories. An inode that cannot be placed (damaged,
+//! freed, made and written back in a part of the log that is gone) leaves
+//! the path out rather than guess.
 
+use super::track::EntriesBefore;
 use super::OpsReport;
+use crate::xfs::format::dir2::XFS_DIR3_FT_DIR;
+use crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_PARENT;
 use crate::xfs::fs::Fs;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Ino;
@@ -20,6 +29,12 @@ use std::collections::HashMap;
 const MAX_DEPTH: usize = 256;
 /// At most this many directory paths are kept.
 const MAX_KEPT_PATHS: usize = 100_000;
+/// At most this many parent pointers are taken from one inode.
+const MAX_PARENTS: usize = 16;
+/// At most this many directories are read, and entries kept, when the
+/// disk's directory tree is read to place inodes.
+pub const MAX_WALK: usize = 8192;
+const MAX_WALK_ENTRIES: usize = 1 << 20;
 
 struct Places<'a, R: ReadAt> {
     fs: &'a Fs<R>,
@@ -31,6 +46,11 @@ struct Places<'a, R: ReadAt> {
     owner: HashMap<(u64, Vec<u8>), u64>,
     /// Paths of directories found so far (see [`Places::dir_path`]).
     dir_paths: HashMap<u64, Vec<u8>>,
+    /// Entries as directories held them before the log changed them.
+    before: &'a EntriesBefore,
+    /// Inode -> its entries in the disk's directory tree (read at the
+    /// first need).
+    disk_tree: Option<EntriesBefore>,
 }
 
 impl<R: ReadAt> Places<'_, R> {
@@ -49,6 +69,104 @@ impl<R: ReadAt> Places<'_, R> {
             .into_iter()
             .find(|e| e.ino.0 == dir && e.name != b"." && e.name != b"..")
             .map(|e| (parent, e.name))
+    }
+
+    /// Where `ino` was before the log moved it: a directory's `..` and
+    /// its entry there on disk; else the entries the log's first copies of
+    /// directories held; else its parent pointers on disk.
+    fn places_before(&mut self, ino: u64) -> Vec<(u64, Vec<u8>)> {
+        if let Some(p) = self.place_on_disk(ino) {
+            return vec![p];
+        }
+        if let Some(v) = self.before.get(&ino) {
+            if !v.is_empty() {
+                return v.clone();
+            }
+        }
+        let parents = self.parent_pointers(ino);
+        if !parents.is_empty() {
+            return parents;
+        }
+        self.disk_tree().get(&ino).cloned().unwrap_or_default()
+    }
+
+    /// `ino`'s parent pointers on disk (filesystems with them).
+    fn parent_pointers(&self, ino: u64) -> Vec<(u64, Vec<u8>)> {
+        if self.fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_PARENT == 0 {
+            return Vec::new();
+        }
+        let Ok(inode) = self.fs.inode(Ino(ino)) else {
+            return Vec::new();
+        };
+        let Ok(attrs) = self.fs.read_attrs(&inode) else {
+            return Vec::new();
+        };
+        attrs
+            .entries
+            .iter()
+            .filter_map(|e| e.parent_pointer().map(|(p, _)| (p.0, e.name.clone())))
+            .take(MAX_PARENTS)
+            .collect()
+    }
+
+    /// Every inode's entries in the disk's directory tree, read from the
+    /// root down (breadth first, at most [`MAX_WALK`] directories) the
+    /// first time it is asked for.
+    fn disk_tree(&mut self) -> &EntriesBefore {
+        let fs = self.fs;
+        let root = self.root;
+        self.disk_tree.get_or_insert_with(|| {
+            let mut map: EntriesBefore = HashMap::new();
+            let mut queue = std::collections::VecDeque::from([root]);
+            let mut queued = std::collections::HashSet::from([root]);
+            let (mut dirs, mut entries) = (0usize, 0usize);
+            while let Some(d) = queue.pop_front() {
+                if dirs >= MAX_WALK || entries >= MAX_WALK_ENTRIES {
+                    break;
+                }
+                dirs = dirs.saturating_add(1);
+                let Ok(inode) = fs.inode(Ino(d)) else {
+                    continue;
+                };
+                if inode.file_type() != crate::xfs::inode::FileType::Dir {
+                    continue;
+                }
+                let Ok(listing) = fs.read_dir(&inode) else {
+                    continue;
+                };
+                for e in listing.entries {
+                    if e.name == b"." || e.name == b".." {
+                        continue;
+                    }
+                    entries = entries.saturating_add(1);
+                    // Without file types in entries, every entry is looked
+                    // at (and counted as a directory read).
+                    let dir = e.ftype.is_none_or(|f| f.0 == XFS_DIR3_FT_DIR);
+                    if dir && queued.len() < MAX_WALK && queued.insert(e.ino.0) {
+                        queue.push_back(e.ino.0);
+                    }
+                    let v = map.entry(e.ino.0).or_default();
+                    if v.len() < MAX_PARENTS {
+                        v.push((d, e.name));
+                    }
+                }
+            }
+            map
+        })
+    }
+
+    /// Make `ino`'s entries known: the log's, or those before it.
+    fn learn(&mut self, ino: u64) {
+        if self.entry.contains_key(&ino) {
+            return;
+        }
+        let places = self.places_before(ino);
+        self.entry.insert(ino, Vec::new());
+        for at in places {
+            if !self.owner.contains_key(&at) {
+                self.add(ino, at, false);
+            }
+        }
     }
 
     /// The path of directory `dir` ("" for the root), or `None`. Paths
@@ -74,19 +192,8 @@ impl<R: ReadAt> Places<'_, R> {
                 base = Some(p.clone());
                 break;
             }
-            let place = match self.entry.get(&cur) {
-                Some(p) => p.first().cloned(),
-                None => {
-                    let p = self.place_on_disk(cur);
-                    self.entry.insert(cur, Vec::new());
-                    if let Some(at) = &p {
-                        if !self.owner.contains_key(at) {
-                            self.add(cur, at.clone(), true);
-                        }
-                    }
-                    p
-                }
-            };
+            self.learn(cur);
+            let place = self.entry.get(&cur).and_then(|p| p.first().cloned());
             let (parent, name) = place?;
             chain.push((cur, name));
             cur = parent;
@@ -152,13 +259,15 @@ impl<R: ReadAt> Places<'_, R> {
 }
 
 /// Fill `path` (and `to_path` for renames) of every operation in `rep`.
-pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport) {
+pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport, before: &EntriesBefore) {
     let mut pl = Places {
         fs,
         root: fs.sb.rootino,
         entry: HashMap::new(),
         owner: HashMap::new(),
         dir_paths: HashMap::new(),
+        before,
+        disk_tree: None,
     };
     for op in &mut rep.operation_list {
         match (op.dir, op.name.clone()) {
@@ -182,28 +291,24 @@ pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport) {
                 }
             }
             _ => {
-                // An operation on an inode: the entry the log gave it (all
-                // of them, when it has several links); a directory's place
-                // on disk otherwise.
-                let names = pl.entry.get(&op.ino).cloned();
-                match names {
-                    Some(v) if v.len() > 1 => {
-                        op.links = v
-                            .into_iter()
-                            .filter_map(|(d, n)| pl.path(d, &String::from_utf8_lossy(&n)))
-                            .collect();
-                    }
-                    Some(v) => {
-                        op.path = v
-                            .first()
-                            .and_then(|(d, n)| pl.path(*d, &String::from_utf8_lossy(n)));
-                    }
-                    None if op.ino == pl.root => op.path = Some("/".to_string()),
-                    None => {
-                        op.path = pl
-                            .dir_path(op.ino)
-                            .map(|p| String::from_utf8_lossy(&p).into_owned());
-                    }
+                // An operation on an inode: the entries the log gave it
+                // (all of them, when it has several links), else those it
+                // had before the log.
+                if op.ino == pl.root && !pl.entry.contains_key(&op.ino) {
+                    op.path = Some("/".to_string());
+                    continue;
+                }
+                pl.learn(op.ino);
+                let names = pl.entry.get(&op.ino).cloned().unwrap_or_default();
+                if names.len() > 1 {
+                    op.links = names
+                        .into_iter()
+                        .filter_map(|(d, n)| pl.path(d, &String::from_utf8_lossy(&n)))
+                        .collect();
+                } else {
+                    op.path = names
+                        .first()
+                        .and_then(|(d, n)| pl.path(*d, &String::from_utf8_lossy(n)));
                 }
             }
         }

@@ -230,12 +230,23 @@ pub struct Tracker<'f, R: ReadAt> {
     node_owners: std::collections::HashSet<u64>,
     /// A block's bytes before a logged copy is laid over its shadow.
     scratch: Vec<u8>,
+    entries_before: EntriesBefore,
+    seen_entries: usize,
     /// What every directory block's header is checked against.
     dir_blksize: usize,
     meta_uuid: [u8; 16],
     ftype: bool,
     pub notes: Vec<String>,
 }
+
+/// Inode -> the `(directory, name)` entries that named it before the log
+/// changed them.
+pub type EntriesBefore = HashMap<u64, Vec<(u64, Vec<u8>)>>;
+
+/// At most this many entries seen before the log are kept, and this many
+/// per inode.
+const MAX_SEEN_ENTRIES: usize = 1 << 20;
+const MAX_SEEN_PER_INODE: usize = 16;
 
 /// The top bit of a value digest: the value is remote (in blocks of its
 /// own).
@@ -293,6 +304,8 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         let dg = DirGeometry::new(&fs.geo, &fs.sb, Ino(0));
         Tracker {
             scratch: Vec::new(),
+            entries_before: HashMap::new(),
+            seen_entries: 0,
             dir_blksize: dg.blksize(),
             meta_uuid: dg.da.uuid,
             ftype: dg.ftype,
@@ -399,6 +412,15 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                     .unwrap_or(usize::MAX)
                     .min(data.len());
                 if let Some(names) = self.sf_dir_names(ino, data.get(..n).unwrap_or(data)) {
+                    for (name, child) in &names {
+                        saw_entry(
+                            &mut self.entries_before,
+                            &mut self.seen_entries,
+                            *child,
+                            ino,
+                            name,
+                        );
+                    }
                     self.sf_dirs.insert(ino, names);
                 }
             }
@@ -553,6 +575,10 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         // shadow takes the logged copy.
         let mut old = std::mem::take(&mut self.scratch);
         old.clear();
+        // At a block's first logging, the entries it held before are
+        // noted (for paths); where its disk copy does not show them (newer
+        // than the log, or never written), those it holds after.
+        let mut note_after = false;
         let (stale_before, cleared_before) = if let Some(sh) = self.blocks.get(&blkno) {
             old.extend_from_slice(&sh.bytes);
             (sh.stale, sh.cleared)
@@ -569,6 +595,7 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             let stale =
                 disk_lsn.is_some_and(|l| l >= lsn) && self.block_slots(&bytes, daddr).is_some();
             old.extend_from_slice(&bytes);
+            note_after = stale || !self.saw_block(&bytes, daddr);
             self.blocks.insert(
                 blkno,
                 Shadow {
@@ -621,6 +648,21 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             } else {
                 None
             };
+            if note_after {
+                if let Some(a) = after.as_ref().filter(|a| a.kind == BlockKind::Dir) {
+                    for sl in &a.slots {
+                        if let SlotValue::Ino(child) = sl.value {
+                            saw_entry(
+                                &mut self.entries_before,
+                                &mut self.seen_entries,
+                                child,
+                                a.owner,
+                                sl.name,
+                            );
+                        }
+                    }
+                }
+            }
             // Names only count for blocks that are (or were) a directory
             // or attribute block.
             let (kind, owner) = match (&before, &after) {
@@ -686,6 +728,37 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             });
         }
         None
+    }
+
+    /// The entries a directory block held before the log changed it (its
+    /// disk copy, read the first time the log logs it); false if it holds
+    /// none that can be read.
+    fn saw_block(&mut self, bytes: &[u8], daddr: u64) -> bool {
+        let Some(b) = self.block_slots(bytes, daddr) else {
+            return false;
+        };
+        if b.kind != BlockKind::Dir {
+            return true;
+        }
+        for sl in &b.slots {
+            if let SlotValue::Ino(child) = sl.value {
+                saw_entry(
+                    &mut self.entries_before,
+                    &mut self.seen_entries,
+                    child,
+                    b.owner,
+                    sl.name,
+                );
+            }
+        }
+        true
+    }
+
+    /// Every inode's entries as directories held them before the log
+    /// changed them, where the log shows them (the directory blocks and
+    /// shortform directories it logged, as the disk held them before).
+    pub fn take_entries_before(&mut self) -> EntriesBefore {
+        std::mem::take(&mut self.entries_before)
     }
 
     /// How many inodes, blocks and forks are followed (for memory notes).
@@ -920,4 +993,16 @@ fn diff_slots(kind: BlockKind, was: Vec<Slot<'_>>, now: Vec<Slot<'_>>) -> (Names
         }
     }
     (gone, new)
+}
+
+/// Directory `dir` held entry `name` for `ino` before the log changed it.
+fn saw_entry(seen: &mut EntriesBefore, count: &mut usize, ino: u64, dir: u64, name: &[u8]) {
+    if *count >= MAX_SEEN_ENTRIES {
+        return;
+    }
+    let v = seen.entry(ino).or_default();
+    if v.len() < MAX_SEEN_PER_INODE && !v.iter().any(|(d, n)| *d == dir && n == name) {
+        v.push((dir, name.to_vec()));
+        *count = count.saturating_add(1);
+    }
 }
