@@ -616,6 +616,34 @@ mod tests {
     }
 
     #[test]
+    fn read_uncached_matches_read_and_leaves_the_cache_alone() {
+        let src = pattern(50_000);
+        let img = Image::with_cache(src.clone(), 4096, 4);
+        // Not cached: straight from the host, nothing brought in.
+        assert_eq!(img.read_uncached("t", 5000, 300).unwrap(), src[5000..5300]);
+        assert_eq!(img.stats().host_reads, 1);
+        assert_eq!(img.read_uncached("t", 5000, 300).unwrap(), src[5000..5300]);
+        assert_eq!(img.stats().host_reads, 2);
+        assert_eq!(img.stats().cache_hits, 0);
+        // Cached: from the chunk.
+        img.read("t", 4096, 10).unwrap();
+        assert_eq!(img.read_uncached("t", 4200, 100).unwrap(), src[4200..4300]);
+        assert_eq!(img.stats().host_reads, 3);
+        // Across chunks, and out of bounds.
+        assert_eq!(img.read_uncached("t", 8000, 500).unwrap(), src[8000..8500]);
+        assert!(img.read_uncached("t", 49_990, 100).is_err());
+        // The overlay applies as it does to every read.
+        let mut img = img;
+        let mut ov = Overlay::default();
+        ov.put(20, &[7u8; 512]);
+        img.set_overlay(ov);
+        img.set_use_overlay(true);
+        let got = img.read_uncached("t", 20 * 512 - 4, 8).unwrap();
+        assert_eq!(got[..4], src[20 * 512 - 4..20 * 512]);
+        assert_eq!(got[4..], [7u8; 4]);
+    }
+
+    #[test]
     fn out_of_bounds_names_the_structure() {
         let img = Image::new(pattern(1000));
         let err = img.read("superblock", 900, 200).unwrap_err();
