@@ -156,8 +156,8 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             type_name: (!checkpoint).then(|| typed::type_name(t.th_type)),
             items: 0,
             bytes: 0,
-            items_by_type: BTreeMap::new(),
-            bytes_by_type: BTreeMap::new(),
+            items_by_type: super::Counts::default(),
+            bytes_by_type: super::Counts::default(),
             operations: Vec::new(),
             inodes: 0,
             unexplained: Vec::new(),
@@ -175,10 +175,8 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             let name = item.kind.name();
             cp.items = cp.items.saturating_add(1);
             cp.bytes = cp.bytes.saturating_add(bytes);
-            let c = cp.items_by_type.entry(name).or_insert(0);
-            *c = c.saturating_add(1);
-            let c = cp.bytes_by_type.entry(name).or_insert(0);
-            *c = c.saturating_add(bytes);
+            cp.items_by_type.add(name, 1);
+            cp.bytes_by_type.add(name, bytes);
         }
         // Follow the state either way: typed logs feed later checkpoints.
         let lsn = t.lsn.raw();

@@ -490,14 +490,12 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
             None
         };
         if let Some(st) = &state {
-            // Shortform directories: the whole fork is logged with DDATA.
-            if st.is_dir() {
-                let was = self.sf_dirs.get(&ino).cloned();
+            // Shortform directories: the whole fork is logged with DDATA;
+            // a fork still local and not logged keeps its names.
+            if st.is_dir() && (st.format != XFS_DINODE_FMT_LOCAL || data_region.is_some()) {
+                let was = self.sf_dirs.remove(&ino);
                 let now = if st.format == XFS_DINODE_FMT_LOCAL {
-                    match data_region {
-                        Some(d) => self.sf_dir_names(ino, d),
-                        None => was.clone(),
-                    }
+                    data_region.and_then(|d| self.sf_dir_names(ino, d))
                 } else {
                     None
                 };
@@ -505,28 +503,27 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
                     let unknown = matches!(before, Before::Unknown);
                     add_names(&mut changes.dirs, ino, was.as_ref(), now.as_ref(), unknown);
                 }
-                match now {
-                    Some(n) => self.sf_dirs.insert(ino, n),
-                    None => self.sf_dirs.remove(&ino),
-                };
-            }
-            let was = self.sf_attrs.get(&ino).cloned();
-            let now = if st.forkoff != 0 && st.aformat == XFS_DINODE_FMT_LOCAL {
-                match attr_region {
-                    Some(a) if item.fields & XFS_ILOG_ADATA != 0 => self.sf_attr_names(ino, a),
-                    _ => was.clone(),
+                if let Some(n) = now {
+                    self.sf_dirs.insert(ino, n);
                 }
-            } else {
-                None
-            };
-            if was != now {
-                let unknown = matches!(before, Before::Unknown);
-                add_names(&mut changes.attrs, ino, was.as_ref(), now.as_ref(), unknown);
             }
-            match now {
-                Some(n) => self.sf_attrs.insert(ino, n),
-                None => self.sf_attrs.remove(&ino),
-            };
+            let attr_local = st.forkoff != 0 && st.aformat == XFS_DINODE_FMT_LOCAL;
+            let adata = attr_region.filter(|_| item.fields & XFS_ILOG_ADATA != 0);
+            if !attr_local || adata.is_some() {
+                let was = self.sf_attrs.remove(&ino);
+                let now = if attr_local {
+                    adata.and_then(|a| self.sf_attr_names(ino, a))
+                } else {
+                    None
+                };
+                if was != now {
+                    let unknown = matches!(before, Before::Unknown);
+                    add_names(&mut changes.attrs, ino, was.as_ref(), now.as_ref(), unknown);
+                }
+                if let Some(n) = now {
+                    self.sf_attrs.insert(ino, n);
+                }
+            }
         }
         changes.inodes.push(InodeChange { ino, before, after });
     }
