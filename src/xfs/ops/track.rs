@@ -1003,3 +1003,108 @@ fn saw_entry(seen: &mut EntriesBefore, count: &mut usize, ino: u64, dir: u64, na
         *count = count.saturating_add(1);
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn dir(pos: usize, name: &'static [u8], ino: u64) -> Slot<'static> {
+        Slot {
+            pos,
+            ns: 0,
+            name,
+            value: SlotValue::Ino(ino),
+        }
+    }
+
+    #[test]
+    fn diff_keeps_only_names_that_changed() {
+        let was = vec![dir(64, b"a", 10), dir(80, b"b", 11), dir(96, b"c", 12)];
+        // b removed; c's entry now names another inode; d added in b's
+        // place; a untouched.
+        let now = vec![dir(64, b"a", 10), dir(80, b"d", 13), dir(96, b"c", 14)];
+        let (gone, new) = diff_slots(BlockKind::Dir, was, now);
+        assert_eq!(
+            gone.into_iter().collect::<Vec<_>>(),
+            vec![(b"b".to_vec(), 11), (b"c".to_vec(), 12)]
+        );
+        assert_eq!(
+            new.into_iter().collect::<Vec<_>>(),
+            vec![(b"c".to_vec(), 14), (b"d".to_vec(), 13)]
+        );
+    }
+
+    #[test]
+    fn an_entry_that_moved_within_the_block_is_no_change() {
+        let was = vec![dir(64, b"a", 10), dir(200, b"b", 11)];
+        let now = vec![dir(64, b"a", 10), dir(120, b"b", 11)];
+        let (gone, new) = diff_slots(BlockKind::Dir, was, now);
+        assert!(gone.is_empty() && new.is_empty());
+    }
+
+    #[test]
+    fn attribute_values_are_compared_by_digest_with_their_namespace() {
+        let a = |pos, ns, v: &'static [u8]| Slot {
+            pos,
+            ns,
+            name: b"k",
+            value: SlotValue::Inline(v),
+        };
+        let (gone, new) = diff_slots(
+            BlockKind::Attr,
+            vec![
+                a(3000, 0, b"1"),
+                a(3100, crate::xfs::format::attr::XFS_ATTR_ROOT, b"1"),
+            ],
+            vec![
+                a(3000, 0, b"2"),
+                a(3100, crate::xfs::format::attr::XFS_ATTR_ROOT, b"1"),
+            ],
+        );
+        assert_eq!(gone.len(), 1);
+        assert_eq!(new.len(), 1);
+        let key = attr_key(0, b"k");
+        assert_eq!(
+            gone[&key],
+            digest(
+                0,
+                &AttrValue::Inline {
+                    bytes: b"1".to_vec()
+                }
+            )
+        );
+        assert_eq!(
+            new[&key],
+            digest(
+                0,
+                &AttrValue::Inline {
+                    bytes: b"2".to_vec()
+                }
+            )
+        );
+        // A remote value's digest says so.
+        let r = digest_of(0, SlotValue::Remote { blk: 1, len: 3000 });
+        assert_ne!(r & REMOTE_VALUE, 0);
+    }
+
+    #[test]
+    fn damaged_blocks_give_what_fits_and_never_read_past_the_end() {
+        // A data block whose first entry runs past the end: nothing.
+        let mut b = vec![0u8; 4096];
+        let hdr = core::mem::size_of::<XfsDir3DataHdr>();
+        b[hdr..hdr + 8].copy_from_slice(&42u64.to_be_bytes());
+        b[hdr + 8] = 255;
+        assert!(dir_slots(&b[..hdr + 64], false, true).unwrap().is_empty());
+        // A single-block directory whose leaf count does not fit.
+        let n = b.len();
+        b[n - 8..n - 4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(dir_slots(&b, true, true).is_none());
+        // An attribute leaf whose count does not fit.
+        let mut l = vec![0u8; 4096];
+        let bi = core::mem::size_of::<XfsDa3Blkinfo>();
+        l[bi..bi + 2].copy_from_slice(&u16::MAX.to_be_bytes());
+        assert!(attr_slots(&l).is_none());
+        assert!(attr_slots(&l[..10]).is_none());
+    }
+}
