@@ -455,3 +455,88 @@ fn forkoff_command_counts_every_inode_the_kernel_lists_by_type() {
         assert_eq!(n, inos.len() as u64, "{t}");
     }
 }
+
+/// Operations on inodes that no entry operation in the log names (files
+/// and directories made before the log) get their path from where
+/// directories held them before the log changed them (the directory
+/// blocks the log logged, as the disk held them, or the disk's directory
+/// tree): each path given is one of the inode's paths in the kernel's
+/// listing of a recovered copy (`NAME.recovered-ls.jsonl`), for inodes no
+/// rename in the log moved (nor a directory above them), and nearly every
+/// such operation gets one.
+#[test]
+fn operations_on_inodes_older_than_the_log_name_their_kernel_paths() {
+    let (mut good, mut unplaced) = (0usize, 0usize);
+    let mut wrong = Vec::new();
+    for name in fixtures_with("recovered-ls.jsonl") {
+        if !(name.starts_with("log-") || name.starts_with("ops-"))
+            || !fixtures_dir().join(format!("{name}.img.zst")).exists()
+        {
+            continue;
+        }
+        let img = image(&name);
+        let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+        assert!(ok, "{name}: {err}");
+        let r: Value = serde_json::from_str(&out).unwrap();
+        let list = r["operation_list"].as_array().unwrap();
+        // The kernel's paths of every inode, and the inode of every path.
+        let mut kernel: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        let mut ino_of: BTreeMap<String, u64> = BTreeMap::new();
+        for l in oracle(&name, "recovered-ls.jsonl").lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let (p, i) = (v["path"].as_str().unwrap(), v["ino"].as_u64().unwrap());
+            kernel.entry(i).or_default().push(p.to_string());
+            ino_of.insert(p.to_string(), i);
+        }
+        let named: BTreeMap<u64, ()> = list
+            .iter()
+            .filter(|o| o.get("dir").is_some())
+            .map(|o| (o["ino"].as_u64().unwrap(), ()))
+            .collect();
+        let renamed: BTreeMap<u64, ()> = list
+            .iter()
+            .filter(|o| o["kind"] == "rename")
+            .map(|o| (o["ino"].as_u64().unwrap(), ()))
+            .collect();
+        for o in list {
+            let ino = o["ino"].as_u64().unwrap();
+            if o.get("dir").is_some() || named.contains_key(&ino) {
+                continue;
+            }
+            let Some(paths) = kernel.get(&ino) else {
+                continue;
+            };
+            // A directory above it renamed in the log: its path then and
+            // now differ.
+            let moved = paths.iter().any(|p| {
+                p.match_indices('/')
+                    .skip(1)
+                    .any(|(i, _)| ino_of.get(&p[..i]).is_some_and(|a| renamed.contains_key(a)))
+            });
+            if moved {
+                continue;
+            }
+            let ours: Vec<String> = match o["path"].as_str() {
+                Some(p) => vec![p.to_string()],
+                None => o["links"]
+                    .as_array()
+                    .map(|a| a.iter().map(|p| p.as_str().unwrap().to_string()).collect())
+                    .unwrap_or_default(),
+            };
+            if ours.is_empty() {
+                unplaced += 1;
+            } else if ours.iter().all(|p| paths.contains(p)) {
+                good += 1;
+            } else {
+                wrong.push(format!(
+                    "{name}: {} of inode {ino} at {ours:?}, the kernel lists it at {paths:?}",
+                    o["kind"]
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    eprintln!("{good} operations on older inodes at their kernel paths, {unplaced} without one");
+    assert!(good > 100, "{good} placed");
+    assert!(unplaced * 10 < good, "{unplaced} not placed, {good} placed");
+}

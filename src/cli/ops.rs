@@ -6,6 +6,7 @@ use crate::xfs::fs::Fs;
 use crate::xfs::ops::{self, forkoff, OpsReport, KINDS};
 use serde::Serialize;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 
 /// `ops --json`: the report, the forkoff distribution of the disk's state
@@ -47,7 +48,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             Err(e) => (None, Some(e)),
         }
     };
-    let text = if json {
+    let done = if json {
         let j = OpsJson {
             report: &report,
             forkoff: &disk,
@@ -56,9 +57,13 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
                 .or(if report.clean { Some(&disk) } else { None }),
             forkoff_replayed_error: replayed_err,
         };
-        let mut s = serde_json::to_string(&j).map_err(|e| e.to_string())?;
-        s.push('\n');
-        s
+        // Written as it is made: a large log's report is tens of MB of
+        // JSON.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        serde_json::to_writer(&mut out, &j)
+            .map_err(|e| e.to_string())
+            .and_then(|()| writeln!(out).map_err(|e| e.to_string()))
+            .and_then(|()| out.flush().map_err(|e| e.to_string()))
     } else {
         let mut s = ops_text(&report);
         s.push('\n');
@@ -67,9 +72,13 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             s.push('\n');
             s.push_str(&forkoff_text("attribute fork offsets after replay", r));
         }
-        s
+        super::print(&s)
     };
-    super::print(&text)
+    // The command ends here: the report (hundreds of thousands of small
+    // allocations on a large log) is left to the process's exit rather
+    // than freed piece by piece.
+    std::mem::forget(report);
+    done
 }
 
 pub fn run_forkoff(path: &Path, json: bool) -> Result<(), String> {

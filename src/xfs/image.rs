@@ -462,6 +462,59 @@ impl<R: ReadAt> Image<R> {
         Ok(())
     }
 
+    /// Read `len` bytes at byte `offset` like [`Image::read`], without
+    /// bringing chunks into the cache: a range inside a cached chunk is
+    /// copied from it, any other is read from the host reader as it is.
+    /// For small reads scattered over the image and made once each (the
+    /// operations analysis's first look at a logged block), where filling
+    /// a whole chunk costs more than it saves and evicts what others use.
+    pub fn read_uncached(&self, structure: &'static str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let out_of_bounds = || Error::OutOfBounds {
+            structure,
+            offset,
+            len,
+            image_len: self.len,
+        };
+        let end = offset.checked_add(len).ok_or_else(out_of_bounds)?;
+        if end > self.len || len > MAX_READ {
+            return Err(out_of_bounds());
+        }
+        let size = usize::try_from(len).map_err(|_| out_of_bounds())?;
+        let mut buf = vec![0u8; size];
+        let chunk_bytes = self.cache.borrow().chunk_bytes;
+        let index = offset.checked_div(chunk_bytes).unwrap_or(0);
+        let last = end.saturating_sub(1).checked_div(chunk_bytes).unwrap_or(0);
+        let cached = if index == last {
+            self.cache.borrow_mut().get(index)
+        } else {
+            None
+        };
+        let within = usize::try_from(offset.checked_rem(chunk_bytes).unwrap_or(0)).unwrap_or(0);
+        match cached
+            .as_deref()
+            .and_then(|c| c.get(within..within.checked_add(size)?))
+        {
+            Some(src) => buf.copy_from_slice(src),
+            None => {
+                self.reader
+                    .read_exact_at(offset, &mut buf)
+                    .map_err(|e| Error::Io {
+                        offset,
+                        len,
+                        message: e.0,
+                    })?;
+                let mut s = self.stats.get();
+                s.host_reads = s.host_reads.saturating_add(1);
+                s.host_bytes = s.host_bytes.saturating_add(len);
+                self.stats.set(s);
+            }
+        }
+        if self.use_overlay {
+            self.overlay.apply(offset, &mut buf);
+        }
+        Ok(buf)
+    }
+
     fn chunk(&self, index: u64, chunk_bytes: u64) -> Result<Rc<[u8]>> {
         if let Some(c) = self.cache.borrow_mut().get(index) {
             let mut s = self.stats.get();
@@ -476,19 +529,25 @@ impl<R: ReadAt> Image<R> {
             len,
             message: "chunk too large for this platform".into(),
         })?;
-        let mut data = vec![0u8; size];
-        self.reader
-            .read_exact_at(start, &mut data)
-            .map_err(|e| Error::Io {
-                offset: start,
-                len,
-                message: e.0,
-            })?;
+        // Made in place (one allocation, no copy from a Vec).
+        let mut data: Rc<[u8]> = std::iter::repeat_n(0u8, size).collect();
+        let io = |e: crate::xfs::read::ReadError| Error::Io {
+            offset: start,
+            len,
+            message: e.0,
+        };
+        match Rc::get_mut(&mut data) {
+            Some(d) => self.reader.read_exact_at(start, d).map_err(io)?,
+            None => {
+                let mut v = vec![0u8; size];
+                self.reader.read_exact_at(start, &mut v).map_err(io)?;
+                data = v.into();
+            }
+        }
         let mut s = self.stats.get();
         s.host_reads = s.host_reads.saturating_add(1);
         s.host_bytes = s.host_bytes.saturating_add(len);
         self.stats.set(s);
-        let data: Rc<[u8]> = data.into();
         self.cache.borrow_mut().put(index, Rc::clone(&data));
         Ok(data)
     }
@@ -554,6 +613,34 @@ mod tests {
         img.read_into("t", 4000, &mut small).unwrap();
         assert_eq!(small, src[4000..4100]);
         assert!(img.read_into("t", 49_990, &mut small).is_err());
+    }
+
+    #[test]
+    fn read_uncached_matches_read_and_leaves_the_cache_alone() {
+        let src = pattern(50_000);
+        let img = Image::with_cache(src.clone(), 4096, 4);
+        // Not cached: straight from the host, nothing brought in.
+        assert_eq!(img.read_uncached("t", 5000, 300).unwrap(), src[5000..5300]);
+        assert_eq!(img.stats().host_reads, 1);
+        assert_eq!(img.read_uncached("t", 5000, 300).unwrap(), src[5000..5300]);
+        assert_eq!(img.stats().host_reads, 2);
+        assert_eq!(img.stats().cache_hits, 0);
+        // Cached: from the chunk.
+        img.read("t", 4096, 10).unwrap();
+        assert_eq!(img.read_uncached("t", 4200, 100).unwrap(), src[4200..4300]);
+        assert_eq!(img.stats().host_reads, 3);
+        // Across chunks, and out of bounds.
+        assert_eq!(img.read_uncached("t", 8000, 500).unwrap(), src[8000..8500]);
+        assert!(img.read_uncached("t", 49_990, 100).is_err());
+        // The overlay applies as it does to every read.
+        let mut img = img;
+        let mut ov = Overlay::default();
+        ov.put(20, &[7u8; 512]);
+        img.set_overlay(ov);
+        img.set_use_overlay(true);
+        let got = img.read_uncached("t", 20 * 512 - 4, 8).unwrap();
+        assert_eq!(got[..4], src[20 * 512 - 4..20 * 512]);
+        assert_eq!(got[4..], [7u8; 4]);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub struct Inference<'f, R: ReadAt> {
     other: BTreeMap<&'static str, u64>,
     unexplained: u64,
     checkpoints: Vec<CheckpointOps>,
-    histories: BTreeMap<u64, InodeHistory>,
+    histories: HashMap<u64, InodeHistory>,
     pending: HashMap<u64, Pending>,
     /// Typed logs: the attribute-fork additions waiting for their set.
     addafork: HashMap<u64, u64>,
@@ -77,7 +77,7 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             other: BTreeMap::new(),
             unexplained: 0,
             checkpoints: Vec::new(),
-            histories: BTreeMap::new(),
+            histories: HashMap::new(),
             pending: HashMap::new(),
             addafork: HashMap::new(),
             typed_seen: false,
@@ -156,8 +156,8 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             type_name: (!checkpoint).then(|| typed::type_name(t.th_type)),
             items: 0,
             bytes: 0,
-            items_by_type: BTreeMap::new(),
-            bytes_by_type: BTreeMap::new(),
+            items_by_type: super::Counts::default(),
+            bytes_by_type: super::Counts::default(),
             operations: Vec::new(),
             inodes: 0,
             unexplained: Vec::new(),
@@ -175,10 +175,8 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             let name = item.kind.name();
             cp.items = cp.items.saturating_add(1);
             cp.bytes = cp.bytes.saturating_add(bytes);
-            let c = cp.items_by_type.entry(name).or_insert(0);
-            *c = c.saturating_add(1);
-            let c = cp.bytes_by_type.entry(name).or_insert(0);
-            *c = c.saturating_add(bytes);
+            cp.items_by_type.add(name, 1);
+            cp.bytes_by_type.add(name, bytes);
         }
         // Follow the state either way: typed logs feed later checkpoints.
         let lsn = t.lsn.raw();
@@ -1160,6 +1158,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         }
     }
 
+    /// Entries as directories held them before the log changed them.
+    pub fn take_entries_before(&mut self) -> super::track::EntriesBefore {
+        self.tracker.take_entries_before()
+    }
+
     pub fn finish(mut self, clean: bool) -> OpsReport {
         if self.unlisted > 0 {
             self.note(format!(
@@ -1199,7 +1202,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             created_and_removed: self.created_and_removed,
             checkpoints: self.checkpoints,
             operation_list: self.ops,
-            inodes: self.histories.into_values().collect(),
+            inodes: {
+                let mut v: Vec<InodeHistory> = self.histories.into_values().collect();
+                v.sort_unstable_by_key(|h| h.ino);
+                v
+            },
             notes,
         }
     }

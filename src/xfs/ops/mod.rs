@@ -107,8 +107,8 @@ pub struct CheckpointOps {
     pub type_name: Option<&'static str>,
     pub items: u64,
     pub bytes: u64,
-    pub items_by_type: BTreeMap<&'static str, u64>,
-    pub bytes_by_type: BTreeMap<&'static str, u64>,
+    pub items_by_type: Counts,
+    pub bytes_by_type: Counts,
     /// Indices into [`OpsReport::operation_list`] of the operations found
     /// here.
     pub operations: Vec<u32>,
@@ -120,6 +120,63 @@ pub struct CheckpointOps {
     /// intents, inode chunks).
     pub shared_items: u64,
     pub shared_bytes: u64,
+}
+
+/// Counts by name, in name order, shown as a map: a checkpoint's few
+/// item types, kept without a map's nodes (a large log has hundreds of
+/// thousands of checkpoints).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts(Vec<(&'static str, u64)>);
+
+impl Counts {
+    /// Add `n` to `name`'s count.
+    pub fn add(&mut self, name: &'static str, n: u64) {
+        match self.0.binary_search_by(|(k, _)| k.cmp(&name)) {
+            Ok(i) => {
+                if let Some((_, c)) = self.0.get_mut(i) {
+                    *c = c.saturating_add(n);
+                }
+            }
+            Err(i) => self.0.insert(i, (name, n)),
+        }
+    }
+
+    /// The count of `name` (0 if none).
+    pub fn get(&self, name: &str) -> u64 {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map_or(0, |(_, c)| *c)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&&'static str, &u64)> {
+        self.0.iter().map(|(k, c)| (k, c))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a Counts {
+    type Item = (&'a &'static str, &'a u64);
+    type IntoIter = core::iter::Map<
+        core::slice::Iter<'a, (&'static str, u64)>,
+        fn(&'a (&'static str, u64)) -> (&'a &'static str, &'a u64),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, c)| (k, c))
+    }
+}
+
+impl Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, c)| (*k, *c)))
+    }
 }
 
 /// Transactions on an inode that no operation found explains.
@@ -196,18 +253,42 @@ pub struct Progress {
 }
 
 /// Walk the live log of `fs` and reconstruct its operations.
+///
+/// The kernel checks every record's CRC from the tail to the head before
+/// it replays (`xlog_verify_tail`), moving the tail past a record torn by
+/// the last writes; on v5 the walk that follows checks every CRC too and
+/// stops at a bad one. So a v5 log is walked once, and only if that walk
+/// fails is it checked first and walked again, as replay does.
 pub fn analyze<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Result<OpsReport> {
     let dev = LogDev::of_fs(fs)?;
     let ht = find_head_tail(&dev)?;
-    let mut inf = infer::Inference::new(fs);
     if ht.clean || ht.head.block == ht.tail.block {
-        return Ok(inf.finish(true));
+        return Ok(infer::Inference::new(fs).finish(true));
     }
+    if fs.geo.v5 {
+        let mut inf = infer::Inference::new(fs);
+        if walk_into(fs, &dev, ht.tail.block, ht.head.block, &mut inf, progress).is_ok() {
+            return Ok(finish(fs, inf));
+        }
+    }
+    let mut inf = infer::Inference::new(fs);
     let (tail, note) = walk::verify_tail(&dev, &ht)?;
     if let Some(n) = note {
         inf.note(n);
     }
-    let head = ht.head.block;
+    walk_into(fs, &dev, tail, ht.head.block, &mut inf, progress)?;
+    Ok(finish(fs, inf))
+}
+
+/// Feed the committed transactions of `[tail, head)` to `inf`.
+fn walk_into<R: ReadAt>(
+    fs: &Fs<R>,
+    dev: &LogDev<'_, R>,
+    tail: u32,
+    head: u32,
+    inf: &mut infer::Inference<'_, R>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<()> {
     let mut prog = Progress {
         blocks_total: u64::from(dev.distance(tail, head)),
         ..Progress::default()
@@ -219,7 +300,6 @@ pub fn analyze<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Re
     };
     let mut warnings = Vec::new();
     {
-        let inf_ref = &mut inf;
         let prog_ref = &mut prog;
         let mut sink = |ev: Event<'_>| -> Result<()> {
             match ev {
@@ -236,13 +316,13 @@ pub fn analyze<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Re
                         .iter()
                         .map(|it| decode_item(&it.regions, it.total, t.order, &ctx))
                         .collect();
-                    inf_ref.transaction(&t, &items);
+                    inf.transaction(&t, &items);
                 }
             }
             Ok(())
         };
         walk::walk(
-            &dev,
+            dev,
             tail,
             head,
             CrcMode::Replay { v5: fs.geo.v5 },
@@ -254,7 +334,13 @@ pub fn analyze<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Re
     for w in warnings {
         inf.note(w);
     }
+    Ok(())
+}
+
+/// The report, with the paths of its operations.
+fn finish<R: ReadAt>(fs: &Fs<R>, mut inf: infer::Inference<'_, R>) -> OpsReport {
+    let before = inf.take_entries_before();
     let mut rep = inf.finish(false);
-    paths::fill(fs, &mut rep);
-    Ok(rep)
+    paths::fill(fs, &mut rep, &before);
+    rep
 }
