@@ -374,9 +374,15 @@ impl<R: ReadAt> Image<R> {
         Ok(buf)
     }
 
-    /// Read `len` bytes at byte `offset`, for the structure named `structure`
-    /// (named in the error if the range is outside the image).
-    pub fn read(&self, structure: &'static str, offset: u64, len: u64) -> Result<Vec<u8>> {
+    /// The length in bytes and the end of a read of `len` bytes at
+    /// `offset`, or the error naming `structure` when the range is outside
+    /// the image or longer than one read may be.
+    fn checked_range(
+        &self,
+        structure: &'static str,
+        offset: u64,
+        len: u64,
+    ) -> Result<(usize, u64)> {
         let out_of_bounds = || Error::OutOfBounds {
             structure,
             offset,
@@ -388,6 +394,13 @@ impl<R: ReadAt> Image<R> {
             return Err(out_of_bounds());
         }
         let size = usize::try_from(len).map_err(|_| out_of_bounds())?;
+        Ok((size, end))
+    }
+
+    /// Read `len` bytes at byte `offset`, for the structure named `structure`
+    /// (named in the error if the range is outside the image).
+    pub fn read(&self, structure: &'static str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let (size, _) = self.checked_range(structure, offset, len)?;
         let mut buf = vec![0u8; size];
         self.fill_from_cache(offset, &mut buf)?;
         if self.use_overlay {
@@ -469,17 +482,7 @@ impl<R: ReadAt> Image<R> {
     /// operations analysis's first look at a logged block), where filling
     /// a whole chunk costs more than it saves and evicts what others use.
     pub fn read_uncached(&self, structure: &'static str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let out_of_bounds = || Error::OutOfBounds {
-            structure,
-            offset,
-            len,
-            image_len: self.len,
-        };
-        let end = offset.checked_add(len).ok_or_else(out_of_bounds)?;
-        if end > self.len || len > MAX_READ {
-            return Err(out_of_bounds());
-        }
-        let size = usize::try_from(len).map_err(|_| out_of_bounds())?;
+        let (size, end) = self.checked_range(structure, offset, len)?;
         let mut buf = vec![0u8; size];
         let chunk_bytes = self.cache.borrow().chunk_bytes;
         let index = offset.checked_div(chunk_bytes).unwrap_or(0);
