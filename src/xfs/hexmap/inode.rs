@@ -119,6 +119,7 @@ pub(super) fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlo
     let dg = format!("inode {ino} data fork");
     match b.get(offset_of!(XfsDinode, di_format)).copied() {
         Some(2) => extent_records(b, &mut out, &dg, "u.bmx", core, attr_at, dext),
+        Some(3) => bmbt_root(b, &mut out, &dg, "u.bmbt", core, attr_at),
         Some(1) if mode & 0o170000 == 0o040000 => sf_dir(b, &mut out, &dg, core, attr_at, ftype),
         _ => {}
     }
@@ -126,6 +127,7 @@ pub(super) fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlo
         let ag = format!("inode {ino} attr fork");
         match b.get(offset_of!(XfsDinode, di_aformat)).copied() {
             Some(2) => extent_records(b, &mut out, &ag, "a.bmx", attr_at, isize, aext),
+            Some(3) => bmbt_root(b, &mut out, &ag, "a.bmbt", attr_at, isize),
             Some(1) => sf_attr(b, &mut out, &ag, attr_at, isize),
             _ => {}
         }
@@ -156,6 +158,67 @@ pub(super) fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlo
         fields: out.fields,
         notes: Vec::new(),
         logged: Vec::new(),
+    }
+}
+
+/// A bmbt root in the fork `[start, end)` (`struct xfs_bmdr_block`: level
+/// and record count, then the keys, then the pointers, each array as long
+/// as the fork holds: `xfs_bmdr_maxrecs`), named as xfs_db names them
+/// (`PREFIX.level`, `PREFIX.numrecs`, `PREFIX.keys[i]`, `PREFIX.ptrs[i]`,
+/// from 1).
+pub(super) fn bmbt_root(
+    b: &[u8],
+    out: &mut Out,
+    group: &str,
+    prefix: &str,
+    start: usize,
+    end: usize,
+) {
+    out.raw(
+        b,
+        group,
+        &format!("{prefix}.level"),
+        start,
+        2,
+        "height of the tree below this root (1: the pointers lead to leaves)",
+    );
+    out.raw(
+        b,
+        group,
+        &format!("{prefix}.numrecs"),
+        start.saturating_add(2),
+        2,
+        "keys and pointers in use",
+    );
+    let maxrecs = end.saturating_sub(start).saturating_sub(4) / 16;
+    let n = usize::try_from(be(b, start.saturating_add(2), 2).unwrap_or(0))
+        .unwrap_or(0)
+        .min(maxrecs);
+    let keys = start.saturating_add(4);
+    let ptrs = keys.saturating_add(maxrecs.saturating_mul(8));
+    for i in 0..n {
+        out.add(
+            group,
+            format!("{prefix}.keys[{}]", i.saturating_add(1)),
+            keys.saturating_add(i.saturating_mul(8)),
+            8,
+            be(b, keys.saturating_add(i.saturating_mul(8)), 8)
+                .map(|v| format!("file offset {v}"))
+                .unwrap_or_default(),
+            "the first file offset (in blocks) under the pointer beside it",
+        );
+    }
+    for i in 0..n {
+        out.add(
+            group,
+            format!("{prefix}.ptrs[{}]", i.saturating_add(1)),
+            ptrs.saturating_add(i.saturating_mul(8)),
+            8,
+            be(b, ptrs.saturating_add(i.saturating_mul(8)), 8)
+                .map(|v| format!("block {v}"))
+                .unwrap_or_default(),
+            "a filesystem block of the next level down",
+        );
     }
 }
 

@@ -440,6 +440,8 @@ fn add_links<R: ReadAt>(
             && size == 16
         {
             extent_at(b, off).and_then(|e| fsb(e.start.0))
+        } else if n.starts_with("u.bmbt.ptrs[") || n.starts_with("a.bmbt.ptrs[") {
+            fsb(v)
         } else if n.starts_with("ptrs[") {
             if bmbt {
                 fsb(v)
