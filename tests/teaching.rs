@@ -853,3 +853,66 @@ fn hex_bmbt_roots_in_inodes_equal_xfs_db() {
     }
     assert!(checked >= 3, "{checked}");
 }
+
+/// The best-free-space arrays of a directory's free index block and of a
+/// leaf1 block's tail, in the hex view, equal xfs_db's `fbests` and
+/// `lbests` (dir-bests.txt; xfs_db leaves zero entries of fbests out), with
+/// their counts.
+#[test]
+fn hex_directory_bests_equal_xfs_db() {
+    let text = std::fs::read_to_string(fixtures_dir().join("dir-bests.txt")).unwrap();
+    let mut checked = 0;
+    for sec in text.split("== ").skip(1) {
+        let head: Vec<&str> = sec.lines().next().unwrap().split_whitespace().collect();
+        let (name, daddr) = (head[0], head[5]);
+        let count: usize = sec
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("fhdr.nvalid = ")
+                    .or_else(|| l.strip_prefix("ltail.bestcount = "))
+            })
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let pairs: BTreeMap<usize, u64> = sec
+            .lines()
+            .find(|l| l.starts_with("fbests[") || l.starts_with("lbests["))
+            .unwrap()
+            .split_once(" = ")
+            .unwrap()
+            .1
+            .split_whitespace()
+            .map(|p| {
+                let (i, v) = p.split_once(':').unwrap();
+                let v = match v.strip_prefix("0x") {
+                    Some(x) => u64::from_str_radix(x, 16).unwrap(),
+                    None => v.parse().unwrap(),
+                };
+                (i.parse().unwrap(), v)
+            })
+            .collect();
+        let h = json(&["hex", image(name).to_str().unwrap(), daddr, "--json"]);
+        let fields = h["fields"].as_array().unwrap();
+        let bests: Vec<&Value> = fields
+            .iter()
+            .filter(|f| f["name"].as_str().unwrap().starts_with("bests["))
+            .collect();
+        assert_eq!(bests.len(), count, "{name}: bests shown");
+        for (i, f) in bests.iter().enumerate() {
+            assert_eq!(f["name"], format!("bests[{i}]"));
+            assert_eq!(f["size"], 2);
+            let want = pairs.get(&i).copied().unwrap_or(0);
+            assert_eq!(f["value"], want.to_string(), "{name}: bests[{i}]");
+            checked += 1;
+        }
+        // The array is contiguous: each entry two bytes after the last.
+        for w in bests.windows(2) {
+            assert_eq!(
+                w[1]["offset"].as_u64().unwrap(),
+                w[0]["offset"].as_u64().unwrap() + 2
+            );
+        }
+    }
+    assert!(checked >= 20, "{checked}");
+}

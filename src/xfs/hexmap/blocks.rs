@@ -53,6 +53,16 @@ pub(super) fn dir_block(
             4,
             "entries naming a data block that exists",
         );
+        let start = if v5 {
+            out.raw(b, group, "pad", base.saturating_add(12), 4, "padding");
+            base.saturating_add(16)
+        } else {
+            base.saturating_add(12)
+        };
+        let nvalid = usize::try_from(be(b, base.saturating_add(4), 4).unwrap_or(0))
+            .unwrap_or(0)
+            .min(b.len().saturating_sub(start) / 2);
+        bests(b, out, "directory free index", start, nvalid);
         return (
             "directory free index block".into(),
             "A node-form directory's free index: for each data block, the length of its largest free region, so a new entry finds room without reading every block.".into(),
@@ -321,7 +331,43 @@ pub(super) fn leaf_hdr_tail(b: &[u8], out: &mut Out, v5: bool) {
     );
     let first = if v5 { 64 } else { 16 };
     let count = usize::try_from(be(b, base, 2).unwrap_or(0)).unwrap_or(0);
-    leaf_entries(b, out, first, count.min(b.len().saturating_sub(first) / 8));
+    let count = count.min(b.len().saturating_sub(first) / 8);
+    leaf_entries(b, out, first, count);
+    // A leaf1 block ends with the best free space of every data block and
+    // their count (xfs_dir2_leaf_tail).
+    let magic = be(b, 8, 2).unwrap_or(0);
+    if magic == u64::from(XFS_DIR2_LEAF1_MAGIC) || magic == u64::from(XFS_DIR3_LEAF1_MAGIC) {
+        let tail = b.len().saturating_sub(4);
+        let g = "directory leaf tail";
+        out.raw(
+            b,
+            g,
+            "bestcount",
+            tail,
+            4,
+            "data blocks the bests array covers",
+        );
+        let entries_end = first.saturating_add(count.saturating_mul(8));
+        let n = usize::try_from(be(b, tail, 4).unwrap_or(0))
+            .unwrap_or(0)
+            .min(tail.saturating_sub(entries_end) / 2);
+        let start = tail.saturating_sub(n.saturating_mul(2));
+        bests(b, out, g, start, n);
+    }
+}
+
+/// The best free space of `n` data blocks from byte `start`: `bests[i]`.
+fn bests(b: &[u8], out: &mut Out, group: &str, start: usize, n: usize) {
+    for i in 0..n {
+        out.raw(
+            b,
+            group,
+            &format!("bests[{i}]"),
+            start.saturating_add(i.saturating_mul(2)),
+            2,
+            "length of the largest free region in that data block (0xffff: the block does not exist)",
+        );
+    }
 }
 
 /// A directory leaf's (hash, address) entries from byte `first`.
