@@ -47,8 +47,9 @@ use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64, put_crc};
 use crate::xfs::error::Result;
 use crate::xfs::format::dinode::{
-    XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK,
-    XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_EXTENTS, XFS_MAX_BMBT_EXTLEN,
+    XfsDinode, XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK,
+    XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_EXTENTS, XFS_DINODE_V2_SIZE, XFS_DINODE_V3_SIZE,
+    XFS_MAX_BMBT_EXTLEN,
 };
 use crate::xfs::format::log::*;
 use crate::xfs::fs::{be16, be32, be64, Fs};
@@ -56,6 +57,7 @@ use crate::xfs::image::Overlay;
 use crate::xfs::log::items::MapExtent;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{FsBlock, Ino, Lsn};
+use core::mem::offset_of;
 use std::collections::BTreeMap;
 
 const MAX_LEVELS: u16 = 9;
@@ -2306,21 +2308,23 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let mut out = Vec::new();
         for (off, b) in &self.inodes {
             let old = before(*off, b.len())?;
-            let v3 = b.get(4) == Some(&3);
-            let core: usize = if v3 { 176 } else { 100 };
-            let forkoff = usize::from(b.get(82).copied().unwrap_or(0));
-            let dend = if forkoff == 0 {
-                b.len()
-            } else {
-                core.saturating_add(forkoff.saturating_mul(8)).min(b.len())
-            };
+            let v3 = b.get(offset_of!(XfsDinode, di_version)) == Some(&3);
+            let (core, dend) = fork_split(b);
+            let forkoff = dend != b.len();
             let changed = |r: core::ops::Range<usize>| b.get(r.clone()) != old.get(r);
             let fork = |attr: bool, at: usize| -> Option<ForkLog> {
-                let format = b.get(if attr { 83 } else { 5 }).copied();
+                let format = b
+                    .get(if attr {
+                        offset_of!(XfsDinode, di_aformat)
+                    } else {
+                        offset_of!(XfsDinode, di_format)
+                    })
+                    .copied();
                 match format {
                     Some(1) if attr => Some(ForkLog::Local(usize::from(be16(b, at).unwrap_or(0)))),
                     Some(1) => Some(ForkLog::Local(
-                        usize::try_from(be64(b, 56).unwrap_or(0)).unwrap_or(0),
+                        usize::try_from(be64(b, offset_of!(XfsDinode, di_size)).unwrap_or(0))
+                            .unwrap_or(0),
                     )),
                     Some(2) => Some(ForkLog::Extents(extent_count(b, attr))),
                     Some(3) => Some(ForkLog::Btree(usize::from(
@@ -2330,7 +2334,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
             };
             let data = changed(core..dend).then(|| fork(false, core)).flatten();
-            let attr = (forkoff != 0 && changed(dend..b.len()))
+            let attr = (forkoff && changed(dend..b.len()))
                 .then(|| fork(true, dend))
                 .flatten();
             out.push(inode_item(v3, data, attr));
@@ -2386,6 +2390,28 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     }
 }
 
+/// Where an inode's literal area starts (after the v3 or v2 core) and where
+/// its data fork ends (at `di_forkoff`, or at the inode's end without an
+/// attr fork).
+fn fork_split(b: &[u8]) -> (usize, usize) {
+    let core = if b.get(offset_of!(XfsDinode, di_version)) == Some(&3) {
+        XFS_DINODE_V3_SIZE
+    } else {
+        XFS_DINODE_V2_SIZE
+    };
+    let forkoff = usize::from(
+        b.get(offset_of!(XfsDinode, di_forkoff))
+            .copied()
+            .unwrap_or(0),
+    );
+    let dend = if forkoff == 0 {
+        b.len()
+    } else {
+        core.saturating_add(forkoff.saturating_mul(8)).min(b.len())
+    };
+    (core, dend)
+}
+
 /// The kernel writes an inode's forks back from memory (`xfs_iflush_fork`):
 /// an extent list's records, a shortform attr list's bytes, a bmbt root's
 /// header and its count of keys and pointers, and nothing past them, so
@@ -2396,14 +2422,8 @@ fn keep_unflushed_bytes(b: &mut [u8], base: &[u8]) {
     if base.len() != b.len() {
         return;
     }
-    let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
+    let (core, dend) = fork_split(b);
     let isize = b.len();
-    let forkoff = usize::from(b.get(82).copied().unwrap_or(0));
-    let dend = if forkoff == 0 {
-        isize
-    } else {
-        core.saturating_add(forkoff.saturating_mul(8)).min(isize)
-    };
     let dn = usize::try_from(extent_count(b, false)).unwrap_or(usize::MAX);
     let an = usize::try_from(extent_count(b, true)).unwrap_or(usize::MAX);
     let aformat = b.get(83).copied();
@@ -2431,7 +2451,7 @@ fn keep_unflushed_bytes(b: &mut [u8], base: &[u8]) {
         Some(XFS_DINODE_FMT_BTREE) => root(&cur, &mut keep, core, dend),
         _ => {}
     }
-    if forkoff != 0 {
+    if dend != isize {
         match aformat {
             Some(XFS_DINODE_FMT_EXTENTS) => {
                 keep(dend.saturating_add(an.saturating_mul(16)).min(isize), isize)

@@ -328,7 +328,16 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 return refuse(format!("bmbt block {} is outside the filesystem", fsb.0));
             };
             let b = self.view.img.read("bmbt leaf", off, bs)?;
-            leaves.push(usize::from(be16(&b, 6).unwrap_or(0)));
+            leaves.push(usize::from(
+                be16(
+                    &b,
+                    core::mem::offset_of!(
+                        crate::xfs::format::dinode::XfsBtreeBlockLong,
+                        bb_numrecs
+                    ),
+                )
+                .unwrap_or(0),
+            ));
         }
         let total: usize = leaves.iter().sum();
         let mut calls = 0u64;
