@@ -20,8 +20,9 @@ pub struct Props {
     pub on_find_in_log: Callback<()>,
 }
 
-/// Bytes drawn at most (the rest is summarised).
-const MAX_SHOWN: usize = 16_384;
+/// Bytes drawn at once: a larger block (a 64 KiB directory block) is drawn
+/// a window of this many bytes at a time.
+const WINDOW: usize = 16_384;
 const PER_ROW: usize = 16;
 
 #[function_component(HexView)]
@@ -30,7 +31,12 @@ pub fn hex_view(props: &Props) -> Html {
     let hovered = use_state(|| None::<usize>);
     // Which logged copy's dirty runs are drawn over the bytes.
     let copy = use_state(|| 0usize);
+    // Which window of WINDOW bytes is drawn.
+    let window = use_state(|| 0usize);
     let hex = &props.hex;
+    let windows = hex.bytes.len().div_ceil(WINDOW).max(1);
+    let win = (*window).min(windows - 1);
+    let first = win * WINDOW;
     let runs: Vec<(usize, usize)> = hex
         .logged
         .get(*copy)
@@ -50,36 +56,60 @@ pub fn hex_view(props: &Props) -> Html {
         runs.iter()
             .any(|(a, n)| o >= *a && o < a.saturating_add(*n))
     };
-    let shown = hex.bytes.len().min(MAX_SHOWN);
-    // Which field each byte belongs to (the first that covers it).
-    let mut owner: Vec<Option<usize>> = vec![None; shown];
+    // The bytes drawn: [first, shown).
+    let shown = hex.bytes.len().min(first.saturating_add(WINDOW));
+    // Which field each drawn byte belongs to (the first that covers it),
+    // indexed from `first`.
+    let mut owner: Vec<Option<usize>> = vec![None; shown.saturating_sub(first)];
     for (i, f) in hex.fields.iter().enumerate() {
         let a = usize::try_from(f.offset).unwrap_or(usize::MAX);
         let b = a
             .saturating_add(usize::try_from(f.size).unwrap_or(0))
             .min(shown);
-        for o in owner.iter_mut().take(b).skip(a) {
+        for o in owner
+            .iter_mut()
+            .take(b.saturating_sub(first))
+            .skip(a.saturating_sub(first))
+        {
             if o.is_none() {
                 *o = Some(i);
             }
         }
     }
+    let owner_of = |o: usize| {
+        o.checked_sub(first)
+            .and_then(|k| owner.get(k).copied().flatten())
+    };
     let active = (*hovered).or(*selected);
+    // The window a field starts in.
+    let window_of = |i: usize| {
+        hex.fields
+            .get(i)
+            .and_then(|f| usize::try_from(f.offset).ok())
+            .map(|o| o / WINDOW)
+    };
     let pick = |i: Option<usize>| {
         let selected = selected.clone();
-        Callback::from(move |_: MouseEvent| selected.set(i))
+        let window = window.clone();
+        let to = i.and_then(window_of);
+        Callback::from(move |_: MouseEvent| {
+            selected.set(i);
+            if let Some(w) = to {
+                window.set(w);
+            }
+        })
     };
     let hover = |i: Option<usize>| {
         let hovered = hovered.clone();
         Callback::from(move |_: MouseEvent| hovered.set(i))
     };
-    let rows = shown.div_ceil(PER_ROW);
+    let rows = shown.saturating_sub(first).div_ceil(PER_ROW);
     let grid = (0..rows).map(|r| {
-        let base = r * PER_ROW;
+        let base = first + r * PER_ROW;
         let cells = (base..(base + PER_ROW).min(shown)).map(|o| {
-            let f = owner.get(o).copied().flatten();
-            let prev = o.checked_sub(1).and_then(|p| owner.get(p).copied().flatten());
-            let next = owner.get(o + 1).copied().flatten();
+            let f = owner_of(o);
+            let prev = o.checked_sub(1).and_then(owner_of);
+            let next = owner_of(o + 1);
             let class = classes!(
                 "b",
                 f.map(|i| if i % 2 == 0 { "f0" } else { "f1" }),
@@ -100,7 +130,7 @@ pub fn hex_view(props: &Props) -> Html {
             .collect();
         html! {
             <div class="hrow">
-                <span class="hoff">{ format!("{base:04x}") }</span>
+                <span class="hoff">{ if hex.bytes.len() > 0x1_0000 { format!("{base:05x}") } else { format!("{base:04x}") } }</span>
                 <span class="hbytes">{ for cells }</span>
                 <span class="hascii">{ text }</span>
             </div>
@@ -167,10 +197,19 @@ pub fn hex_view(props: &Props) -> Html {
             }
             <div class="hex-cols">
                 <div class="hex-grid" role="grid" aria-label="bytes" onmouseleave={hover(None)}>
-                    { for grid }
-                    if shown < hex.bytes.len() {
-                        <p class="muted">{ format!("the first {shown} of {} bytes are drawn", hex.bytes.len()) }</p>
+                    if windows > 1 {
+                        <p class="hex-windows" data-testid="hex-windows">
+                            { format!("{} bytes, drawn {WINDOW} at a time: ", hex.bytes.len()) }
+                            { for (0..windows).map(|w| {
+                                let a = w * WINDOW;
+                                let b = hex.bytes.len().min(a + WINDOW).saturating_sub(1);
+                                let onclick = { let window = window.clone(); Callback::from(move |_: MouseEvent| window.set(w)) };
+                                html! { <button data-testid="hex-window" data-first={a.to_string()} class={classes!((w == win).then_some("active"))}
+                                    aria-pressed={(w == win).to_string()} {onclick}>{ format!("{a}-{b}") }</button> }
+                            }) }
+                        </p>
                     }
+                    { for grid }
                 </div>
                 <div class="hex-side">
                     { detail.unwrap_or_else(|| html! { <p class="muted hex-detail">{ "Hover a field or click a byte to see what it is." }</p> }) }
@@ -182,7 +221,7 @@ pub fn hex_view(props: &Props) -> Html {
                                 data-testid={format!("hex-field-{}", f.name)} data-offset={f.offset.to_string()} data-size={f.size.to_string()}
                                 title={f.meaning.clone()} tabindex="0"
                                 onmouseenter={hover(Some(i))} onmouseleave={hover(None)} onclick={pick(Some(i))}
-                                onfocus={ let s = selected.clone(); Callback::from(move |_: FocusEvent| s.set(Some(i))) }>
+                                onfocus={ let s = selected.clone(); let w = window.clone(); let to = window_of(i); Callback::from(move |_: FocusEvent| { s.set(Some(i)); if let Some(t) = to { w.set(t); } }) }>
                                 <td><code>{ &f.name }</code></td>
                                 <td class="num">{ f.offset }</td>
                                 <td class="num">{ f.size }</td>

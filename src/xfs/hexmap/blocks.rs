@@ -640,44 +640,67 @@ fn attr_leaf_names(b: &[u8], out: &mut Out, first: usize, count: usize) {
 }
 
 pub(super) fn remote_hdr(b: &[u8], out: &mut Out, symlink: bool) -> (String, String) {
-    let g = if symlink {
-        "symlink block header"
-    } else {
-        "remote value header"
-    };
-    out.raw(b, g, "magic", 0, 4, "magic number");
-    out.raw(
-        b,
-        g,
-        "offset",
-        4,
-        4,
-        "byte offset of this block's piece in the whole value",
-    );
-    out.raw(b, g, "bytes", 8, 4, "bytes of the value in this block");
-    out.raw(
-        b,
-        g,
-        "crc",
-        12,
-        4,
-        "CRC32c of header and data (little-endian)",
-    );
-    out.raw(b, g, "owner", 16, 8, "inode that owns the value");
-    out.raw(b, g, "blkno", 24, 8, "daddr of this block");
-    out.raw(b, g, "lsn", 32, 8, "log sequence number of the last write");
-    out.raw(b, g, "uuid", 40, 16, "the filesystem's metadata UUID");
+    // `xfs_dsymlink_hdr` and `xfs_attr3_rmt_hdr` have the same layout.
     if symlink {
+        let g = "symlink block header";
+        table!(out, b, g, 0usize, XfsDsymlinkHdr, "sl_";
+            sl_magic => "magic number \"XSLM\"",
+            sl_offset => "byte offset of this block's piece in the whole target",
+            sl_bytes => "bytes of the target in this block",
+            sl_crc => "CRC32c of header and data (little-endian)",
+            sl_uuid => "the filesystem's metadata UUID",
+            sl_owner => "inode of the symbolic link",
+            sl_blkno => "daddr of this block",
+            sl_lsn => "log sequence number of the last write",
+        );
+    } else {
+        let g = "remote value header";
+        table!(out, b, g, 0usize, XfsAttr3RmtHdr, "rm_";
+            rm_magic => "magic number \"XARM\"",
+            rm_offset => "byte offset of this block's piece in the whole value",
+            rm_bytes => "bytes of the value in this block",
+            rm_crc => "CRC32c of header and data (little-endian)",
+            rm_uuid => "the filesystem's metadata UUID",
+            rm_owner => "inode whose xattr this value is",
+            rm_blkno => "daddr of this block",
+            rm_lsn => "log sequence number of the last write",
+        );
+    }
+    // The piece of the target or value this block carries.
+    let hdr = size_of::<XfsAttr3RmtHdr>();
+    let bytes = be(b, offset_of!(XfsAttr3RmtHdr, rm_bytes), 4)
+        .and_then(|v| usize::try_from(v).ok())
+        .unwrap_or(0)
+        .min(b.len().saturating_sub(hdr));
+    let text = b
+        .get(hdr..hdr.saturating_add(bytes))
+        .map(|s| format!("{:?}", String::from_utf8_lossy(s)))
+        .unwrap_or_default();
+    if symlink {
+        out.add(
+            "symlink target",
+            "data",
+            hdr,
+            bytes,
+            text,
+            "this block's piece of the link's target (no terminating NUL)",
+        );
         (
             "symlink block".into(),
-            "The target of a symbolic link too long for the inode, after a self-describing header."
-                .into(),
+            "The target of a symbolic link too long for the inode, after a self-describing header. The kernel writes the target one extent at a time, so one header covers all the blocks of its extent and the target runs on across them.".into(),
         )
     } else {
+        out.add(
+            "remote value",
+            "data",
+            hdr,
+            bytes,
+            text,
+            "this block's piece of the xattr value; the leaf entry that names it gives the whole length",
+        );
         (
             "remote attr value block".into(),
-            "A piece of an xattr value too large for its leaf, after a self-describing header."
-                .into(),
+            "A piece of an xattr value too large for its leaf, after a self-describing header. The leaf entry holds the name and the value's first block in the attr fork; the value goes on block after block, each with a header of its own.".into(),
         )
     }
 }

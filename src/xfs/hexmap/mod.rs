@@ -13,13 +13,14 @@ use crate::xfs::ag::{Agf, Agfl, Agi, HeaderCtx};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::ag::XfsAgfl;
 use crate::xfs::format::attr::{
-    XfsAttr3LeafHdr, XfsAttrLeafHdr, XFS_ATTR3_LEAF_MAGIC, XFS_ATTR3_RMT_MAGIC, XFS_ATTR_LEAF_MAGIC,
+    XfsAttr3LeafHdr, XfsAttr3RmtHdr, XfsAttrLeafHdr, XFS_ATTR3_LEAF_MAGIC, XFS_ATTR3_RMT_MAGIC,
+    XFS_ATTR_LEAF_MAGIC,
 };
 use crate::xfs::format::btree::XfsBtreeSblock;
 use crate::xfs::format::da::{XfsDa3NodeHdr, XfsDaNodeHdr, XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
 use crate::xfs::format::dinode::{
-    XfsBtreeBlockLong, XfsDinode, XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC, XFS_DINODE_MAGIC,
-    XFS_SYMLINK_MAGIC,
+    XfsBtreeBlockLong, XfsDinode, XfsDsymlinkHdr, XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC,
+    XFS_DINODE_MAGIC, XFS_SYMLINK_MAGIC,
 };
 use crate::xfs::format::dir2::{
     XfsDir3BlkHdr, XfsDir3DataHdr, XFS_DIR2_BLOCK_MAGIC, XFS_DIR2_DATA_MAGIC, XFS_DIR2_FREE_MAGIC,
@@ -295,7 +296,19 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
     ];
     let is_dir = dir_magics.iter().any(|m| u64::from(*m) == m32)
         || dir_leaf.iter().any(|m| u64::from(*m) == da_magic);
-    let len = if is_dir { dirblk } else { bs }
+    // A symlink's header covers the whole extent its target was written
+    // in (one buffer per mapping), so the target runs on past the first
+    // block; a remote value has a header in every block.
+    let symlink_len = (m32 == u64::from(XFS_SYMLINK_MAGIC))
+        .then(|| {
+            be(&first, offset_of!(XfsDsymlinkHdr, sl_bytes), 4)
+                .unwrap_or(0)
+                .saturating_add(u64::try_from(size_of::<XfsDsymlinkHdr>()).unwrap_or(56))
+                .div_ceil(bs)
+                .saturating_mul(bs)
+        })
+        .unwrap_or(bs);
+    let len = if is_dir { dirblk } else { symlink_len }
         .min(u64::from(MAX_HEX_BYTES))
         .min(fs_bbs.saturating_sub(daddr).saturating_mul(BB));
     let bytes = fs.read_daddr("hex view", Daddr(daddr), len)?;
