@@ -299,15 +299,15 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
     // A symlink's header covers the whole extent its target was written
     // in (one buffer per mapping), so the target runs on past the first
     // block; a remote value has a header in every block.
-    let symlink_len = (m32 == u64::from(XFS_SYMLINK_MAGIC))
-        .then(|| {
-            be(&first, offset_of!(XfsDsymlinkHdr, sl_bytes), 4)
-                .unwrap_or(0)
-                .saturating_add(u64::try_from(size_of::<XfsDsymlinkHdr>()).unwrap_or(56))
-                .div_ceil(bs)
-                .saturating_mul(bs)
-        })
-        .unwrap_or(bs);
+    let symlink_len = if m32 == u64::from(XFS_SYMLINK_MAGIC) {
+        be(&first, offset_of!(XfsDsymlinkHdr, sl_bytes), 4)
+            .unwrap_or(0)
+            .saturating_add(u64::try_from(size_of::<XfsDsymlinkHdr>()).unwrap_or(56))
+            .div_ceil(bs)
+            .saturating_mul(bs)
+    } else {
+        bs
+    };
     let len = if is_dir { dirblk } else { symlink_len }
         .min(u64::from(MAX_HEX_BYTES))
         .min(fs_bbs.saturating_sub(daddr).saturating_mul(BB));
