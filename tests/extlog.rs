@@ -429,3 +429,69 @@ fn ops_with_logdev_follows_every_checkpoint() {
     );
     assert!(v["forkoff_replayed"].is_object());
 }
+
+/// `hex --log` reads the log device: a log record header at every block
+/// where `xfs_logprint -l` found a record (its LSN and cycle as logprint
+/// gives them), log data in the sector after, and a clear refusal without
+/// the log device.
+#[test]
+fn hex_on_the_log_device_finds_the_records_xfs_logprint_found() {
+    let (img, log) = paths();
+    let lp = oracle(NAME, "pair-logt.txt");
+    let mut records = 0;
+    for l in lp.lines() {
+        let Some(rest) = l.strip_prefix("LOG REC AT LSN cycle ") else {
+            continue;
+        };
+        let mut w = rest.split_whitespace();
+        let cycle: u64 = w.next().unwrap().parse().unwrap();
+        assert_eq!(w.next(), Some("block"));
+        let block: u64 = w.next().unwrap().parse().unwrap();
+        let (ok, out, err) = run_cli(&[
+            "--logdev",
+            &log,
+            "hex",
+            &img,
+            &block.to_string(),
+            "--log",
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["structure"], "log record header (external log device)",
+            "block {block}"
+        );
+        let field = |n: &str| {
+            v["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == n)
+                .unwrap()["value"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(field("lsn"), ((cycle << 32) | block).to_string());
+        assert_eq!(field("cycle"), cycle.to_string());
+        // The record's data follows its header.
+        let (ok, out, err) = run_cli(&[
+            "--logdev",
+            &log,
+            "hex",
+            &img,
+            &(block + 1).to_string(),
+            "--log",
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["structure"], "log data (external log device)");
+        records += 1;
+    }
+    assert_eq!(records, 2, "xfs_logprint found two records");
+    let (ok, _, err) = run_cli(&["hex", &img, "2", "--log"]);
+    assert!(!ok);
+    assert!(err.contains("--logdev"), "{err}");
+}

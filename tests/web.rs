@@ -96,6 +96,7 @@ fn every_route_round_trips_through_its_hash() {
         Route::Ags,
         Route::AgMap(3),
         Route::Hex(32778),
+        Route::LogHex(61),
         Route::Log(None),
         Route::Log(Some(7)),
         Route::Ops { start: 2, skip: 5 },

@@ -7,10 +7,20 @@ use std::path::Path;
 use super::{open_fs, print};
 use crate::xfs::types::AgNumber;
 
-pub fn run(image: &Path, daddr: u64, json: bool) -> Result<(), String> {
+pub fn run(image: &Path, daddr: u64, log: bool, json: bool) -> Result<(), String> {
     let fs = open_fs(image)?;
-    let h = crate::xfs::hexmap::describe(&fs, daddr)
-        .map_err(|e| format!("{}: {e}", image.display()))?;
+    let h = if log {
+        let Some(dev) = &fs.logdev else {
+            return Err(format!(
+                "{}: --log reads the external log device: give it with --logdev FILE",
+                image.display()
+            ));
+        };
+        crate::xfs::hexmap::describe_log(dev, daddr)
+    } else {
+        crate::xfs::hexmap::describe(&fs, daddr)
+    }
+    .map_err(|e| format!("{}: {e}", image.display()))?;
     if json {
         let v = serde_json::json!({
             "daddr": h.daddr,

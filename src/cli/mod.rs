@@ -113,8 +113,13 @@ enum Command {
     Hex {
         /// The image file (opened read-only).
         image: PathBuf,
-        /// A 512-byte sector address on the data device.
+        /// A 512-byte sector address on the data device (on the log
+        /// device with --log).
         daddr: u64,
+        /// DADDR is a sector of the external log device given with
+        /// --logdev: a log record header there is decoded.
+        #[arg(long)]
+        log: bool,
         /// Print one JSON object instead of a table and a dump.
         #[arg(long)]
         json: bool,
@@ -280,7 +285,12 @@ pub fn main() -> ExitCode {
             },
         ),
         Command::Inode { image, ino, json } => inode::run(&image, ino, json),
-        Command::Hex { image, daddr, json } => hex::run(&image, daddr, json),
+        Command::Hex {
+            image,
+            daddr,
+            log,
+            json,
+        } => hex::run(&image, daddr, log, json),
         Command::Cat { image, target, ino } => cat::run(&image, &target, ino),
         Command::Ls {
             image,

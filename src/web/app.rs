@@ -173,6 +173,14 @@ pub fn app() -> Html {
                     Response::XattrValue { ino, name, value } => {
                         downloads.borrow_mut().xattr_value(*ino, name, value);
                     }
+                    // The search box's path exists: go there.
+                    Response::Lookup {
+                        path, ino: Some(_), ..
+                    } => {
+                        if let Some(w) = web_sys::window() {
+                            let _ = w.location().set_hash(&Route::Path(path.clone()).href());
+                        }
+                    }
                     _ => {}
                 }
                 d2.dispatch(Action::Response(r));
@@ -276,6 +284,10 @@ pub fn app() -> Html {
                             Route::Hex(daddr) => Some((
                                 format!("reading daddr {daddr}"),
                                 Request::Hex { daddr: *daddr },
+                            )),
+                            Route::LogHex(daddr) => Some((
+                                format!("reading daddr {daddr} of the log device"),
+                                Request::LogHex { daddr: *daddr },
                             )),
                             Route::Log(sel) => {
                                 if let Some(i) = sel {
@@ -677,7 +689,7 @@ pub fn app() -> Html {
                     _ => html! {},
                 },
                 Route::Hex(daddr) => match &state.hex {
-                    Some(h) if h.daddr == *daddr => {
+                    Some(h) if h.daddr == *daddr && !h.log_device => {
                         let on_find_in_log = {
                             let send = Rc::clone(&send);
                             let dispatcher = state.dispatcher();
@@ -692,6 +704,12 @@ pub fn app() -> Html {
                         };
                         html! { <HexView hex={Rc::clone(h)} replayed={state.replay.as_ref().is_some_and(|r| r.on)}
                         log_decoded={state.log.is_some()} {on_find_in_log} /> }
+                    }
+                    _ => html! {},
+                },
+                Route::LogHex(daddr) => match &state.hex {
+                    Some(h) if h.daddr == *daddr && h.log_device => {
+                        html! { <HexView hex={Rc::clone(h)} replayed={false} log_decoded={true} on_find_in_log={Callback::noop()} /> }
                     }
                     _ => html! {},
                 },
@@ -776,7 +794,9 @@ pub fn app() -> Html {
             <header>
                 <div class="topbar">
                     <h1>{ "xfs-explorer" }</h1>
-                    <Search geo={state.opened.as_ref().and_then(|o| addr_geo(o))} />
+                    <Search geo={state.opened.as_ref().and_then(|o| addr_geo(o))}
+                        on_path={ let send = Rc::clone(&send); Callback::from(move |path: String| send(Request::Lookup { path })) }
+                        path_error={state.search_error.clone()} />
                     <button data-testid="tour-start" onclick={start_tour}>{
                         match crate::web::components::tour::saved_step() {
                             Some(i) if tour.is_none() && i > 0 => format!("resume the tour (step {})", i + 1),

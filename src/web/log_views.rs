@@ -65,6 +65,7 @@ pub fn summary(l: &DecodedLog) -> Response {
         tail: (ht.tail.cycle, ht.tail.block),
         len_bbs: d.location.len_bbs,
         start_daddr: d.location.start_daddr.0,
+        external: d.location.external,
         records: d.records,
         records_crc_ok: d.records_crc_ok,
         crc_mismatches: d

@@ -42,6 +42,12 @@ pub enum Request {
     Path { path: String },
     /// The same, in the metadata directory tree (from `sb_metadirino`).
     MetadirPath { path: String },
+    /// The bytes of a sector of the external log device, decoded like
+    /// `Hex` (answered with `Hex`).
+    LogHex { daddr: u64 },
+    /// Does a path exist (for the search box, before it goes there)?
+    /// Answered by `Lookup`.
+    Lookup { path: String },
     /// One inode.
     Inode { ino: u64 },
     /// One xattr value (values are never sent with the names).
@@ -187,6 +193,13 @@ pub enum Response {
     Error {
         name: String,
         message: String,
+    },
+    /// The answer to `Lookup`: the path's inode, or why it cannot be
+    /// reached.
+    Lookup {
+        path: String,
+        ino: Option<u64>,
+        error: Option<String>,
     },
     /// A request about the open image failed; the rest keeps working.
     ViewError {
@@ -431,6 +444,9 @@ pub struct LogView {
     /// Log length in 512-byte blocks.
     pub len_bbs: u32,
     pub start_daddr: u64,
+    /// The log is on an external device: `start_daddr` counts on it.
+    #[serde(default)]
+    pub external: bool,
     pub records: u64,
     pub records_crc_ok: u64,
     pub crc_mismatches: Vec<String>,

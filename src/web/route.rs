@@ -28,6 +28,8 @@ pub enum Route {
     },
     /// The bytes of one sector or block, with the fields of what is there.
     Hex(u64),
+    /// The same on the external log device.
+    LogHex(u64),
     /// The log, with a transaction selected or not.
     Log(Option<u32>),
     /// What replay changed: one part, its rows whose change is `filter`
@@ -105,6 +107,11 @@ impl Route {
                 _ => {}
             }
         }
+        if let Some(n) = h.strip_prefix("hex/log/") {
+            if let Ok(daddr) = n.trim().parse() {
+                return Route::LogHex(daddr);
+            }
+        }
         if let Some(n) = h.strip_prefix("hex/") {
             if let Ok(daddr) = n.trim().parse() {
                 return Route::Hex(daddr);
@@ -170,6 +177,7 @@ impl Route {
             Route::AgMap(agno) => format!("#/ag/{agno}"),
             Route::AgTree { agno, tree, start } => format!("#/ag/{agno}/{tree}/{start}"),
             Route::Hex(daddr) => format!("#/hex/{daddr}"),
+            Route::LogHex(daddr) => format!("#/hex/log/{daddr}"),
             Route::Log(None) => "#/log".into(),
             Route::Log(Some(i)) => format!("#/log/{i}"),
             Route::Replay {

@@ -54,6 +54,8 @@ pub struct State {
     pub generation: u32,
     /// What the last cancel stopped (shown until the next work).
     pub cancelled: Option<String>,
+    /// Why the path typed in the search box cannot be reached.
+    pub search_error: Option<String>,
 }
 
 impl Default for State {
@@ -85,6 +87,7 @@ impl Default for State {
             ops_timeline: None,
             generation: 0,
             cancelled: None,
+            search_error: None,
         }
     }
 }
@@ -122,6 +125,7 @@ impl Reducible for State {
             Action::Navigate(route) => {
                 s.route = route;
                 s.view_error = None;
+                s.search_error = None;
             }
             Action::Loading(what) => {
                 s.busy = Some((what, None));
@@ -190,6 +194,15 @@ fn reduce_response(s: &mut State, r: Response) {
             } else {
                 format!("{name}: {message}")
             });
+        }
+        Response::Lookup { path, ino, error } => {
+            s.search_error = match (ino, error) {
+                (Some(_), _) => None,
+                (None, e) => Some(format!(
+                    "{path}: {}",
+                    e.unwrap_or_else(|| "not found".into())
+                )),
+            };
         }
         Response::ViewError { what, message } => {
             s.busy = None;

@@ -913,6 +913,18 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         }
         Request::Inode { ino } => with_fs("inode", |fs| views::inode(fs, ino, None)),
         Request::Path { path } => with_fs("path", |fs| views::path(fs, &path)),
+        Request::Lookup { path } => with_fs("search", |fs| match fs.lookup_path(path.as_bytes()) {
+            Ok(i) => Response::Lookup {
+                path,
+                ino: Some(i.ino.0),
+                error: None,
+            },
+            Err(e) => Response::Lookup {
+                path,
+                ino: None,
+                error: Some(e.to_string()),
+            },
+        }),
         Request::MetadirPath { path } => {
             with_fs("metadata directory", |fs| views::metadir_path(fs, &path))
         }
@@ -960,6 +972,16 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                 }
                 Err(e) => view_error(format!("daddr {daddr}"), e),
             }
+        }),
+        Request::LogHex { daddr } => with_fs("hex view", |fs| match &fs.logdev {
+            Some(log) => match crate::xfs::hexmap::describe_log(log, daddr) {
+                Ok(h) => Response::Hex(Box::new(h)),
+                Err(e) => view_error(format!("log device daddr {daddr}"), e),
+            },
+            None => view_error(
+                format!("log device daddr {daddr}"),
+                "the log is not on a separate device, or that device was not given",
+            ),
         }),
         Request::TreeChildren { path, metadir } => {
             with_fs("tree", |fs| views::tree_children(fs, &path, metadir))

@@ -31,6 +31,7 @@ pub mod dabtree;
 pub mod dahash;
 pub mod dir;
 pub mod error;
+pub mod explain;
 pub mod file;
 pub mod format;
 pub mod fs;

@@ -148,28 +148,44 @@ pub fn hex_view(props: &Props) -> Html {
         }
     });
     let step = u64::try_from(hex.bytes.len() / 512).unwrap_or(1).max(1);
+    // Sectors around this one, on the same device.
+    let at = |d: u64| {
+        if hex.log_device {
+            Route::LogHex(d)
+        } else {
+            Route::Hex(d)
+        }
+        .href()
+    };
+    let device = if hex.log_device {
+        "log device"
+    } else {
+        "device"
+    };
+    // Buffer items log data-device blocks only.
+    let loggable = !hex.log_device;
     html! {
         <section class="hex" data-testid="hex-view" data-daddr={hex.daddr.to_string()}>
             <h2>{ format!("daddr {}: {}", hex.daddr, hex.structure) }
-                <span class="muted">{ format!(" · {} bytes at byte {} of the device{}", hex.bytes.len(), hex.daddr.saturating_mul(512), if props.replayed { " · replayed state" } else { " · on disk" }) }</span>
+                <span class="muted">{ format!(" · {} bytes at byte {} of the {}{}", hex.bytes.len(), hex.daddr.saturating_mul(512), device, if props.replayed { " · replayed state" } else { " · on disk" }) }</span>
             </h2>
             if !hex.explanation.is_empty() { <p class="explain">{ &hex.explanation }</p> }
             { picture(hex) }
             <p class="hex-nav">
                 if hex.daddr > 0 {
-                    <a href={Route::Hex(hex.daddr.saturating_sub(1)).href()}>{ "◀ previous sector" }</a>{ " · " }
+                    <a href={at(hex.daddr.saturating_sub(1))}>{ "◀ previous sector" }</a>{ " · " }
                 }
-                <a href={Route::Hex(hex.daddr.saturating_add(1)).href()}>{ "next sector ▶" }</a>
-                if step > 1 { { " · " }<a href={Route::Hex(hex.daddr.saturating_add(step)).href()}>{ format!("after this block (daddr {}) ▶", hex.daddr.saturating_add(step)) }</a> }
+                <a href={at(hex.daddr.saturating_add(1))}>{ "next sector ▶" }</a>
+                if step > 1 { { " · " }<a href={at(hex.daddr.saturating_add(step))}>{ format!("after this block (daddr {}) ▶", hex.daddr.saturating_add(step)) }</a> }
             </p>
             { for hex.notes.iter().map(|n| html! { <p class="warn">{ n }</p> }) }
-            if hex.logged.is_empty() && !props.log_decoded {
+            if loggable && hex.logged.is_empty() && !props.log_decoded {
                 <p class="muted">
                     <button data-testid="hex-find-in-log" onclick={ let cb = props.on_find_in_log.clone(); Callback::from(move |_: MouseEvent| cb.emit(())) }>{ "look for this block in the log" }</button>
                     { " (decodes the log: the buffer items that log this block, with their dirty runs)" }
                 </p>
             }
-            if hex.logged.is_empty() && props.log_decoded {
+            if loggable && hex.logged.is_empty() && props.log_decoded {
                 <p class="muted" data-testid="hex-not-logged">{ "No buffer item of the log logs this block." }</p>
             }
             if !hex.logged.is_empty() {

@@ -6,6 +6,7 @@
 
 use crate::web::protocol::{BitmapView, LogView, TxDetail, TxRow};
 use crate::web::route::Route;
+use crate::xfs::explain;
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
 use std::rc::Rc;
@@ -125,7 +126,27 @@ fn strip(b: &BitmapView) -> Html {
     }
 }
 
-fn detail(t: &TxDetail, log_daddr: u64) -> Html {
+/// What each kind of item in the transaction is, once per kind.
+fn glossary(t: &TxDetail) -> Html {
+    let mut kinds: Vec<&str> = t.items.iter().map(|i| i.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    html! {
+        <details class="glossary" data-testid="log-glossary" open=true>
+            <summary>{ "What these items are" }</summary>
+            <dl>
+            { for kinds.into_iter().map(|k| html! {
+                <>
+                    <dt data-kind={k.to_string()}><code>{ k }</code></dt>
+                    <dd>{ explain::log_item(k) }</dd>
+                </>
+            }) }
+            </dl>
+        </details>
+    }
+}
+
+fn detail(t: &TxDetail, log_daddr: u64, external: bool) -> Html {
     // The record the transaction starts in: its header's bytes.
     let start_block = t
         .row
@@ -137,7 +158,7 @@ fn detail(t: &TxDetail, log_daddr: u64) -> Html {
         <section class="tx" data-testid="log-detail">
             <h3>{ format!("Transaction #{} · tid {:#x} · start {} · commit {}", t.row.index, t.row.tid, t.row.start, t.row.commit) }
                 if let Some(b) = start_block {
-                    { " " }<a class="small" data-testid="log-record-bytes" href={crate::web::route::Route::Hex(log_daddr.saturating_add(b)).href()}>{ "its first record's header" }</a>
+                    { " " }<a class="small" data-testid="log-record-bytes" href={if external { crate::web::route::Route::LogHex(log_daddr.saturating_add(b)) } else { crate::web::route::Route::Hex(log_daddr.saturating_add(b)) }.href()}>{ "its first record's header" }</a>
                 }
             </h3>
             <p class="muted">{ format!("type {} · num_items {} · {} ops · {} items · {} regions · {} bytes",
@@ -148,7 +169,7 @@ fn detail(t: &TxDetail, log_daddr: u64) -> Html {
             { for t.items.iter().enumerate().map(|(i, it)| html! {
                 <tr data-testid="log-item" data-kind={it.kind.clone()} class={classes!(it.unfinished.then_some("unfinished"))}>
                     <td class="num">{ i }</td>
-                    <td><code>{ &it.kind }</code></td>
+                    <td><code title={explain::log_item(&it.kind)}>{ &it.kind }</code></td>
                     <td class="num">{ it.regions }</td>
                     <td>{ &it.text }
                         if let Some(d) = it.daddr { { " · " }<a data-testid="log-item-bytes" href={crate::web::route::Route::Hex(d).href()}>{ "the block's bytes" }</a> }
@@ -157,6 +178,7 @@ fn detail(t: &TxDetail, log_daddr: u64) -> Html {
                 </tr>
             }) }
             </tbody></table>
+            { glossary(t) }
         </section>
     }
 }
@@ -211,12 +233,12 @@ pub fn log_panel(props: &Props) -> Html {
                 { ring(l) }
                 <div>
                     <div class="keys">
-                        <div class="key"><span class="muted">{ "state" }</span><strong data-testid="log-clean" class={if l.clean { "ok" } else { "bad" }}>{ state }</strong></div>
-                        <div class="key"><span class="muted">{ "tail block" }</span><strong data-testid="log-tail-block">{ l.tail.1 }</strong></div>
-                        <div class="key"><span class="muted">{ "head block" }</span><strong data-testid="log-head-block">{ l.head.1 }</strong></div>
-                        <div class="key"><span class="muted">{ "cycles" }</span><strong>{ format!("{} → {}", l.tail.0, l.head.0) }</strong></div>
-                        <div class="key"><span class="muted">{ "records" }</span><strong data-testid="log-records">{ l.records }</strong></div>
-                        <div class="key"><span class="muted">{ "transactions" }</span><strong data-testid="log-transactions">{ l.transactions }</strong></div>
+                        <div class="key"><span class="muted" title={explain::log_key("state")}>{ "state" }</span><strong data-testid="log-clean" class={if l.clean { "ok" } else { "bad" }}>{ state }</strong></div>
+                        <div class="key"><span class="muted" title={explain::log_key("tail block")}>{ "tail block" }</span><strong data-testid="log-tail-block">{ l.tail.1 }</strong></div>
+                        <div class="key"><span class="muted" title={explain::log_key("head block")}>{ "head block" }</span><strong data-testid="log-head-block">{ l.head.1 }</strong></div>
+                        <div class="key"><span class="muted" title={explain::log_key("cycles")}>{ "cycles" }</span><strong>{ format!("{} → {}", l.tail.0, l.head.0) }</strong></div>
+                        <div class="key"><span class="muted" title={explain::log_key("records")}>{ "records" }</span><strong data-testid="log-records">{ l.records }</strong></div>
+                        <div class="key"><span class="muted" title={explain::log_key("transactions")}>{ "transactions" }</span><strong data-testid="log-transactions">{ l.transactions }</strong></div>
                     </div>
                     <p class="muted">{ format!("{} blocks of 512 bytes at daddr {} · {} of {} records with a correct CRC · {} incomplete transactions · decoded in {:.0} ms",
                         l.len_bbs, l.start_daddr, l.records_crc_ok, l.records, l.incomplete, l.decode_ms) }</p>
@@ -240,12 +262,13 @@ pub fn log_panel(props: &Props) -> Html {
                 </tbody></table>
             </div>
             <h3>{ "Transactions" }</h3>
-            <div class="txrow head"><span>{ "#" }</span><span>{ "tid" }</span><span>{ "start" }</span><span>{ "commit" }</span>
-                <span>{ "items" }</span><span>{ "regions" }</span><span>{ "bytes" }</span><span>{ "kinds" }</span></div>
+            <div class="txrow head"><span>{ "#" }</span>
+                { for ["tid", "start", "commit", "items", "regions", "bytes"].into_iter().map(|k| html! { <span title={explain::log_key(k)}>{ k }</span> }) }
+                <span>{ "kinds" }</span></div>
             <div class="vlist" {onscroll} data-testid="log-list" data-keynav="list" aria-label="transactions">
                 <div class="vspace"><svg class="spacer" width="1" height={above} aria-hidden="true"></svg>{ for rows }<svg class="spacer" width="1" height={below} aria-hidden="true"></svg></div>
             </div>
-            { for props.detail.as_ref().filter(|d| Some(d.row.index) == props.selected).map(|d| detail(d, l.start_daddr)) }
+            { for props.detail.as_ref().filter(|d| Some(d.row.index) == props.selected).map(|d| detail(d, l.start_daddr, l.external)) }
         </section>
     }
 }

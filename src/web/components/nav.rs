@@ -55,7 +55,7 @@ pub fn nav(props: &Props) -> Html {
                         href={Route::Metadir("/".into()).href()}>{ "Metadata tree" }</a>
                 }
                 { tab("Allocation groups", Route::Ags, matches!(r, Route::Ags | Route::AgMap(_) | Route::AgTree { .. })) }
-                { tab("Bytes", Route::Hex(0), matches!(r, Route::Hex(_))) }
+                { tab("Bytes", Route::Hex(0), matches!(r, Route::Hex(_) | Route::LogHex(_))) }
                 { tab("Log", Route::Log(None), matches!(r, Route::Log(_))) }
                 { tab("Operations", Route::Ops { start: 0, skip: 0 }, matches!(r, Route::Ops { .. })) }
                 { tab("Replay changes", Route::Replay { section: crate::web::protocol::DiffSection::Paths, filter: String::new(), start: 0 }, matches!(r, Route::Replay { .. })) }

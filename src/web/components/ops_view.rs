@@ -7,6 +7,7 @@
 
 use crate::web::protocol::{CheckpointRow, ForkoffView, OpRow, OpsTimelineView, OpsView};
 use crate::web::route::Route;
+use crate::xfs::explain;
 use std::rc::Rc;
 use yew::prelude::*;
 
@@ -640,12 +641,13 @@ pub fn ops_panel(props: &Props) -> Html {
     let on_replay = &props.on_replay;
     let table = html! {
         <table class="op-kinds" data-testid="op-kinds">
-            <thead><tr><th>{ "operation" }</th><th class="num">{ "count" }</th><th class="num">{ "transactions" }</th>
-                <th class="num">{ "items" }</th><th class="num">{ "bytes" }</th></tr></thead>
+            <thead><tr><th>{ "operation" }</th>
+                { for ["count", "transactions", "items", "bytes"].into_iter().map(|c| html! { <th class="num" title={explain::operations_column(c)}>{ c }</th> }) }
+                </tr></thead>
             <tbody>
             { for o.kinds.iter().map(|k| html! {
                 <tr data-testid="op-kind" data-kind={k.kind.clone()}>
-                    <td>{ dot(kind_colour(&k.kind)) }{ &k.kind }</td>
+                    <td title={explain::operation(&k.kind)}>{ dot(kind_colour(&k.kind)) }{ &k.kind }</td>
                     <td class="num" data-testid={format!("op-count-{}", k.kind)}>{ k.operations }</td>
                     <td class="num" data-testid={format!("op-transactions-{}", k.kind)}>{ k.transactions }</td>
                     <td class="num">{ k.items }</td>
@@ -698,6 +700,17 @@ pub fn ops_panel(props: &Props) -> Html {
                 <div class="ops-top">
                     <div>
                         { table }
+                        <details class="glossary" data-testid="ops-glossary">
+                            <summary>{ "What each operation is, and what it costs" }</summary>
+                            <dl>
+                            { for o.kinds.iter().map(|k| html! {
+                                <>
+                                    <dt data-kind={k.kind.clone()}>{ &k.kind }</dt>
+                                    <dd>{ explain::operation(&k.kind) }</dd>
+                                </>
+                            }) }
+                            </dl>
+                        </details>
                         if o.unexplained_transactions > 0 {
                             <p class="warn small" data-testid="ops-unexplained-total">{ format!("{} transactions seen in change counts that no operation explains", o.unexplained_transactions) }</p>
                         }

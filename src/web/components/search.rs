@@ -11,6 +11,11 @@ use yew::prelude::*;
 pub struct Props {
     /// The open filesystem's geometry (none before an image is open).
     pub geo: Option<AddrGeometry>,
+    /// Look a path up in the worker; the page goes there when it exists.
+    pub on_path: Callback<String>,
+    /// Why the last path looked up cannot be reached.
+    #[prop_or_default]
+    pub path_error: Option<String>,
 }
 
 #[function_component(Search)]
@@ -19,6 +24,7 @@ pub fn search(props: &Props) -> Html {
     let onkeydown = {
         let geo = props.geo;
         let error = error.clone();
+        let on_path = props.on_path.clone();
         Callback::from(move |e: KeyboardEvent| {
             if e.key() != "Enter" {
                 return;
@@ -37,7 +43,9 @@ pub fn search(props: &Props) -> Html {
                 Ok(t) => {
                     error.set(None);
                     let route = match t {
-                        Target::Path(p) => Route::Path(p),
+                        // A path is looked up first; the page goes there
+                        // only if it exists.
+                        Target::Path(p) => return on_path.emit(p),
                         Target::Inode(i) => Route::Inode(i),
                         Target::Daddr(d) => Route::Hex(d),
                         Target::Ag(a) => Route::AgMap(a),
@@ -54,7 +62,7 @@ pub fn search(props: &Props) -> Html {
         <div class="search-box" role="search">
             <input type="search" class="search" data-testid="search" aria-label="go to a path, inode, agno/agbno, daddr or filesystem block"
                 placeholder="/path · inode · agno/agbno · d<daddr> · b<fsblock>   (press /)" {onkeydown} />
-            if let Some(m) = &*error { <div class="search-error" data-testid="search-error" role="alert">{ m }</div> }
+            if let Some(m) = error.as_ref().or(props.path_error.as_ref()) { <div class="search-error" data-testid="search-error" role="alert">{ m }</div> }
         </div>
     }
 }

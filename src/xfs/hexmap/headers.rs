@@ -144,6 +144,7 @@ pub(super) fn ag_header<R: ReadAt>(
         fields: out.fields,
         notes,
         logged: Vec::new(),
+        log_device: false,
     })
 }
 

@@ -32,6 +32,7 @@ pub(super) fn log_record(daddr: u64, bytes: Vec<u8>) -> HexBlock {
         fields: out.fields,
         notes: Vec::new(),
         logged: Vec::new(),
+        log_device: false,
     }
 }
 
@@ -158,6 +159,7 @@ pub(super) fn inode<R: ReadAt>(fs: &Fs<R>, daddr: u64, bytes: Vec<u8>) -> HexBlo
         fields: out.fields,
         notes: Vec::new(),
         logged: Vec::new(),
+        log_device: false,
     }
 }
 

@@ -83,6 +83,9 @@ pub struct HexBlock {
     /// when the log has been decoded): which chunks each one dirtied.
     #[serde(default)]
     pub logged: Vec<LoggedCopy>,
+    /// The bytes are from the external log device, not the data device.
+    #[serde(default)]
+    pub log_device: bool,
 }
 
 /// One buffer item of the log that logs the block shown.
@@ -236,6 +239,37 @@ fn decode(b: &[u8], off: usize, size: usize, le: bool) -> String {
     s.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Decode sector `daddr` of an external log device for the hex view: a log
+/// record header where one starts, the log's data otherwise.
+pub fn describe_log<R: ReadAt>(log: &crate::xfs::image::Image<R>, daddr: u64) -> Result<HexBlock> {
+    let len = log.len() / BB;
+    if daddr >= len {
+        return Err(Error::corrupt(
+            "hex view",
+            Location::Daddr { daddr },
+            format!("daddr {daddr} is past the end of the log device ({len} sectors)"),
+        ));
+    }
+    let bytes = log.read("hex view (external log)", daddr.saturating_mul(BB), BB)?;
+    let mut h = if be(&bytes, 0, 4) == Some(u64::from(XLOG_HEADER_MAGIC_NUM)) {
+        log_record(daddr, bytes)
+    } else {
+        HexBlock {
+            daddr,
+            bytes,
+            structure: "log data".into(),
+            explanation: "A sector of the log that does not start a record: the data of the record before it (operation headers and the items of a checkpoint), with the first word replaced by the cycle number, or a part of the log not yet written in this cycle.".into(),
+            fields: Vec::new(),
+            notes: Vec::new(),
+            logged: Vec::new(),
+            log_device: true,
+        }
+    };
+    h.log_device = true;
+    h.structure = format!("{} (external log device)", h.structure);
+    Ok(h)
+}
+
 /// Decode what is at `daddr` for the hex view.
 pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
     let geo = &fs.geo;
@@ -363,6 +397,7 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
         fields: out.fields,
         notes,
         logged: Vec::new(),
+        log_device: false,
     })
 }
 
