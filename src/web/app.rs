@@ -496,7 +496,12 @@ pub fn app() -> Html {
     let on_tour_step = {
         let tour = tour.clone();
         let open_sample = open_sample.clone();
-        let opened = state.opened.is_some();
+        // The tour's steps name the sample's paths and inodes: it opens the
+        // sample in place of any other image.
+        let opened = state
+            .opened
+            .as_ref()
+            .is_some_and(|o| o.name == SAMPLE_URL && o.log_device.is_none());
         Callback::from(move |i: usize| {
             use crate::web::components::tour::{save_step, STEPS};
             match STEPS.get(i) {
@@ -810,7 +815,7 @@ pub fn app() -> Html {
                 <TourPanel step={i} route={state.route.clone()} on_step={on_tour_step.clone()} on_leave={leave_tour.clone()} />
             }
             <OpenPanel on_open={open_blob} on_sample={open_sample} ready={state.worker_ready} />
-            <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} />
+            <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} memory={state.worker_memory} />
             { body }
         </main>
     }

@@ -201,6 +201,11 @@ pub enum Response {
         ino: Option<u64>,
         error: Option<String>,
     },
+    /// The worker's memory after a request: the size of its wasm linear
+    /// memory, where everything it holds lives (it only grows).
+    Memory {
+        wasm_bytes: u64,
+    },
     /// A request about the open image failed; the rest keeps working.
     ViewError {
         what: String,

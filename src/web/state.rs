@@ -56,6 +56,8 @@ pub struct State {
     pub cancelled: Option<String>,
     /// Why the path typed in the search box cannot be reached.
     pub search_error: Option<String>,
+    /// The worker's wasm memory after its last request, in bytes.
+    pub worker_memory: Option<u64>,
 }
 
 impl Default for State {
@@ -88,6 +90,7 @@ impl Default for State {
             generation: 0,
             cancelled: None,
             search_error: None,
+            worker_memory: None,
         }
     }
 }
@@ -194,6 +197,9 @@ fn reduce_response(s: &mut State, r: Response) {
             } else {
                 format!("{name}: {message}")
             });
+        }
+        Response::Memory { wasm_bytes } => {
+            s.worker_memory = Some(wasm_bytes);
         }
         Response::Lookup { path, ino, error } => {
             s.search_error = match (ino, error) {

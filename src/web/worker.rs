@@ -1019,6 +1019,19 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         Request::OpsTimeline { start, skip } => ops_timeline(scope, start, skip),
     };
     post(scope, &resp);
+    post(
+        scope,
+        &Response::Memory {
+            wasm_bytes: wasm_memory_bytes(),
+        },
+    );
+}
+
+/// Bytes of the worker's wasm linear memory (the core's heap lives there).
+fn wasm_memory_bytes() -> u64 {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    let buffer: js_sys::ArrayBuffer = memory.buffer().unchecked_into();
+    u64::from(buffer.byte_length())
 }
 
 /// Entry point of the worker binary.

@@ -11,7 +11,7 @@ pub struct Props {
 
 fn kv_table(rows: &[Kv], prefix: &str) -> Html {
     html! {
-        <table class="kv">
+        <table class="kv" aria-label="allocation groups">
             <tbody>
             { for rows.iter().map(|k| html! {
                 <tr>

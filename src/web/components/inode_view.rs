@@ -205,7 +205,7 @@ pub fn inode_inspector(props: &Props) -> Html {
                 <tbody>{ for xattrs }</tbody></table>
             }
             <h3>{ "Core" }</h3>
-            <table class="kv"><tbody>
+            <table class="kv" aria-label="inode core fields"><tbody>
             { for i.fields.iter().map(|k| html! {
                 <tr><td class="name"><code>{ &k.name }</code></td><td class="num" data-testid={format!("core-{}", k.name)}>{ &k.value }</td><td class="meaning">{ &k.meaning }</td></tr>
             }) }

@@ -165,7 +165,7 @@ fn detail(t: &TxDetail, log_daddr: u64, external: bool) -> Html {
                 t.type_.map_or("?".into(), |v| v.to_string()), t.num_items.map_or("?".into(), |v| v.to_string()),
                 t.ops, t.row.items, t.row.regions, t.row.bytes) }</p>
             if !t.problems.is_empty() { <ul class="problems">{ for t.problems.iter().map(|p| html! { <li class="bad">{ p }</li> }) }</ul> }
-            <table class="items"><tbody>
+            <table class="items" aria-label="the transaction's items"><tbody>
             { for t.items.iter().enumerate().map(|(i, it)| html! {
                 <tr data-testid="log-item" data-kind={it.kind.clone()} class={classes!(it.unfinished.then_some("unfinished"))}>
                     <td class="num">{ i }</td>
@@ -257,7 +257,7 @@ pub fn log_panel(props: &Props) -> Html {
                 <table class="kv"><thead><tr><th>{ "item kind" }</th><th>{ "items" }</th><th>{ "regions" }</th><th>{ "bytes" }</th></tr></thead><tbody>
                 { for l.by_kind.iter().map(|(k, i, r, b)| html! { <tr><td><code>{ k }</code></td><td class="num">{ i }</td><td class="num">{ r }</td><td class="num">{ b }</td></tr> }) }
                 </tbody></table>
-                <table class="kv"><tbody>
+                <table class="kv" aria-label="buffer items in numbers"><tbody>
                 { for l.buffers.iter().map(|k| html! { <tr><td>{ &k.name }</td><td class="num">{ &k.value }</td><td class="meaning">{ &k.meaning }</td></tr> }) }
                 </tbody></table>
             </div>

@@ -579,7 +579,7 @@ fn checkpoint(cp: &CheckpointRow, now: bool, on_replay: &Callback<bool>) -> Html
             if cp.operations_total == 0 {
                 <p class="muted small">{ "no operations found here" }</p>
             } else {
-                <table class="ops-list">
+                <table class="ops-list" aria-label="the checkpoint's operations">
                     <colgroup><col class="c-kind" /><col class="c-entry" /><col class="c-ino" /><col class="c-n" /><col class="c-n" /><col class="c-bytes" /><col /></colgroup>
                     <thead><tr><th>{ "kind" }</th><th>{ "entry" }</th><th class="num">{ "inode" }</th><th class="num">{ "trans." }</th>
                         <th class="num">{ "items" }</th><th class="num">{ "bytes" }</th><th>{ "how counted" }</th></tr></thead>

@@ -11,6 +11,9 @@ pub struct Props {
     pub on_cancel: Callback<()>,
     /// What the last cancel stopped.
     pub cancelled: Option<String>,
+    /// The worker's memory, in bytes.
+    #[prop_or_default]
+    pub memory: Option<u64>,
 }
 
 #[function_component(Status)]
@@ -35,5 +38,10 @@ pub fn status(props: &Props) -> Html {
     let error = props.error.as_ref().map(|e| {
         html! { <div class="error" data-testid="error" role="alert">{ e }</div> }
     });
-    html! { <>{ for busy }{ for cancelled }{ for error }</> }
+    let memory = props.memory.map(|b| {
+        html! { <div class="muted small" data-testid="worker-memory" data-bytes={b.to_string()}
+            title="the worker's wasm memory, which holds the image's decoded log, replay state and caches; it grows and is never given back">
+            { format!("worker memory {} MiB", b.div_ceil(1 << 20)) }</div> }
+    });
+    html! { <>{ for busy }{ for cancelled }{ for error }{ for memory }</> }
 }
