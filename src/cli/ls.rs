@@ -5,6 +5,9 @@
 //!
 //! `path ino type mode nlink uid gid size [sha256] [target] [rdev] xattrs_sha256`
 //!
+//! On a metadump a file whose blocks hold data has `"content": "absent"` in
+//! place of `sha256`: the dump copies no file data.
+//!
 //! An object that cannot be read gets an error line (`{"path", "error"}` in
 //! JSON) where it would have been, the listing goes on, and the command
 //! fails at the end.
@@ -104,6 +107,19 @@ pub fn describe<R: ReadAt>(
     m.insert("size".into(), Value::from(inode.core.size));
     match t {
         FileType::File if !hashes => {}
+        // A metadump copies no file data: a file with written blocks has
+        // contents that are not there (they would read as zeros). Holes
+        // and unwritten extents are zeros on any disk, so those hash.
+        FileType::File
+            if super::METADUMP.load(std::sync::atomic::Ordering::Relaxed)
+                && inode
+                    .data
+                    .extents()
+                    .iter()
+                    .any(|e| !e.unwritten && e.len > 0) =>
+        {
+            m.insert("content".into(), Value::from("absent"));
+        }
         FileType::File => match file_sha256(fs, &inode) {
             Ok(h) => {
                 m.insert("sha256".into(), Value::from(h));
