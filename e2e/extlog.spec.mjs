@@ -103,3 +103,24 @@ test('the recovered data device is the kernel\'s, and the recovered log device i
   expect(log.readUInt32BE(0)).toBe(0xfeedbabe);
   expect(log.subarray(304, 320).toString('hex')).toBe('5a3c0001000040008000000000000040');
 });
+
+test("a transaction's record header opens on the log device, where xfs_logprint found the record", async ({ page }) => {
+  // The first record xfs_logprint -l printed.
+  const lp = readFileSync(join(FIXTURES, `${NAME}.pair-logt.txt`), 'utf8');
+  const [, cycle, block] = lp.match(/LOG REC AT LSN cycle (\d+) block (\d+)/);
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.getByTestId('image-input').setInputFiles([join(TMP, `${NAME}.img`), join(TMP, `${NAME}.log`)]);
+  await expect(page.getByTestId('log-device')).toContainText(`${NAME}.log`);
+  await page.evaluate(() => { window.location.hash = '#/log/0'; });
+  await page.getByTestId('log-record-bytes').click();
+  await expect(page).toHaveURL(new RegExp(`#/hex/log/${block}$`));
+  await expect(page.getByTestId('hex-view')).toContainText('log record header (external log device)');
+  await expect(page.getByTestId('hex-field-magicno')).toContainText('0xfeedbabe');
+  await expect(page.getByTestId('hex-field-cycle')).toContainText(cycle);
+  const lsn = (BigInt(cycle) << 32n) | BigInt(block);
+  await expect(page.getByTestId('hex-field-lsn')).toContainText(lsn.toString());
+  // The data device's sector of the same number is something else.
+  await page.evaluate((b) => { window.location.hash = `#/hex/${b}`; }, block);
+  await expect(page.getByTestId('hex-view')).not.toContainText('log record header');
+});

@@ -125,3 +125,46 @@ test('a long request can be cancelled and the page stays usable', async ({ page 
   await page.getByTestId('replay-toggle').click();
   await expect(page.getByTestId('state-badge')).toHaveText('replayed state', { timeout: 60_000 });
 });
+
+// The fixture whose log has the most live blocks between tail and head
+// (log-1k-rmap: 8,013 of 512 bytes, by its logfacts), taken through every
+// request that holds state in the worker: the decoded log, a transaction,
+// replay, what replay changed, and the operations. The worker reports its
+// wasm memory after each request; it must stay under the budget for a log
+// of this size.
+const WORKER_BUDGET = 256 * 1024 * 1024;
+
+test('the worker stays under its memory budget on the largest fixture log', async ({ page }) => {
+  const facts = Object.fromEntries(readFileSync(join(FIXTURES, 'log-1k-rmap.logfacts.txt'), 'utf8').split('\n')
+    .filter((l) => l.includes(': ')).map((l) => l.split(': ')));
+  expect(Number(facts.head_block) - Number(facts.tail_block)).toBeGreaterThan(8000);
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.getByTestId('image-input').setInputFiles(join(TMP, 'log-1k-rmap.img'));
+  await expect(page.getByTestId('image-name')).toHaveText('log-1k-rmap.img');
+  const seen = [];
+  const memory = async () => {
+    const m = page.getByTestId('worker-memory');
+    await expect(m).toBeVisible();
+    const b = Number(await m.getAttribute('data-bytes'));
+    seen.push(b);
+    return b;
+  };
+  await memory();
+  await page.evaluate(() => { location.hash = '#/log/0'; });
+  await expect(page.getByTestId('log-detail')).toBeVisible();
+  await memory();
+  await page.getByTestId('replay-toggle').click();
+  await expect(page.getByTestId('replay-toggle')).toBeChecked();
+  await expect(page.getByTestId('replay-summary')).toBeVisible();
+  await page.evaluate(() => { location.hash = '#/replay'; });
+  await expect(page.getByTestId('replay-diff')).toBeVisible();
+  await memory();
+  await page.evaluate(() => { location.hash = '#/ops'; });
+  await expect(page.getByTestId('ops-view')).toBeVisible();
+  await expect(page.getByTestId('op-kind').first()).toBeVisible();
+  const last = await memory();
+  console.log(`worker wasm memory on log-1k-rmap: ${seen.map((b) => (b / 1048576).toFixed(0)).join(' → ')} MiB`);
+  expect(last).toBeGreaterThan(0);
+  for (const b of seen) expect(b).toBeLessThanOrEqual(WORKER_BUDGET);
+});

@@ -179,6 +179,53 @@ test('the search box resolves each kind of address', async ({ page }) => {
   await page.getByTestId('search').fill('9/1');
   await page.getByTestId('search').press('Enter');
   await expect(page.getByTestId('search-error')).toContainText('no AG 9');
+  // Paths are looked up before the page goes there: one the mounted
+  // kernel listed is opened, one it did not list stays an error in place.
+  const tree = readFileSync(join(FIXTURES, 'v5-1k-rmap.tree.txt'), 'utf8').split('\n').map((l) => l.split('\t')[0]);
+  expect(tree).toContain('./dir1/sub/deeper');
+  expect(tree).not.toContain('./dir1/no-such-name');
+  await page.getByTestId('search').fill('/dir1/sub/deeper');
+  await page.getByTestId('search').press('Enter');
+  await expect(page).toHaveURL(/#\/path\/dir1\/sub\/deeper$/);
+  await expect(page.getByTestId('search-error')).toHaveCount(0);
+  await page.getByTestId('search').fill('/dir1/no-such-name');
+  await page.getByTestId('search').press('Enter');
+  await expect(page.getByTestId('search-error')).toContainText('no-such-name');
+  await expect(page).toHaveURL(/#\/path\/dir1\/sub\/deeper$/);
+});
+
+test('a 64 KiB directory block is drawn a window at a time, every byte reachable', async ({ page }) => {
+  // v5-64kdir's /dir40 is one extent of 16 4-KiB blocks at AG 0 block 24
+  // (xfs_db, v5-64kdir.xfsdb-dirattr.txt): one 64 KiB directory block.
+  const db = readFileSync(join(FIXTURES, 'v5-64kdir.xfsdb-dirattr.txt'), 'utf8');
+  const ext = db.split('### dir /dir40\n')[1].match(/startblock (\d+) \(0\/\d+\) count (\d+)/);
+  const bs = sbNum('v5-64kdir', 'blocksize');
+  const daddr = Number(ext[1]) * bs / 512;
+  const len = Number(ext[2]) * bs;
+  expect(len).toBe(65536);
+  const img = readFileSync(join(TMP, 'v5-64kdir.img'));
+  const block = img.subarray(daddr * 512, daddr * 512 + len);
+  await open(page, 'v5-64kdir');
+  await go(page, `#/hex/${daddr}`);
+  await expect(page.getByTestId('hex-view')).toContainText('directory block');
+  const windows = page.getByTestId('hex-window');
+  await expect(windows).toHaveCount(len / 16384);
+  for (let w = 0; w < len / 16384; w++) {
+    await windows.nth(w).click();
+    const first = w * 16384;
+    for (const o of [first, first + 8191, first + 16383]) {
+      await expect(page.locator(`.hbytes [data-o="${o}"]`)).toHaveText(block[o].toString(16).padStart(2, '0'));
+    }
+    await expect(page.locator('.hbytes [data-o]')).toHaveCount(16384);
+  }
+  // Selecting a field in the list brings its window: the block tail's
+  // count sits in the last 8 bytes of the block.
+  await windows.nth(0).click();
+  const tail = page.locator('[data-testid^="hex-field-"]').last();
+  const off = Number(await tail.getAttribute('data-offset'));
+  expect(off).toBeGreaterThanOrEqual(len - 16384);
+  await tail.click();
+  await expect(page.locator(`.hbytes [data-o="${off}"]`)).toHaveClass(/hl/);
 });
 
 test('the tour runs from start to end on the sample, and resumes', async ({ page }) => {
@@ -376,4 +423,40 @@ test('a transaction links to its log record header, field by field', async ({ pa
   const k = layouts().xlog_rec_header;
   await checkFields(page, 'log record header', k, 'h_', ['magicno', 'cycle', 'len', 'lsn', 'tail_lsn', 'crc', 'num_logops', 'fs_uuid']);
   await expect(page.getByTestId('hex-field-magicno')).toContainText('0xfeedbabe');
+});
+
+test('the log and operations views explain each item and operation kind they show', async ({ page }) => {
+  await page.goto('/');
+  await page.getByTestId('sample-button').click();
+  await expect(page.getByTestId('sb-fname')).toHaveText('sample');
+  await go(page, '#/log/0');
+  await expect(page.getByTestId('log-item').first()).toBeVisible();
+  const items = await page.getByTestId('log-item').evaluateAll((els) => [...new Set(els.map((e) => e.dataset.kind))].sort());
+  const explained = await page.locator('[data-testid="log-glossary"] dt').evaluateAll((els) => els.map((e) => e.dataset.kind).sort());
+  expect(explained).toEqual(items);
+  const texts = await page.locator('[data-testid="log-glossary"] dd').allTextContents();
+  expect(new Set(texts).size).toBe(texts.length);
+  for (const t of texts) expect(t.length).toBeGreaterThan(40);
+  // Each item's kind and each column carries its explanation as a tooltip.
+  for (const t of await page.locator('[data-testid="log-item"] code[title]').evaluateAll((els) => els.map((e) => e.title))) {
+    expect(texts).toContain(t);
+  }
+  await go(page, '#/ops');
+  await expect(page.getByTestId('op-kind').first()).toBeVisible();
+  const kinds = await page.getByTestId('op-kind').evaluateAll((els) => els.map((e) => e.dataset.kind).sort());
+  const glossed = await page.locator('[data-testid="ops-glossary"] dt').evaluateAll((els) => els.map((e) => e.dataset.kind).sort());
+  expect(glossed).toEqual(kinds);
+  for (const t of await page.locator('[data-testid="ops-glossary"] dd').allTextContents()) expect(t.length).toBeGreaterThan(40);
+  await expect(page.locator('[data-testid="op-kinds"] th[title]')).toHaveCount(4);
+});
+
+test('the tour opens the sample in place of another image, since its steps are the sample\'s', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  await page.evaluate(() => localStorage.clear());
+  await open(page, 'v5-1k-rmap');
+  await expect(page.getByTestId('sb-fname')).not.toHaveText('sample');
+  await page.getByTestId('tour-start').click();
+  await expect(page.getByTestId('image-name')).toHaveText('sample.img');
+  await expect(page.getByTestId('sb-fname')).toHaveText('sample');
 });
