@@ -1313,3 +1313,29 @@ fn random_damage_to_bmbt_blocks_never_panics() {
     }
     assert!(errors > 20 && maps > 20, "errors {errors}, maps {maps}");
 }
+
+/// Addresses that do not map to the disk are named in their own terms (an
+/// inode number, an AG, a path), never as a made-up daddr 0.
+#[test]
+fn errors_name_addresses_that_do_not_map_to_the_disk() {
+    let img = image("v5-1k-rmap");
+    let img = img.to_str().unwrap();
+    // An inode number whose AG bits name an AG past the last one, from the
+    // geometry xfs_db printed.
+    let sb = parse_xfs_db_print(&oracle("v5-1k-rmap", "sb.txt"));
+    let num = |k: &str| {
+        sb.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| xfs_db_number(v))
+            .unwrap()
+    };
+    let ino = (num("agcount") + 1) << (num("agblklog") + num("inopblog"));
+    let (ok, _, err) = run_cli(&["inode", img, &ino.to_string()]);
+    assert!(!ok);
+    assert!(err.contains(&format!("at inode {ino}")), "{err}");
+    assert!(!err.contains("daddr 0"), "{err}");
+    let (ok, _, err) = run_cli(&["ls", img, "/dir1/no-such-name"]);
+    assert!(!ok);
+    assert!(err.contains("/dir1/no-such-name"), "{err}");
+    assert!(!err.contains("daddr"), "{err}");
+}

@@ -97,7 +97,7 @@ impl HeaderCtx {
         if agno.0 >= g.agcount {
             return Err(Error::corrupt(
                 "allocation group",
-                Location::Daddr { daddr: 0 },
+                Location::Ag { agno: agno.0 },
                 format!("AG {} does not exist ({} AGs)", agno.0, g.agcount),
             ));
         }

@@ -618,7 +618,7 @@ pub fn read_remote_value<S: ForkSource + ?Sized>(
     let err = |d: String| {
         Error::corrupt(
             RMT,
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!("inode {owner}: {d}"),
         )
     };

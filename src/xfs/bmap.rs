@@ -566,7 +566,7 @@ impl<R: ReadAt> Fs<R> {
         let daddr = self.geo.fsb_to_daddr(fsb).ok_or_else(|| {
             Error::corrupt(
                 "bmbt block",
-                Location::Daddr { daddr: 0 },
+                Location::FsBlock { fsb: fsb.0 },
                 format!(
                     "inode {} {} fork: bmbt pointer {} is outside the filesystem",
                     w.owner.0,

@@ -118,7 +118,7 @@ pub fn read_da_block<S: ForkSource + ?Sized>(
     let Some((fsb, _)) = src.map(dablk) else {
         return Err(Error::corrupt(
             structure,
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: dg.owner.0 },
             format!(
                 "inode {}: fork block {dablk} is not mapped (a hole)",
                 dg.owner.0
@@ -128,7 +128,7 @@ pub fn read_da_block<S: ForkSource + ?Sized>(
     let daddr = geo.fsb_to_daddr(fsb).ok_or_else(|| {
         Error::corrupt(
             structure,
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: dg.owner.0 },
             format!(
                 "inode {}: fork block {dablk} maps to block {} outside the filesystem",
                 dg.owner.0, fsb.0
@@ -354,7 +354,7 @@ pub fn walk_leaves<S: ForkSource + ?Sized>(
         if !seen.insert(dablk) {
             problems.push(Error::corrupt(
                 S,
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: dg.owner.0 },
                 format!(
                     "inode {}: fork block {dablk} is reached twice in the da btree (a loop)",
                     dg.owner.0
@@ -438,7 +438,7 @@ pub fn walk_leaves<S: ForkSource + ?Sized>(
         if pforw != 0 {
             problems.push(Error::corrupt(
                 S,
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: dg.owner.0 },
                 format!(
                     "inode {}: last leaf (fork block {pd}) has a forward link to {pforw}",
                     dg.owner.0
@@ -500,7 +500,7 @@ pub fn find_leaf<S: ForkSource + ?Sized>(
     }
     Err(Error::corrupt(
         S,
-        Location::Daddr { daddr: 0 },
+        Location::Inode { ino: dg.owner.0 },
         format!(
             "inode {}: no leaf within {} levels from fork block {root} (a loop or too deep)",
             dg.owner.0, XFS_DA_NODE_MAXDEPTH

@@ -962,7 +962,7 @@ impl Collector {
                 self.full = true;
                 self.problem(Error::corrupt(
                     "directory",
-                    Location::Daddr { daddr: 0 },
+                    Location::Inode { ino: owner },
                     format!(
                         "inode {owner}: more than {MAX_DIR_ENTRIES} entries; the listing stops there"
                     ),
@@ -1027,7 +1027,7 @@ fn read_block_dir<S: ForkSource + ?Sized>(
     let format = block_dir_format(dg, &runs).ok_or_else(|| {
         Error::corrupt(
             "directory",
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!("inode {owner}: a block directory with no blocks mapped"),
         )
     })?;
@@ -1040,7 +1040,7 @@ fn read_block_dir<S: ForkSource + ?Sized>(
     if format == DirFormat::Block && di_size != blksize {
         c.problem(Error::corrupt(
             "directory",
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!(
                 "inode {owner}: single-block directory with size {di_size} (the block is {blksize} bytes)"
             ),
@@ -1061,7 +1061,7 @@ fn read_block_dir<S: ForkSource + ?Sized>(
     if let Some(first) = beyond.first() {
         c.problem(Error::corrupt(
             "directory",
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!(
                 "inode {owner}: {} data block(s) mapped past the directory size {di_size} (first: block {first}); not read",
                 beyond.len()
@@ -1118,7 +1118,7 @@ fn read_block_dir<S: ForkSource + ?Sized>(
                     if u64::try_from(l.bests.len()).unwrap_or(u64::MAX) != last {
                         c.problem(Error::corrupt(
                             LEAF,
-                            Location::Daddr { daddr: 0 },
+                            Location::Inode { ino: owner },
                             format!(
                                 "inode {owner}: bestcount {} but the data blocks end at {last}",
                                 l.bests.len()
@@ -1240,7 +1240,7 @@ fn check_leaf_entries(
     for d in bad {
         c.problem(Error::corrupt(
             LEAF,
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!("inode {owner}: {d}"),
         ));
     }
@@ -1266,7 +1266,7 @@ fn check_bests(
         if !ok {
             c.problem(Error::corrupt(
                 "directory best free",
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: owner },
                 format!(
                     "inode {owner}: data block {db}: bests says {b}, the block says {}",
                     actual.map_or("no block".to_string(), |a| a.to_string())
@@ -1301,7 +1301,7 @@ fn check_free_blocks<S: ForkSource + ?Sized>(
     if !beyond.is_empty() {
         c.problem(Error::corrupt(
             FREE,
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!(
                 "inode {owner}: {} free-index block(s) mapped past the {nfree} the data blocks need; not read",
                 beyond.len()
@@ -1325,7 +1325,7 @@ fn check_free_blocks<S: ForkSource + ?Sized>(
         if u64::from(fb.firstdb) != k.saturating_mul(max) {
             c.problem(Error::corrupt(
                 FREE,
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: owner },
                 format!(
                     "inode {owner}: free block {k} has firstdb {}, expected {}",
                     fb.firstdb,
@@ -1338,7 +1338,7 @@ fn check_free_blocks<S: ForkSource + ?Sized>(
         if u64::try_from(used).unwrap_or(0) != u64::from(fb.nused) {
             c.problem(Error::corrupt(
                 FREE,
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: owner },
                 format!(
                     "inode {owner}: free block {k}: nused {} but {used} entries are in use",
                     fb.nused
@@ -1354,7 +1354,7 @@ fn check_free_blocks<S: ForkSource + ?Sized>(
         if !covered.contains(db) {
             c.problem(Error::corrupt(
                 FREE,
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: owner },
                 format!("inode {owner}: data block {db} is in no free-index block"),
             ));
         }
@@ -1383,7 +1383,7 @@ pub fn lookup<S: ForkSource + ?Sized>(
     let format = block_dir_format(dg, &runs).ok_or_else(|| {
         Error::corrupt(
             "directory",
-            Location::Daddr { daddr: 0 },
+            Location::Inode { ino: owner },
             format!("inode {owner}: a block directory with no blocks mapped"),
         )
     })?;

@@ -14,6 +14,17 @@ pub enum Location {
     Daddr { daddr: u64 },
     /// A byte offset inside a structure that starts at `daddr`.
     InStructure { daddr: u64, byte: u64 },
+    /// An inode as a whole, named by its number (which may not map to the
+    /// disk at all).
+    Inode { ino: u64 },
+    /// A filesystem block (AG-packed) that does not map to the disk.
+    FsBlock { fsb: u64 },
+    /// A block of an allocation group that does not map to the disk.
+    AgBlock { agno: u32, agbno: u32 },
+    /// An allocation group as a whole.
+    Ag { agno: u32 },
+    /// A path being looked up.
+    Path { path: String },
 }
 
 impl fmt::Display for Location {
@@ -24,6 +35,11 @@ impl fmt::Display for Location {
             }
             Location::Daddr { daddr } => write!(f, "daddr {daddr}"),
             Location::InStructure { daddr, byte } => write!(f, "daddr {daddr}, byte {byte}"),
+            Location::Inode { ino } => write!(f, "inode {ino}"),
+            Location::FsBlock { fsb } => write!(f, "filesystem block {fsb}"),
+            Location::AgBlock { agno, agbno } => write!(f, "AG {agno} block {agbno}"),
+            Location::Ag { agno } => write!(f, "AG {agno}"),
+            Location::Path { path } => write!(f, "{path}"),
         }
     }
 }

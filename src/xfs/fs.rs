@@ -75,7 +75,7 @@ impl<R: ReadAt> Fs<R> {
         let daddr = self.geo.fsb_to_daddr(fsb).ok_or_else(|| {
             Error::corrupt(
                 structure,
-                Location::Daddr { daddr: 0 },
+                Location::FsBlock { fsb: fsb.0 },
                 format!("block {} (AG-packed) is outside the filesystem", fsb.0),
             )
         })?;
@@ -93,7 +93,10 @@ impl<R: ReadAt> Fs<R> {
         let daddr = self.geo.agb_to_daddr(agno, agbno).ok_or_else(|| {
             Error::corrupt(
                 structure,
-                Location::Daddr { daddr: 0 },
+                Location::AgBlock {
+                    agno: agno.0,
+                    agbno: agbno.0,
+                },
                 format!("AG {} block {} is outside the filesystem", agno.0, agbno.0),
             )
         })?;
@@ -110,7 +113,7 @@ impl<R: ReadAt> Fs<R> {
         let base = self.geo.agb_to_daddr(agno, AgBlock(0)).ok_or_else(|| {
             Error::corrupt(
                 structure,
-                Location::Daddr { daddr: 0 },
+                Location::Ag { agno: agno.0 },
                 format!("AG {} does not exist ({} AGs)", agno.0, self.geo.agcount),
             )
         })?;
@@ -129,7 +132,7 @@ impl<R: ReadAt> Fs<R> {
         let bad = |why: String| {
             Error::corrupt(
                 "inode number",
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: ino.0 },
                 format!("inode {}: {why}", ino.0),
             )
         };
@@ -165,7 +168,7 @@ impl<R: ReadAt> Fs<R> {
         let daddr = self.geo.agb_to_daddr(agno, agbno).ok_or_else(|| {
             Error::corrupt(
                 "inode number",
-                Location::Daddr { daddr: 0 },
+                Location::Inode { ino: ino.0 },
                 format!("inode {} lies outside the filesystem", ino.0),
             )
         })?;

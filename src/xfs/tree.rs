@@ -30,8 +30,10 @@ pub const MAX_PATH_COMPONENTS: usize = 4096;
 fn path_err(path: &[u8], detail: impl Into<String>) -> Error {
     Error::corrupt(
         "path",
-        Location::Daddr { daddr: 0 },
-        format!("{}: {}", String::from_utf8_lossy(path), detail.into()),
+        Location::Path {
+            path: String::from_utf8_lossy(path).into_owned(),
+        },
+        detail.into(),
     )
 }
 
