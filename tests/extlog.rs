@@ -248,6 +248,8 @@ fn without_logdev_the_log_is_said_to_be_external_and_the_disk_still_reads() {
             let (ok, _, err) = run_cli(&["--logdev", dev, cmd, &img]);
             assert!(!ok && err.contains("log"), "{cmd} {dev}: {err}");
             assert!(!err.contains("panicked"), "{cmd} {dev}: {err}");
+            // The place is on the log device, not the data device.
+            assert!(err.contains("at log device daddr "), "{cmd} {dev}: {err}");
         }
         let (ok, out, err) = run_cli(&["--logdev", dev, "info", &img]);
         assert!(ok, "{err}");

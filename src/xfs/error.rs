@@ -25,6 +25,8 @@ pub enum Location {
     Ag { agno: u32 },
     /// A path being looked up.
     Path { path: String },
+    /// A 512-byte sector of the external log device.
+    LogDevice { daddr: u64 },
 }
 
 impl fmt::Display for Location {
@@ -40,6 +42,7 @@ impl fmt::Display for Location {
             Location::AgBlock { agno, agbno } => write!(f, "AG {agno} block {agbno}"),
             Location::Ag { agno } => write!(f, "AG {agno}"),
             Location::Path { path } => write!(f, "{path}"),
+            Location::LogDevice { daddr } => write!(f, "log device daddr {daddr}"),
         }
     }
 }

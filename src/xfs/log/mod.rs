@@ -135,6 +135,8 @@ pub struct LogDev<'a, R: ReadAt> {
     v2: bool,
     /// The filesystem UUID records must carry (`h_fs_uuid`), if known.
     uuid: Option<[u8; 16]>,
+    /// The log is a device of its own: error locations name it.
+    external: bool,
     window: RefCell<Window>,
 }
 
@@ -168,7 +170,9 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
                     ),
                 ));
             }
-            LogDev::new(log, Daddr(0), loc.len_bbs, loc.v2)?
+            let mut dev = LogDev::new(log, Daddr(0), loc.len_bbs, loc.v2)?;
+            dev.external = true;
+            dev
         } else {
             LogDev::new(&fs.img, loc.start_daddr, loc.len_bbs, loc.v2)?
         };
@@ -199,6 +203,7 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
             len: len_bbs,
             v2,
             uuid: None,
+            external: false,
             window: RefCell::new(Window {
                 first: 0,
                 data: Vec::new(),
@@ -230,10 +235,14 @@ impl<'a, R: ReadAt> LogDev<'a, R> {
         self.start_daddr
     }
 
-    /// Where log block `blk` is, for error messages.
+    /// Where log block `blk` is, for error messages: a daddr of the data
+    /// device, or of the external log device.
     pub fn location(&self, blk: u32) -> Location {
-        Location::Daddr {
-            daddr: self.start_daddr.saturating_add(u64::from(blk)),
+        let daddr = self.start_daddr.saturating_add(u64::from(blk));
+        if self.external {
+            Location::LogDevice { daddr }
+        } else {
+            Location::Daddr { daddr }
         }
     }
 
