@@ -464,17 +464,7 @@ fn hex_on_the_log_device_finds_the_records_xfs_logprint_found() {
             v["structure"], "log record header (external log device)",
             "block {block}"
         );
-        let field = |n: &str| {
-            v["fields"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["name"] == n)
-                .unwrap()["value"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        };
+        let field = |n: &str| hex_field(&v, n)["value"].as_str().unwrap().to_string();
         assert_eq!(field("lsn"), ((cycle << 32) | block).to_string());
         assert_eq!(field("cycle"), cycle.to_string());
         // The record's data follows its header.

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{fixtures_dir, fixtures_with, image, oracle, run_cli};
+use common::{fixtures_dir, fixtures_with, hex_field, image, oracle, run_cli};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -808,15 +808,7 @@ fn hex_bmbt_roots_in_inodes_equal_xfs_db() {
         assert_eq!(keys.len() as u64, numrecs, "{name}: keys");
         assert_eq!(ptrs.len() as u64, numrecs, "{name}: pointers");
         let h = json(&["hex", image(name).to_str().unwrap(), daddr, "--json"]);
-        let field = |n: &str| {
-            h["fields"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["name"] == n)
-                .unwrap_or_else(|| panic!("{name}: no field {n}"))
-                .clone()
-        };
+        let field = |n: &str| hex_field(&h, n);
         assert_eq!(
             field(&format!("{ours_prefix}.level"))["value"],
             level.to_string()
@@ -931,15 +923,7 @@ fn hex_remote_blocks_equal_xfs_db_and_the_kernel() {
         let (name, path, kind, daddr) = (head[0], head[1], head[2], head[5]);
         let img = image(name);
         let h = json(&["hex", img.to_str().unwrap(), daddr, "--json"]);
-        let field = |n: &str| {
-            h["fields"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["name"] == n)
-                .unwrap_or_else(|| panic!("{name} {path}: no field {n}"))
-                .clone()
-        };
+        let field = |n: &str| hex_field(&h, n);
         let (layout, prefix) = if kind == "dblock" {
             ("xfs_dsymlink_hdr", "sl_")
         } else {

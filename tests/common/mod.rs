@@ -132,3 +132,13 @@ pub fn xfs_db_string(v: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// The field called `name` of a `hex --json` answer.
+#[allow(dead_code)]
+pub fn hex_field(hex: &serde_json::Value, name: &str) -> serde_json::Value {
+    hex["fields"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no field {name} in {}", hex["structure"]))
+}
