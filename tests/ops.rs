@@ -216,6 +216,65 @@ fn each_operation_names_the_paths_it_ran_on() {
     }
 }
 
+/// Filesystems with parent pointers (`-n parent=1`): every entry made,
+/// removed or moved also sets, removes or replaces an attribute of the
+/// inode it names, in rolls of the operation's transaction. The kernel's
+/// trace on these fixtures counts, over the same workload, one more
+/// transaction for each create, mkdir, mknod, symlink, link, unlink and
+/// rmdir than on the same shape without them, and two more for a rename
+/// (three over an existing name); the fixtures are counted exactly by the
+/// tests above. Here: the shapes are there, and every entry operation says
+/// its parent-pointer rolls.
+#[test]
+fn parent_pointer_shapes_count_their_rolls() {
+    let names: Vec<String> = checkpointed_fixtures()
+        .into_iter()
+        .filter(|n| oracle(n, "mkfs.txt").contains("-n parent=1"))
+        .collect();
+    for shape in [
+        "ops-each-parent-cp",
+        "ops-each-parent1k-cp",
+        "ops-mixed-parent-cp",
+    ] {
+        assert!(names.iter().any(|n| n == shape), "no fixture {shape}");
+    }
+    let entry = [
+        "create", "mkdir", "mknod", "symlink", "link", "unlink", "rmdir", "rename",
+    ];
+    for name in names {
+        let r = ops_json(&name);
+        assert_eq!(r["unexplained_transactions"].as_u64(), Some(0), "{name}");
+        let mut with_rolls = 0;
+        for o in r["operation_list"].as_array().unwrap() {
+            let kind = o["kind"].as_str().unwrap();
+            let says = o["why"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("parent-pointer update"));
+            assert_eq!(
+                says,
+                entry.contains(&kind),
+                "{name}: {kind} of inode {}: {:?}",
+                o["ino"],
+                o["why"]
+            );
+            if says {
+                with_rolls += 1;
+                assert!(o["transactions"].as_u64().unwrap() >= 2, "{name}: {o}");
+            }
+        }
+        let t = truth(&name);
+        let want = t["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| entry.contains(&o["kind"].as_str().unwrap()))
+            .count();
+        assert_eq!(with_rolls, want, "{name}: entry operations");
+    }
+}
+
 /// One checkpoint of a whole workload keeps only its net effect: the
 /// operations found are fewer than those run, but each names an operation
 /// the kernel ran on that name (a new entry renamed or linked within the

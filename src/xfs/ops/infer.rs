@@ -639,7 +639,19 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 .any(|(k, v)| ns(k) & XFS_ATTR_PARENT == 0 && b.get(k) != Some(v))
                 || b.keys()
                     .any(|k| ns(k) & XFS_ATTR_PARENT == 0 && !a.contains_key(k));
-            if !changed && !is_new && !acl_rewrites.contains(o) && rises_of(*o) > 0 {
+            // Parent pointers (attributes the kernel keeps for each of the
+            // inode's entries) change with the entries, not by a set.
+            let parents_changed = a
+                .iter()
+                .any(|(k, v)| ns(k) & XFS_ATTR_PARENT != 0 && b.get(k) != Some(v))
+                || b.keys()
+                    .any(|k| ns(k) & XFS_ATTR_PARENT != 0 && !a.contains_key(k));
+            if !changed
+                && !parents_changed
+                && !is_new
+                && !acl_rewrites.contains(o)
+                && rises_of(*o) > 0
+            {
                 // An attribute block rewritten with the same names and
                 // values: a value replaced by an equal one.
                 let mut op = mk("setxattr", *o);
@@ -819,6 +831,43 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             // only through its fork).
             o.op.transactions = o.op.transactions.saturating_add(1);
         }
+        // Parent pointers: every entry made, removed or moved also sets,
+        // removes or replaces an attribute of the inode it names, as
+        // deferred work done in rolls of the operation's transaction (one
+        // for a set or a removal, two for a replace), each of which may log
+        // the inodes the operation holds again.
+        let parents = self.tracker.parent_pointers();
+        let mut parent_rolls: Vec<u64> = vec![0; new_ops.len()];
+        if parents {
+            for (k, o) in new_ops.iter_mut().enumerate() {
+                let victims_of =
+                    u64::try_from(victims.iter().filter(|(_, r)| *r == k).count()).unwrap_or(0);
+                let n = match o.op.kind {
+                    "create" | "mkdir" | "mknod" | "symlink" | "link" | "unlink" | "rmdir" => 1,
+                    "rename" => 2u64.saturating_add(victims_of),
+                    _ => 0,
+                };
+                if n > 0 {
+                    o.op.transactions = o.op.transactions.saturating_add(n);
+                    o.op.why.push(format!(
+                        "{n} parent-pointer update(s) in rolls of its transaction"
+                    ));
+                }
+                if let Some(r) = parent_rolls.get_mut(k) {
+                    *r = n;
+                }
+            }
+        }
+        // Rises left on an inode an entry operation held, to be told
+        // apart from the operation's rolls once all of them are counted.
+        let mut held_left: Vec<(u64, u64)> = Vec::new();
+        let entry_kind = |k: &str| {
+            matches!(
+                k,
+                "create" | "mkdir" | "mknod" | "symlink" | "link" | "unlink" | "rmdir" | "rename"
+            )
+        };
+        let attr_local_before = |ino: u64| before_has(ino, |s| s.anextents == 0);
         for (ino, n) in &bumps {
             // A directory rises once in the transaction of every entry
             // operation in it (twice for nothing: a rename within it is
@@ -853,9 +902,14 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             if chunk_freed {
                 left = left.saturating_add(1);
             }
-            // Victims: their first rise is the rename's own transaction.
+            // Victims: their first rise is the rename's own transaction
+            // (and, with parent pointers, one in each of its rolls).
             if let Some((_, r)) = victims.iter().find(|(v, _)| v == ino) {
-                let extra = left.saturating_sub(1);
+                let mut extra = left.saturating_sub(1);
+                if parents {
+                    let rolls = parent_rolls.get(*r).copied().unwrap_or(0);
+                    extra = extra.saturating_sub(rolls);
+                }
                 if let Some(o) = new_ops.get_mut(*r) {
                     o.op.transactions = o.op.transactions.saturating_add(extra);
                     if extra > 0 {
@@ -890,6 +944,30 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 .rev()
                 .find(|k| new_ops.get(**k).is_some_and(|o| o.variable))
                 .copied();
+            if parents {
+                // The parent-pointer rolls of an unlink, rmdir or rename
+                // log its inode again where the attribute is in the inode
+                // (a leaf block takes the change alone).
+                if attr_local_before(*ino) {
+                    for k in &mine {
+                        let rolls = parent_rolls.get(*k).copied().unwrap_or(0);
+                        if new_ops.get(*k).is_some_and(|o| o.variable) {
+                            left = left.saturating_sub(rolls);
+                        }
+                    }
+                }
+                if left == 0 {
+                    continue;
+                }
+                let held = new_ops.iter().any(|o| {
+                    entry_kind(o.op.kind)
+                        && (o.op.ino == *ino || o.op.dir == Some(*ino) || o.op.to_dir == Some(*ino))
+                });
+                if variable.is_none() && held {
+                    held_left.push((*ino, left));
+                    continue;
+                }
+            }
             if let Some(k) = variable {
                 if let Some(o) = new_ops.get_mut(k) {
                     o.op.transactions = o.op.transactions.saturating_add(left);
@@ -983,9 +1061,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         // Reverse mapping: every change to a file's block mapping defers
         // an rmap update to a roll that logs no inode core. A write that
         // allocates past the end of the file maps unwritten blocks and
-        // converts them at I/O completion (two changes), one inside it
-        // maps written blocks (one); a new remote symlink block and a
-        // directory's first block are mapped once.
+        // converts them at I/O completion (two changes), as does one that
+        // fills a hole inside it with new blocks; one into blocks the file
+        // already had converts them (one); a new remote symlink block and
+        // a directory's first block are mapped once.
         if self.tracker.rmapbt() {
             for o in new_ops.iter_mut() {
                 let Some((b, a)) = inodes.get(&o.op.ino) else {
@@ -1009,7 +1088,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                             let bs = u64::from(self.tracker.block_size()).max(1);
                             let eof_block_end = size0.div_ceil(bs).saturating_mul(bs);
                             u64::from(a.size > eof_block_end)
-                        } else if a.size > size0 {
+                        } else if a.size > size0
+                            || (a.nblocks > blk0 && a.anextents == b.map_or(0, |b| b.anextents))
+                        {
+                            // New blocks, past the end or into a hole
+                            // inside it: mapped unwritten, then converted.
                             2
                         } else {
                             1
@@ -1081,6 +1164,40 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                         why: "an inode chunk allocated with no new inode found in it".into(),
                     });
                 }
+            }
+        }
+
+        // With parent pointers, the rolls of an entry operation (its
+        // parent-pointer updates, a new chunk, reverse-mapping updates) log
+        // again the inodes it holds: rises up to its rolls are those.
+        for (ino, left) in held_left {
+            let mut cap = 0u64;
+            let mut taker: Option<usize> = None;
+            for (k, o) in new_ops.iter().enumerate() {
+                if entry_kind(o.op.kind)
+                    && (o.op.ino == ino || o.op.dir == Some(ino) || o.op.to_dir == Some(ino))
+                {
+                    cap = cap.saturating_add(o.op.transactions.saturating_sub(1));
+                    taker.get_or_insert(k);
+                }
+            }
+            let absorbed = left.min(cap);
+            if let Some(o) = taker.and_then(|k| new_ops.get_mut(k)) {
+                if absorbed > 0 && o.op.why.len() < 8 {
+                    o.op.why.push(format!(
+                        "inode {ino} logged again in {absorbed} of its rolls"
+                    ));
+                }
+            }
+            let rest = left.saturating_sub(cap);
+            if rest > 0 {
+                self.unexplained = self.unexplained.saturating_add(rest);
+                cp.unexplained.push(Unexplained {
+                    ino,
+                    transactions: rest,
+                    why: "change count rose more often than the rolls of the operations holding it"
+                        .into(),
+                });
             }
         }
 
