@@ -599,3 +599,55 @@ fn operations_on_inodes_older_than_the_log_name_their_kernel_paths() {
     assert!(good > 100, "{good} placed");
     assert!(unplaced * 10 < good, "{unplaced} not placed, {good} placed");
 }
+
+/// Entries removed with the directory that held them in one checkpoint
+/// (`rm -rf`; `log-intents`: 80 unlinks in four directories removed with
+/// them): each unlink still names its path, the one the kernel lists on
+/// the disk before the log (`NAME.ls.jsonl`, a copy mounted norecovery),
+/// since a directory had to be empty before its rmdir. Every removal of
+/// the `log-*` fixtures that names a path names one the kernel listed for
+/// that inode.
+#[test]
+fn removals_with_their_directory_name_the_kernels_paths() {
+    let mut checked = 0;
+    for name in fixtures_with("ls.jsonl") {
+        if !name.starts_with("log-") || !fixtures_dir().join(format!("{name}.img.zst")).exists() {
+            continue;
+        }
+        let mut kernel: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for l in oracle(&name, "ls.jsonl").lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            if let (Some(p), Some(i)) = (v["path"].as_str(), v["ino"].as_u64()) {
+                kernel.entry(i).or_default().push(p.to_string());
+            }
+        }
+        let img = image(&name);
+        let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+        assert!(ok, "{name}: {err}");
+        let r: Value = serde_json::from_str(&out).unwrap();
+        for o in r["operation_list"].as_array().unwrap() {
+            if !matches!(o["kind"].as_str(), Some("unlink" | "rmdir")) {
+                continue;
+            }
+            let ino = o["ino"].as_u64().unwrap();
+            let path = o["path"].as_str();
+            if name == "log-intents" {
+                assert!(
+                    path.is_some(),
+                    "{name}: {} of inode {ino} has no path",
+                    o["kind"]
+                );
+            }
+            let (Some(p), Some(paths)) = (path, kernel.get(&ino)) else {
+                continue;
+            };
+            assert!(
+                paths.iter().any(|k| k == p),
+                "{name}: {} of inode {ino} at {p}, the kernel lists {paths:?}",
+                o["kind"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 84, "{checked} removals checked");
+}

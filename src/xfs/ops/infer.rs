@@ -523,7 +523,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         // Removed entries: victims of a rename onto their name, or
         // removals.
         let mut victims: Vec<(u64, usize)> = Vec::new();
-        for (k, (d, n, ino)) in removed.iter().enumerate() {
+        for k in removal_order(&removed) {
+            let Some((d, n, ino)) = removed.get(k) else {
+                continue;
+            };
             if removed_used.get(k).copied().unwrap_or(true) {
                 continue;
             }
@@ -1329,6 +1332,60 @@ impl<'f, R: ReadAt> Inference<'f, R> {
     }
 }
 
+/// The order removed entries were removed in, as far as it can be told:
+/// a directory's own entry after the entries removed from it (it had to
+/// be empty first), else as found. So the paths of a directory's entries
+/// are still known when they are named.
+fn removal_order(removed: &[(u64, Vec<u8>, u64)]) -> Vec<usize> {
+    // Entries still to come out of each directory.
+    let mut inside: HashMap<u64, usize> = HashMap::new();
+    for (d, _, _) in removed {
+        let c = inside.entry(*d).or_insert(0);
+        *c = c.saturating_add(1);
+    }
+    // Entries waiting for their inode (a directory) to be emptied.
+    let mut waiting: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut ready: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for (k, (_, _, ino)) in removed.iter().enumerate() {
+        if inside.get(ino).copied().unwrap_or(0) > 0 {
+            waiting.entry(*ino).or_default().push(k);
+        } else {
+            ready.push_back(k);
+        }
+    }
+    let mut out = Vec::with_capacity(removed.len());
+    let mut done = vec![false; removed.len()];
+    loop {
+        while let Some(k) = ready.pop_front() {
+            let Some((d, _, _)) = removed.get(k) else {
+                continue;
+            };
+            match done.get_mut(k) {
+                Some(f) if !*f => *f = true,
+                _ => continue,
+            }
+            out.push(k);
+            if let Some(c) = inside.get_mut(d) {
+                *c = c.saturating_sub(1);
+                if *c == 0 {
+                    if let Some(w) = waiting.remove(d) {
+                        ready.extend(w);
+                    }
+                }
+            }
+        }
+        // A loop (damage): the rest as found.
+        let Some(k) = done.iter().position(|f| !f) else {
+            break;
+        };
+        if let Some((_, _, ino)) = removed.get(k) {
+            waiting.remove(ino);
+        }
+        ready.push_back(k);
+    }
+    out
+}
+
 /// The names an owner had before a checkpoint: without those read from
 /// blocks when its fork had no blocks then (a block freed and reused
 /// still holds the names of its last life).
@@ -1344,4 +1401,37 @@ fn effective_before(nc: &super::track::NameChanges, owner: u64, had_blocks: bool
         }
     }
     b
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::removal_order;
+
+    #[test]
+    fn a_directory_comes_out_after_its_entries() {
+        // root 128 holds dir 131 and file 140; 131 holds dir 150 and
+        // file 141; 150 holds file 142.
+        let removed = vec![
+            (128, b"d".to_vec(), 131),
+            (128, b"f".to_vec(), 140),
+            (131, b"e".to_vec(), 150),
+            (131, b"g".to_vec(), 141),
+            (150, b"h".to_vec(), 142),
+        ];
+        let order = removal_order(&removed);
+        let at = |k: usize| order.iter().position(|x| *x == k).unwrap();
+        assert_eq!(order.len(), 5);
+        assert!(at(4) < at(2), "150's entry before 150 itself");
+        assert!(at(2) < at(0) && at(3) < at(0), "131's entries before 131");
+        assert!(at(1) < at(0), "as found otherwise");
+    }
+
+    #[test]
+    fn a_loop_still_gives_every_entry_once() {
+        let removed = vec![(131, b"a".to_vec(), 150), (150, b"b".to_vec(), 131)];
+        let mut order = removal_order(&removed);
+        order.sort_unstable();
+        assert_eq!(order, vec![0, 1]);
+    }
 }
