@@ -651,3 +651,35 @@ fn removals_with_their_directory_name_the_kernels_paths() {
     }
     assert!(checked >= 84, "{checked} removals checked");
 }
+
+/// Entries made in a directory made (or moved into place) in the same
+/// checkpoint, and entries removed from a directory removed in it: the
+/// directory's own entry is placed first, or last, as it had to happen,
+/// so every entry operation of the `log-*` fixtures names its path.
+#[test]
+fn every_entry_operation_of_the_log_fixtures_names_its_path() {
+    let mut checked = 0;
+    for name in fixtures_with("logfacts.txt") {
+        if !name.starts_with("log-") || !fixtures_dir().join(format!("{name}.img.zst")).exists() {
+            continue;
+        }
+        let img = image(&name);
+        let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+        assert!(ok, "{name}: {err}");
+        let r: Value = serde_json::from_str(&out).unwrap();
+        for o in r["operation_list"].as_array().unwrap() {
+            if o.get("dir").is_none() {
+                continue;
+            }
+            assert!(
+                o["path"].is_string(),
+                "{name}: {} of {} in directory {} has no path",
+                o["kind"],
+                o["name"],
+                o["dir"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 5000, "{checked} entry operations checked");
+}

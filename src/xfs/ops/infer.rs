@@ -467,7 +467,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         let mut renamed_in: BTreeSet<u64> = BTreeSet::new();
         // New inodes whose create was found (their other names are links).
         let mut made: BTreeSet<u64> = BTreeSet::new();
-        for (d, n, ino) in &added {
+        for k in addition_order(&added) {
+            let Some((d, n, ino)) = added.get(k) else {
+                continue;
+            };
             // An inode made anew here (a new generation) is not the one a
             // removed entry named, even with the same number.
             let from = removed
@@ -1337,50 +1340,63 @@ impl<'f, R: ReadAt> Inference<'f, R> {
 /// be empty first), else as found. So the paths of a directory's entries
 /// are still known when they are named.
 fn removal_order(removed: &[(u64, Vec<u8>, u64)]) -> Vec<usize> {
-    // Entries still to come out of each directory.
-    let mut inside: HashMap<u64, usize> = HashMap::new();
-    for (d, _, _) in removed {
-        let c = inside.entry(*d).or_insert(0);
-        *c = c.saturating_add(1);
-    }
-    // Entries waiting for their inode (a directory) to be emptied.
-    let mut waiting: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut ready: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
-    for (k, (_, _, ino)) in removed.iter().enumerate() {
-        if inside.get(ino).copied().unwrap_or(0) > 0 {
-            waiting.entry(*ino).or_default().push(k);
-        } else {
-            ready.push_back(k);
+    dependency_order(removed.len(), |k| removed.get(k).map(|e| (e.0, e.2)))
+}
+
+/// The order added entries were made in, as far as it can be told: a
+/// directory's own entry (its mkdir, or its rename into place) before the
+/// entries made in it, else as found.
+fn addition_order(added: &[(u64, Vec<u8>, u64)]) -> Vec<usize> {
+    dependency_order(added.len(), |k| added.get(k).map(|e| (e.2, e.0)))
+}
+
+/// Indices `0..n` in an order where entry `k`, with `keys(k)` = (`key`,
+/// `waits_for`), comes after every entry whose `key` is its `waits_for`;
+/// else as found (a loop, from damage, is broken in order).
+fn dependency_order(n: usize, keys: impl Fn(usize) -> Option<(u64, u64)>) -> Vec<usize> {
+    // Entries still to come, per key.
+    let mut left: HashMap<u64, usize> = HashMap::new();
+    for k in 0..n {
+        if let Some((key, _)) = keys(k) {
+            let c = left.entry(key).or_insert(0);
+            *c = c.saturating_add(1);
         }
     }
-    let mut out = Vec::with_capacity(removed.len());
-    let mut done = vec![false; removed.len()];
+    let mut waiting: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut ready: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for k in 0..n {
+        match keys(k) {
+            Some((_, w)) if left.get(&w).copied().unwrap_or(0) > 0 => {
+                waiting.entry(w).or_default().push(k);
+            }
+            _ => ready.push_back(k),
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut done = vec![false; n];
     loop {
         while let Some(k) = ready.pop_front() {
-            let Some((d, _, _)) = removed.get(k) else {
-                continue;
-            };
             match done.get_mut(k) {
                 Some(f) if !*f => *f = true,
                 _ => continue,
             }
             out.push(k);
-            if let Some(c) = inside.get_mut(d) {
+            let Some((key, _)) = keys(k) else {
+                continue;
+            };
+            if let Some(c) = left.get_mut(&key) {
                 *c = c.saturating_sub(1);
                 if *c == 0 {
-                    if let Some(w) = waiting.remove(d) {
+                    if let Some(w) = waiting.remove(&key) {
                         ready.extend(w);
                     }
                 }
             }
         }
-        // A loop (damage): the rest as found.
+        // A loop: the first entry not out yet goes next.
         let Some(k) = done.iter().position(|f| !f) else {
             break;
         };
-        if let Some((_, _, ino)) = removed.get(k) {
-            waiting.remove(ino);
-        }
         ready.push_back(k);
     }
     out
@@ -1406,7 +1422,7 @@ fn effective_before(nc: &super::track::NameChanges, owner: u64, had_blocks: bool
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::removal_order;
+    use super::{addition_order, removal_order};
 
     #[test]
     fn a_directory_comes_out_after_its_entries() {
@@ -1433,5 +1449,21 @@ mod tests {
         let mut order = removal_order(&removed);
         order.sort_unstable();
         assert_eq!(order, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_directory_is_made_before_its_entries() {
+        // 176 (made in 32896) gets 177 and 178; 32896 also gets 179.
+        let added = vec![
+            (176, b"n-01".to_vec(), 177),
+            (176, b"n-02".to_vec(), 178),
+            (32896, b"newdir".to_vec(), 176),
+            (32896, b"x".to_vec(), 179),
+        ];
+        let order = addition_order(&added);
+        let at = |k: usize| order.iter().position(|x| *x == k).unwrap();
+        assert_eq!(order.len(), 4);
+        assert!(at(2) < at(0) && at(2) < at(1), "newdir before its entries");
+        assert!(at(0) < at(1), "as found otherwise");
     }
 }
