@@ -606,10 +606,11 @@ fn operations_on_inodes_older_than_the_log_name_their_kernel_paths() {
 /// the disk before the log (`NAME.ls.jsonl`, a copy mounted norecovery),
 /// since a directory had to be empty before its rmdir. Every removal of
 /// the `log-*` fixtures that names a path names one the kernel listed for
-/// that inode.
+/// that inode, as does every operation on an inode removed before it in
+/// the list (an xattr set, then the file removed, in one checkpoint).
 #[test]
 fn removals_with_their_directory_name_the_kernels_paths() {
-    let mut checked = 0;
+    let (mut checked, mut checked_gone) = (0, 0);
     for name in fixtures_with("ls.jsonl") {
         if !name.starts_with("log-") || !fixtures_dir().join(format!("{name}.img.zst")).exists() {
             continue;
@@ -625,12 +626,34 @@ fn removals_with_their_directory_name_the_kernels_paths() {
         let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
         assert!(ok, "{name}: {err}");
         let r: Value = serde_json::from_str(&out).unwrap();
+        let mut removed: BTreeMap<u64, String> = BTreeMap::new();
         for o in r["operation_list"].as_array().unwrap() {
+            let ino = o["ino"].as_u64().unwrap();
+            // An operation on an inode removed before it in the list (in
+            // the same checkpoint: set, then removed) is named at the
+            // entry it had last.
+            if o.get("dir").is_none() {
+                if let (Some(p), Some(gone), Some(paths)) =
+                    (o["path"].as_str(), removed.get(&ino), kernel.get(&ino))
+                {
+                    if p == gone {
+                        assert!(
+                            paths.iter().any(|k| k == p),
+                            "{name}: {} of removed inode {ino} at {p}, the kernel lists {paths:?}",
+                            o["kind"]
+                        );
+                        checked_gone += 1;
+                    }
+                }
+                continue;
+            }
             if !matches!(o["kind"].as_str(), Some("unlink" | "rmdir")) {
                 continue;
             }
-            let ino = o["ino"].as_u64().unwrap();
             let path = o["path"].as_str();
+            if let Some(p) = path {
+                removed.insert(ino, p.to_string());
+            }
             if name == "log-intents" {
                 assert!(
                     path.is_some(),
@@ -650,6 +673,10 @@ fn removals_with_their_directory_name_the_kernels_paths() {
         }
     }
     assert!(checked >= 84, "{checked} removals checked");
+    assert!(
+        checked_gone >= 10,
+        "{checked_gone} operations on removed inodes checked"
+    );
 }
 
 /// Entries made in a directory made (or moved into place) in the same
