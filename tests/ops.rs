@@ -216,6 +216,65 @@ fn each_operation_names_the_paths_it_ran_on() {
     }
 }
 
+/// Filesystems with parent pointers (`-n parent=1`): every entry made,
+/// removed or moved also sets, removes or replaces an attribute of the
+/// inode it names, in rolls of the operation's transaction. The kernel's
+/// trace on these fixtures counts, over the same workload, one more
+/// transaction for each create, mkdir, mknod, symlink, link, unlink and
+/// rmdir than on the same shape without them, and two more for a rename
+/// (three over an existing name); the fixtures are counted exactly by the
+/// tests above. Here: the shapes are there, and every entry operation says
+/// its parent-pointer rolls.
+#[test]
+fn parent_pointer_shapes_count_their_rolls() {
+    let names: Vec<String> = checkpointed_fixtures()
+        .into_iter()
+        .filter(|n| oracle(n, "mkfs.txt").contains("-n parent=1"))
+        .collect();
+    for shape in [
+        "ops-each-parent-cp",
+        "ops-each-parent1k-cp",
+        "ops-mixed-parent-cp",
+    ] {
+        assert!(names.iter().any(|n| n == shape), "no fixture {shape}");
+    }
+    let entry = [
+        "create", "mkdir", "mknod", "symlink", "link", "unlink", "rmdir", "rename",
+    ];
+    for name in names {
+        let r = ops_json(&name);
+        assert_eq!(r["unexplained_transactions"].as_u64(), Some(0), "{name}");
+        let mut with_rolls = 0;
+        for o in r["operation_list"].as_array().unwrap() {
+            let kind = o["kind"].as_str().unwrap();
+            let says = o["why"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("parent-pointer update"));
+            assert_eq!(
+                says,
+                entry.contains(&kind),
+                "{name}: {kind} of inode {}: {:?}",
+                o["ino"],
+                o["why"]
+            );
+            if says {
+                with_rolls += 1;
+                assert!(o["transactions"].as_u64().unwrap() >= 2, "{name}: {o}");
+            }
+        }
+        let t = truth(&name);
+        let want = t["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| entry.contains(&o["kind"].as_str().unwrap()))
+            .count();
+        assert_eq!(with_rolls, want, "{name}: entry operations");
+    }
+}
+
 /// One checkpoint of a whole workload keeps only its net effect: the
 /// operations found are fewer than those run, but each names an operation
 /// the kernel ran on that name (a new entry renamed or linked within the
@@ -539,4 +598,115 @@ fn operations_on_inodes_older_than_the_log_name_their_kernel_paths() {
     eprintln!("{good} operations on older inodes at their kernel paths, {unplaced} without one");
     assert!(good > 100, "{good} placed");
     assert!(unplaced * 10 < good, "{unplaced} not placed, {good} placed");
+}
+
+/// Entries removed with the directory that held them in one checkpoint
+/// (`rm -rf`; `log-intents`: 80 unlinks in four directories removed with
+/// them): each unlink still names its path, the one the kernel lists on
+/// the disk before the log (`NAME.ls.jsonl`, a copy mounted norecovery),
+/// since a directory had to be empty before its rmdir. Every removal of
+/// the `log-*` fixtures that names a path names one the kernel listed for
+/// that inode, as does every operation on an inode removed before it in
+/// the list (an xattr set, then the file removed, in one checkpoint).
+#[test]
+fn removals_with_their_directory_name_the_kernels_paths() {
+    let (mut checked, mut checked_gone) = (0, 0);
+    for name in fixtures_with("ls.jsonl") {
+        if !name.starts_with("log-") || !fixtures_dir().join(format!("{name}.img.zst")).exists() {
+            continue;
+        }
+        let mut kernel: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for l in oracle(&name, "ls.jsonl").lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            if let (Some(p), Some(i)) = (v["path"].as_str(), v["ino"].as_u64()) {
+                kernel.entry(i).or_default().push(p.to_string());
+            }
+        }
+        let img = image(&name);
+        let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+        assert!(ok, "{name}: {err}");
+        let r: Value = serde_json::from_str(&out).unwrap();
+        let mut removed: BTreeMap<u64, String> = BTreeMap::new();
+        for o in r["operation_list"].as_array().unwrap() {
+            let ino = o["ino"].as_u64().unwrap();
+            // An operation on an inode removed before it in the list (in
+            // the same checkpoint: set, then removed) is named at the
+            // entry it had last.
+            if o.get("dir").is_none() {
+                if let (Some(p), Some(gone), Some(paths)) =
+                    (o["path"].as_str(), removed.get(&ino), kernel.get(&ino))
+                {
+                    if p == gone {
+                        assert!(
+                            paths.iter().any(|k| k == p),
+                            "{name}: {} of removed inode {ino} at {p}, the kernel lists {paths:?}",
+                            o["kind"]
+                        );
+                        checked_gone += 1;
+                    }
+                }
+                continue;
+            }
+            if !matches!(o["kind"].as_str(), Some("unlink" | "rmdir")) {
+                continue;
+            }
+            let path = o["path"].as_str();
+            if let Some(p) = path {
+                removed.insert(ino, p.to_string());
+            }
+            if name == "log-intents" {
+                assert!(
+                    path.is_some(),
+                    "{name}: {} of inode {ino} has no path",
+                    o["kind"]
+                );
+            }
+            let (Some(p), Some(paths)) = (path, kernel.get(&ino)) else {
+                continue;
+            };
+            assert!(
+                paths.iter().any(|k| k == p),
+                "{name}: {} of inode {ino} at {p}, the kernel lists {paths:?}",
+                o["kind"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 84, "{checked} removals checked");
+    assert!(
+        checked_gone >= 10,
+        "{checked_gone} operations on removed inodes checked"
+    );
+}
+
+/// Entries made in a directory made (or moved into place) in the same
+/// checkpoint, and entries removed from a directory removed in it: the
+/// directory's own entry is placed first, or last, as it had to happen,
+/// so every entry operation of the `log-*` fixtures names its path.
+#[test]
+fn every_entry_operation_of_the_log_fixtures_names_its_path() {
+    let mut checked = 0;
+    for name in fixtures_with("logfacts.txt") {
+        if !name.starts_with("log-") || !fixtures_dir().join(format!("{name}.img.zst")).exists() {
+            continue;
+        }
+        let img = image(&name);
+        let (ok, out, err) = run_cli(&["ops", img.to_str().unwrap(), "--json"]);
+        assert!(ok, "{name}: {err}");
+        let r: Value = serde_json::from_str(&out).unwrap();
+        for o in r["operation_list"].as_array().unwrap() {
+            if o.get("dir").is_none() {
+                continue;
+            }
+            assert!(
+                o["path"].is_string(),
+                "{name}: {} of {} in directory {} has no path",
+                o["kind"],
+                o["name"],
+                o["dir"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 5000, "{checked} entry operations checked");
 }

@@ -467,7 +467,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         let mut renamed_in: BTreeSet<u64> = BTreeSet::new();
         // New inodes whose create was found (their other names are links).
         let mut made: BTreeSet<u64> = BTreeSet::new();
-        for (d, n, ino) in &added {
+        for k in addition_order(&added) {
+            let Some((d, n, ino)) = added.get(k) else {
+                continue;
+            };
             // An inode made anew here (a new generation) is not the one a
             // removed entry named, even with the same number.
             let from = removed
@@ -523,7 +526,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         // Removed entries: victims of a rename onto their name, or
         // removals.
         let mut victims: Vec<(u64, usize)> = Vec::new();
-        for (k, (d, n, ino)) in removed.iter().enumerate() {
+        for k in removal_order(&removed) {
+            let Some((d, n, ino)) = removed.get(k) else {
+                continue;
+            };
             if removed_used.get(k).copied().unwrap_or(true) {
                 continue;
             }
@@ -639,7 +645,19 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 .any(|(k, v)| ns(k) & XFS_ATTR_PARENT == 0 && b.get(k) != Some(v))
                 || b.keys()
                     .any(|k| ns(k) & XFS_ATTR_PARENT == 0 && !a.contains_key(k));
-            if !changed && !is_new && !acl_rewrites.contains(o) && rises_of(*o) > 0 {
+            // Parent pointers (attributes the kernel keeps for each of the
+            // inode's entries) change with the entries, not by a set.
+            let parents_changed = a
+                .iter()
+                .any(|(k, v)| ns(k) & XFS_ATTR_PARENT != 0 && b.get(k) != Some(v))
+                || b.keys()
+                    .any(|k| ns(k) & XFS_ATTR_PARENT != 0 && !a.contains_key(k));
+            if !changed
+                && !parents_changed
+                && !is_new
+                && !acl_rewrites.contains(o)
+                && rises_of(*o) > 0
+            {
                 // An attribute block rewritten with the same names and
                 // values: a value replaced by an equal one.
                 let mut op = mk("setxattr", *o);
@@ -819,6 +837,43 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             // only through its fork).
             o.op.transactions = o.op.transactions.saturating_add(1);
         }
+        // Parent pointers: every entry made, removed or moved also sets,
+        // removes or replaces an attribute of the inode it names, as
+        // deferred work done in rolls of the operation's transaction (one
+        // for a set or a removal, two for a replace), each of which may log
+        // the inodes the operation holds again.
+        let parents = self.tracker.parent_pointers();
+        let mut parent_rolls: Vec<u64> = vec![0; new_ops.len()];
+        if parents {
+            for (k, o) in new_ops.iter_mut().enumerate() {
+                let victims_of =
+                    u64::try_from(victims.iter().filter(|(_, r)| *r == k).count()).unwrap_or(0);
+                let n = match o.op.kind {
+                    "create" | "mkdir" | "mknod" | "symlink" | "link" | "unlink" | "rmdir" => 1,
+                    "rename" => 2u64.saturating_add(victims_of),
+                    _ => 0,
+                };
+                if n > 0 {
+                    o.op.transactions = o.op.transactions.saturating_add(n);
+                    o.op.why.push(format!(
+                        "{n} parent-pointer update(s) in rolls of its transaction"
+                    ));
+                }
+                if let Some(r) = parent_rolls.get_mut(k) {
+                    *r = n;
+                }
+            }
+        }
+        // Rises left on an inode an entry operation held, to be told
+        // apart from the operation's rolls once all of them are counted.
+        let mut held_left: Vec<(u64, u64)> = Vec::new();
+        let entry_kind = |k: &str| {
+            matches!(
+                k,
+                "create" | "mkdir" | "mknod" | "symlink" | "link" | "unlink" | "rmdir" | "rename"
+            )
+        };
+        let attr_local_before = |ino: u64| before_has(ino, |s| s.anextents == 0);
         for (ino, n) in &bumps {
             // A directory rises once in the transaction of every entry
             // operation in it (twice for nothing: a rename within it is
@@ -853,9 +908,14 @@ impl<'f, R: ReadAt> Inference<'f, R> {
             if chunk_freed {
                 left = left.saturating_add(1);
             }
-            // Victims: their first rise is the rename's own transaction.
+            // Victims: their first rise is the rename's own transaction
+            // (and, with parent pointers, one in each of its rolls).
             if let Some((_, r)) = victims.iter().find(|(v, _)| v == ino) {
-                let extra = left.saturating_sub(1);
+                let mut extra = left.saturating_sub(1);
+                if parents {
+                    let rolls = parent_rolls.get(*r).copied().unwrap_or(0);
+                    extra = extra.saturating_sub(rolls);
+                }
                 if let Some(o) = new_ops.get_mut(*r) {
                     o.op.transactions = o.op.transactions.saturating_add(extra);
                     if extra > 0 {
@@ -890,6 +950,30 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                 .rev()
                 .find(|k| new_ops.get(**k).is_some_and(|o| o.variable))
                 .copied();
+            if parents {
+                // The parent-pointer rolls of an unlink, rmdir or rename
+                // log its inode again where the attribute is in the inode
+                // (a leaf block takes the change alone).
+                if attr_local_before(*ino) {
+                    for k in &mine {
+                        let rolls = parent_rolls.get(*k).copied().unwrap_or(0);
+                        if new_ops.get(*k).is_some_and(|o| o.variable) {
+                            left = left.saturating_sub(rolls);
+                        }
+                    }
+                }
+                if left == 0 {
+                    continue;
+                }
+                let held = new_ops.iter().any(|o| {
+                    entry_kind(o.op.kind)
+                        && (o.op.ino == *ino || o.op.dir == Some(*ino) || o.op.to_dir == Some(*ino))
+                });
+                if variable.is_none() && held {
+                    held_left.push((*ino, left));
+                    continue;
+                }
+            }
             if let Some(k) = variable {
                 if let Some(o) = new_ops.get_mut(k) {
                     o.op.transactions = o.op.transactions.saturating_add(left);
@@ -983,9 +1067,10 @@ impl<'f, R: ReadAt> Inference<'f, R> {
         // Reverse mapping: every change to a file's block mapping defers
         // an rmap update to a roll that logs no inode core. A write that
         // allocates past the end of the file maps unwritten blocks and
-        // converts them at I/O completion (two changes), one inside it
-        // maps written blocks (one); a new remote symlink block and a
-        // directory's first block are mapped once.
+        // converts them at I/O completion (two changes), as does one that
+        // fills a hole inside it with new blocks; one into blocks the file
+        // already had converts them (one); a new remote symlink block and
+        // a directory's first block are mapped once.
         if self.tracker.rmapbt() {
             for o in new_ops.iter_mut() {
                 let Some((b, a)) = inodes.get(&o.op.ino) else {
@@ -1009,7 +1094,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                             let bs = u64::from(self.tracker.block_size()).max(1);
                             let eof_block_end = size0.div_ceil(bs).saturating_mul(bs);
                             u64::from(a.size > eof_block_end)
-                        } else if a.size > size0 {
+                        } else if a.size > size0
+                            || (a.nblocks > blk0 && a.anextents == b.map_or(0, |b| b.anextents))
+                        {
+                            // New blocks, past the end or into a hole
+                            // inside it: mapped unwritten, then converted.
                             2
                         } else {
                             1
@@ -1081,6 +1170,40 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                         why: "an inode chunk allocated with no new inode found in it".into(),
                     });
                 }
+            }
+        }
+
+        // With parent pointers, the rolls of an entry operation (its
+        // parent-pointer updates, a new chunk, reverse-mapping updates) log
+        // again the inodes it holds: rises up to its rolls are those.
+        for (ino, left) in held_left {
+            let mut cap = 0u64;
+            let mut taker: Option<usize> = None;
+            for (k, o) in new_ops.iter().enumerate() {
+                if entry_kind(o.op.kind)
+                    && (o.op.ino == ino || o.op.dir == Some(ino) || o.op.to_dir == Some(ino))
+                {
+                    cap = cap.saturating_add(o.op.transactions.saturating_sub(1));
+                    taker.get_or_insert(k);
+                }
+            }
+            let absorbed = left.min(cap);
+            if let Some(o) = taker.and_then(|k| new_ops.get_mut(k)) {
+                if absorbed > 0 && o.op.why.len() < 8 {
+                    o.op.why.push(format!(
+                        "inode {ino} logged again in {absorbed} of its rolls"
+                    ));
+                }
+            }
+            let rest = left.saturating_sub(cap);
+            if rest > 0 {
+                self.unexplained = self.unexplained.saturating_add(rest);
+                cp.unexplained.push(Unexplained {
+                    ino,
+                    transactions: rest,
+                    why: "change count rose more often than the rolls of the operations holding it"
+                        .into(),
+                });
             }
         }
 
@@ -1212,6 +1335,73 @@ impl<'f, R: ReadAt> Inference<'f, R> {
     }
 }
 
+/// The order removed entries were removed in, as far as it can be told:
+/// a directory's own entry after the entries removed from it (it had to
+/// be empty first), else as found. So the paths of a directory's entries
+/// are still known when they are named.
+fn removal_order(removed: &[(u64, Vec<u8>, u64)]) -> Vec<usize> {
+    dependency_order(removed.len(), |k| removed.get(k).map(|e| (e.0, e.2)))
+}
+
+/// The order added entries were made in, as far as it can be told: a
+/// directory's own entry (its mkdir, or its rename into place) before the
+/// entries made in it, else as found.
+fn addition_order(added: &[(u64, Vec<u8>, u64)]) -> Vec<usize> {
+    dependency_order(added.len(), |k| added.get(k).map(|e| (e.2, e.0)))
+}
+
+/// Indices `0..n` in an order where entry `k`, with `keys(k)` = (`key`,
+/// `waits_for`), comes after every entry whose `key` is its `waits_for`;
+/// else as found (a loop, from damage, is broken in order).
+fn dependency_order(n: usize, keys: impl Fn(usize) -> Option<(u64, u64)>) -> Vec<usize> {
+    // Entries still to come, per key.
+    let mut left: HashMap<u64, usize> = HashMap::new();
+    for k in 0..n {
+        if let Some((key, _)) = keys(k) {
+            let c = left.entry(key).or_insert(0);
+            *c = c.saturating_add(1);
+        }
+    }
+    let mut waiting: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut ready: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for k in 0..n {
+        match keys(k) {
+            Some((_, w)) if left.get(&w).copied().unwrap_or(0) > 0 => {
+                waiting.entry(w).or_default().push(k);
+            }
+            _ => ready.push_back(k),
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut done = vec![false; n];
+    loop {
+        while let Some(k) = ready.pop_front() {
+            match done.get_mut(k) {
+                Some(f) if !*f => *f = true,
+                _ => continue,
+            }
+            out.push(k);
+            let Some((key, _)) = keys(k) else {
+                continue;
+            };
+            if let Some(c) = left.get_mut(&key) {
+                *c = c.saturating_sub(1);
+                if *c == 0 {
+                    if let Some(w) = waiting.remove(&key) {
+                        ready.extend(w);
+                    }
+                }
+            }
+        }
+        // A loop: the first entry not out yet goes next.
+        let Some(k) = done.iter().position(|f| !f) else {
+            break;
+        };
+        ready.push_back(k);
+    }
+    out
+}
+
 /// The names an owner had before a checkpoint: without those read from
 /// blocks when its fork had no blocks then (a block freed and reused
 /// still holds the names of its last life).
@@ -1227,4 +1417,53 @@ fn effective_before(nc: &super::track::NameChanges, owner: u64, had_blocks: bool
         }
     }
     b
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{addition_order, removal_order};
+
+    #[test]
+    fn a_directory_comes_out_after_its_entries() {
+        // root 128 holds dir 131 and file 140; 131 holds dir 150 and
+        // file 141; 150 holds file 142.
+        let removed = vec![
+            (128, b"d".to_vec(), 131),
+            (128, b"f".to_vec(), 140),
+            (131, b"e".to_vec(), 150),
+            (131, b"g".to_vec(), 141),
+            (150, b"h".to_vec(), 142),
+        ];
+        let order = removal_order(&removed);
+        let at = |k: usize| order.iter().position(|x| *x == k).unwrap();
+        assert_eq!(order.len(), 5);
+        assert!(at(4) < at(2), "150's entry before 150 itself");
+        assert!(at(2) < at(0) && at(3) < at(0), "131's entries before 131");
+        assert!(at(1) < at(0), "as found otherwise");
+    }
+
+    #[test]
+    fn a_loop_still_gives_every_entry_once() {
+        let removed = vec![(131, b"a".to_vec(), 150), (150, b"b".to_vec(), 131)];
+        let mut order = removal_order(&removed);
+        order.sort_unstable();
+        assert_eq!(order, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_directory_is_made_before_its_entries() {
+        // 176 (made in 32896) gets 177 and 178; 32896 also gets 179.
+        let added = vec![
+            (176, b"n-01".to_vec(), 177),
+            (176, b"n-02".to_vec(), 178),
+            (32896, b"newdir".to_vec(), 176),
+            (32896, b"x".to_vec(), 179),
+        ];
+        let order = addition_order(&added);
+        let at = |k: usize| order.iter().position(|x| *x == k).unwrap();
+        assert_eq!(order.len(), 4);
+        assert!(at(2) < at(0) && at(2) < at(1), "newdir before its entries");
+        assert!(at(0) < at(1), "as found otherwise");
+    }
 }

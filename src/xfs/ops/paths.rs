@@ -269,6 +269,9 @@ pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport, before: &EntriesBefore) 
         before,
         disk_tree: None,
     };
+    // The entry each removed inode had last (an operation on it later in
+    // the list, as in the checkpoint that removed it, is named there).
+    let mut gone: HashMap<u64, (u64, Vec<u8>)> = HashMap::new();
     for op in &mut rep.operation_list {
         match (op.dir, op.name.clone()) {
             (Some(dir), Some(name)) => {
@@ -276,9 +279,17 @@ pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport, before: &EntriesBefore) 
                 let here = (dir, name.clone().into_bytes());
                 match op.kind {
                     // A new inode (its number may be a freed one's again).
-                    "create" | "mkdir" | "mknod" | "symlink" => pl.add(op.ino, here, true),
+                    "create" | "mkdir" | "mknod" | "symlink" => {
+                        gone.remove(&op.ino);
+                        pl.add(op.ino, here, true);
+                    }
                     "link" => pl.add(op.ino, here, false),
-                    "unlink" | "rmdir" => pl.remove(op.ino, &here),
+                    "unlink" | "rmdir" => {
+                        pl.remove(op.ino, &here);
+                        if gone.len() < MAX_KEPT_PATHS {
+                            gone.insert(op.ino, here);
+                        }
+                    }
                     "rename" => {
                         if let (Some(td), Some(tn)) = (op.to_dir, op.to_name.clone()) {
                             op.to_path = pl.path(td, &tn);
@@ -299,7 +310,12 @@ pub fn fill<R: ReadAt>(fs: &Fs<R>, rep: &mut OpsReport, before: &EntriesBefore) 
                     continue;
                 }
                 pl.learn(op.ino);
-                let names = pl.entry.get(&op.ino).cloned().unwrap_or_default();
+                let mut names = pl.entry.get(&op.ino).cloned().unwrap_or_default();
+                if names.is_empty() {
+                    // Removed by an operation before it in the list: the
+                    // entry it had last.
+                    names.extend(gone.get(&op.ino).cloned());
+                }
                 if names.len() > 1 {
                     op.links = names
                         .into_iter()

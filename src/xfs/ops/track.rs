@@ -343,6 +343,12 @@ impl<'f, R: ReadAt> Tracker<'f, R> {
         self.fs.sb.features_ro_compat & (1 << 1) != 0
     }
 
+    /// Whether directories keep parent pointers (each entry also an
+    /// attribute of its inode).
+    pub fn parent_pointers(&self) -> bool {
+        self.fs.sb.features_incompat & crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_PARENT != 0
+    }
+
     /// The sector inode `ino` lives in.
     pub fn inode_daddr(&self, ino: u64) -> Option<u64> {
         self.fs.inode_location(Ino(ino)).ok().map(|l| l.daddr.0)
