@@ -34,7 +34,7 @@
 pub mod agedit;
 pub mod alloc;
 pub mod attr;
-pub mod bmapedit;
+pub mod bmap;
 pub mod buf;
 pub mod cancel;
 pub mod ckpt;

@@ -11,7 +11,7 @@
 //!
 //! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
 //! map_shared, unmap_shared, convert, convert_shared; CUI increase, decrease, alloc_cow,
-//! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
+//! free_cow; BUI map and unmap (`bmap/`, which says what it
 //! refuses); ATTRI set, replace and remove in shortform attr forks
 //! (`attr/`, likewise); XMI data-fork exchanges (`xmiedit.rs`,
 //! likewise). Not done: realtime intents.
@@ -23,7 +23,7 @@
 use super::agedit::refuse;
 use super::alloc::RmapOwner;
 use super::attr;
-use super::bmapedit::ForkEditor;
+use super::bmap::ForkEditor;
 use super::defer::{defer_kind, Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
 use super::xmiedit;

@@ -45,7 +45,7 @@
 //! for one file).
 
 use super::agedit::{refuse, EditResult};
-use super::bmapedit::{ForkEditor, Mapping, Rec};
+use super::bmap::{ForkEditor, Mapping, Rec};
 use super::defer::{Engine, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;

@@ -68,7 +68,7 @@ mod remote;
 mod shortform;
 
 use super::agedit::{refuse, EditResult};
-use super::bmapedit::{extent_count, ForkEditor, Rec};
+use super::bmap::{extent_count, ForkEditor, Rec};
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
