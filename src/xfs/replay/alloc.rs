@@ -26,8 +26,8 @@
 //! the tree. Busy extents, reservations and discards are not modelled:
 //! only the end state on disk.
 
-use super::agedit::refuse;
-use super::agedit::*;
+use super::ag::refuse;
+use super::ag::*;
 use crate::xfs::format::ag::NULLAGBLOCK;
 use crate::xfs::format::btree::{
     XFS_RMAP_LEN_MAX, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK,

@@ -8,14 +8,14 @@
 //!    btrees, merged with free neighbours (`xfs_free_ag_extent`), and adds
 //!    them to the AGF's free block count.
 //!
-//! The btrees change shape as the kernel's do (`agedit.rs`, `alloc.rs`).
+//! The btrees change shape as the kernel's do (`ag/`, `alloc.rs`).
 //! The blocks these transactions change are written with the LSN of the
 //! first checkpoint the kernel logs after recovery: the old head. An
 //! extent whose records are not what the kernel expects is left undone
 //! and listed, with the rest of its AG.
 
-use super::agedit::refuse;
-use super::agedit::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
+use super::ag::refuse;
+use super::ag::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
 use crate::xfs::format::btree::{XfsRefcountRec, XfsRmapRec, XFS_REFC_COWFLAG, XFS_RMAP_OWN_COW};

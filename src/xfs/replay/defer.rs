@@ -24,8 +24,8 @@
 //! ([`AgStore`]) implements; a change the editor refuses stops the work
 //! (the caller restores its snapshot and reports it as not done).
 
-use super::agedit::refuse;
-use super::agedit::{key_refc, key_rmap, AgStore, EditResult, Neighbors, Snapshot, Tree};
+use super::ag::refuse;
+use super::ag::{key_refc, key_rmap, AgStore, EditResult, Neighbors, Snapshot, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::format::btree::{
     MAXREFCOUNT, XFS_REFC_COWFLAG, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK,
@@ -1467,7 +1467,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
     clippy::cast_possible_truncation
 )]
 mod tests {
-    use super::super::agedit::{key_bno, key_cnt};
+    use super::super::ag::{key_bno, key_cnt};
     use super::*;
 
     /// Records in key order, one map per tree: a model of the btrees for

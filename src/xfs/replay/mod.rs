@@ -23,15 +23,15 @@
 //! [`export::plan`]), in the kernel's order, each stamped with the first LSN
 //! the kernel writes after recovery (the old head): unfinished intents
 //! finished with the work they create (`recover.rs`, the rmap, refcount and
-//! free-space semantics in `defer.rs`), the inodes on the AGI unlinked
+//! free-space semantics in `defer/`), the inodes on the AGI unlinked
 //! lists freed (`unlinked.rs`), CoW staging extents freed (`cow.rs`), all
-//! through the AG btree editor (`agedit.rs`, which changes btree shapes
+//! through the AG btree editor (`ag/`, which changes btree shapes
 //! as the kernel does) and the free-space and rmap work of `alloc.rs`; then the superblock counters
 //! summed from the AG headers (`mount.rs`). Work the editor cannot do is
 //! left undone whole and listed. [`export`] lays a clean log over the
 //! result; [`diff`] says what changed.
 
-pub mod agedit;
+pub mod ag;
 pub mod alloc;
 pub mod attr;
 pub mod bmap;

@@ -39,8 +39,8 @@
 //! (a btree change the editor refuses) stops the walk and it and the rest
 //! are reported.
 
-use super::agedit::refuse;
-use super::agedit::{key_ino, EditError, EditResult, Tree};
+use super::ag::refuse;
+use super::ag::{key_ino, EditError, EditResult, Tree};
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::bmap::Fork;
@@ -904,7 +904,7 @@ pub fn process<R: ReadAt>(
             cx.engine.busy(),
         )
     };
-    super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
+    super::ag::stamp_into(ov, changes, lsn, fs.geo.v5);
     for (daddr, n) in stale {
         ov.revert(daddr, n);
     }

@@ -44,7 +44,7 @@
 //! still without them is switched to them first, as the kernel does (once,
 //! for one file).
 
-use super::agedit::{refuse, EditResult};
+use super::ag::{refuse, EditResult};
 use super::bmap::{ForkEditor, Mapping, Rec};
 use super::defer::{Engine, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};

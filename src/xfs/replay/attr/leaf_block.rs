@@ -26,7 +26,7 @@ use crate::xfs::format::attr::{
     XFS_ATTR3_LEAF_MAGIC, XFS_ATTR_INCOMPLETE, XFS_ATTR_LEAF_MAGIC, XFS_ATTR_LOCAL,
 };
 use crate::xfs::fs::{be16, be32};
-use crate::xfs::replay::agedit::{refuse, EditResult};
+use crate::xfs::replay::ag::{refuse, EditResult};
 use crate::xfs::replay::{put_be16, put_be32, put_be64};
 
 const ENTRY: usize = 8;

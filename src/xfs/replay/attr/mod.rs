@@ -67,7 +67,7 @@ mod leaf_block;
 mod remote;
 mod shortform;
 
-use super::agedit::{refuse, EditResult};
+use super::ag::{refuse, EditResult};
 use super::bmap::{extent_count, ForkEditor, Rec};
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
@@ -833,7 +833,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     clippy::arithmetic_side_effects
 )]
 mod fixture_tests {
-    use super::super::agedit::EditError;
+    use super::super::ag::EditError;
     use super::*;
     use crate::xfs::image::Overlay;
     use crate::xfs::testutil::fixture_fs;

@@ -6,8 +6,8 @@
 use super::{recs_of, Alloc, ForkAt, ForkEditor, Leaf, Rec, Step};
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
-use crate::xfs::replay::agedit::refuse;
-use crate::xfs::replay::agedit::EditResult;
+use crate::xfs::replay::ag::refuse;
+use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::{put_be16, put_be64};
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {

@@ -7,8 +7,8 @@ use super::map::{contiguity, hole_check};
 use super::{Alloc, ForkAt, ForkEditor, Leaf, Rec, Step};
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
-use crate::xfs::replay::agedit::refuse;
-use crate::xfs::replay::agedit::EditResult;
+use crate::xfs::replay::ag::refuse;
+use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::{put_be16, put_be64};
 use crate::xfs::types::FsBlock;
 

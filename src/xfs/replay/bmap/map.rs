@@ -9,8 +9,8 @@ use crate::xfs::format::dinode::{
 };
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
-use crate::xfs::replay::agedit::refuse;
-use crate::xfs::replay::agedit::EditResult;
+use crate::xfs::replay::ag::refuse;
+use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::alloc::RmapOwner;
 use crate::xfs::replay::{put_be16, put_be64};
 

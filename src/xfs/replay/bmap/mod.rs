@@ -57,8 +57,8 @@ mod btree_insert;
 mod logged;
 mod map;
 
-use super::agedit::refuse;
-use super::agedit::EditResult;
+use super::ag::refuse;
+use super::ag::EditResult;
 use super::alloc::RmapOwner;
 use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
@@ -665,7 +665,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     clippy::cast_possible_truncation
 )]
 mod fixture_tests {
-    use super::super::agedit::EditError;
+    use super::super::ag::EditError;
     use super::*;
     use crate::xfs::bmap::Fork;
     use crate::xfs::format::dinode::XFS_DINODE_FMT_EXTENTS;
