@@ -833,6 +833,10 @@ pub fn replay_and_mount<R: ReadAt>(
 
 /// Byte helpers for the writers below: big-endian stores that do nothing
 /// when out of range (callers check lengths first).
+/// The bytes of a `len`-byte field at `off` (an `offset_of!` of a layout).
+pub(crate) fn field_range(off: usize, len: usize) -> core::ops::Range<usize> {
+    off..off.saturating_add(len)
+}
 pub(crate) fn put_be16(b: &mut [u8], off: usize, v: u16) {
     if let Some(d) = b.get_mut(off..off.saturating_add(2)) {
         d.copy_from_slice(&v.to_be_bytes());

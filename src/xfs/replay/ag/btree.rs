@@ -6,8 +6,11 @@ use super::error::{refuse, EditError, EditResult};
 use super::tree_ops::{key_order, rec_key, rec_low_key, rmap_high_key, Key, Tree};
 use super::{corrupt_at, AgStore};
 use crate::xfs::format::ag::NULLAGBLOCK;
-use crate::xfs::fs::{be16, be32, be64};
+use crate::xfs::format::btree::{XfsBtreeSblock, XFS_BTREE_SBLOCK_CRC_OFF};
+use crate::xfs::fs::{be16, be32};
 use crate::xfs::read::ReadAt;
+use core::mem::offset_of;
+use zerocopy::FromBytes;
 
 /// Which way a lookup goes when the key is not there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,40 +84,37 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             let off = self.ag_byte(bno)?;
             let b = self.read_bytes(off, u64::try_from(self.blocksize).unwrap_or(4096))?;
             if self.feat.v5 {
-                let crc = crate::xfs::sb::crc_with_hole(&b, 52);
-                if b.get(52..56).map(|c| c.to_vec()) != Some(crc.to_le_bytes().to_vec()) {
-                    let stored = b
-                        .get(52..56)
-                        .and_then(|c| <[u8; 4]>::try_from(c).ok())
-                        .map_or(0, u32::from_le_bytes);
+                let crc = crate::xfs::sb::crc_with_hole(&b, XFS_BTREE_SBLOCK_CRC_OFF);
+                let Ok((h, _)) = XfsBtreeSblock::ref_from_prefix(&b) else {
+                    return Err(at(format!("{} bytes hold no block header", b.len())));
+                };
+                if h.bb_crc.get() != crc {
                     return Err(at(format!(
-                        "bad CRC: bb_crc {stored:#010x}, computed {crc:#010x}"
+                        "bad CRC: bb_crc {:#010x}, computed {crc:#010x}",
+                        h.bb_crc.get()
                     )));
                 }
-                if be64(&b, 16) != Some(daddr) {
+                if h.bb_blkno.get() != daddr {
                     return Err(at(format!(
                         "bb_blkno {} is not the block's address {daddr}",
-                        be64(&b, 16).unwrap_or(0)
+                        h.bb_blkno.get()
                     )));
                 }
-                if be32(&b, 48) != Some(self.agno) {
-                    return Err(at(format!(
-                        "bb_owner {} is not the AG",
-                        be32(&b, 48).unwrap_or(0)
-                    )));
+                if h.bb_owner.get() != self.agno {
+                    return Err(at(format!("bb_owner {} is not the AG", h.bb_owner.get())));
                 }
-                if b.get(32..48).map(|u| u.to_vec()) != Some(self.fs.meta_uuid().to_vec()) {
+                if h.bb_uuid[..] != self.fs.meta_uuid()[..] {
                     return Err(at("bb_uuid is not the filesystem's".into()));
                 }
             }
             self.blocks.insert(bno, b);
         }
         let b = self.blocks.get(&bno).map(|b| b.as_slice()).unwrap_or(&[]);
-        let magic = be32(b, 0).unwrap_or(0);
+        let magic = be32(b, offset_of!(XfsBtreeSblock, bb_magic)).unwrap_or(0);
         if Some(magic) != tree.magic(self.feat.v5) {
             return Err(at(format!("magic {magic:#010x} is not the {name}'s")));
         }
-        let lv = usize::from(be16(b, 4).unwrap_or(0));
+        let lv = usize::from(be16(b, offset_of!(XfsBtreeSblock, bb_level)).unwrap_or(0));
         if let Some(want) = level {
             if lv != want {
                 return Err(at(format!("bb_level {lv} but expected level {want}")));
@@ -123,7 +123,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         if lv >= 9 {
             return Err(at(format!("bb_level {lv} is too tall")));
         }
-        let n = usize::from(be16(b, 6).unwrap_or(0));
+        let n = usize::from(be16(b, offset_of!(XfsBtreeSblock, bb_numrecs)).unwrap_or(0));
         let max = self.maxrecs(tree, lv);
         if n > max {
             return Err(at(format!("numrecs {n} is more than {max}")));
@@ -147,18 +147,22 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     pub(super) fn numrecs(&self, bno: u32) -> usize {
-        usize::from(be16(self.blk(bno), 6).unwrap_or(0))
+        usize::from(be16(self.blk(bno), offset_of!(XfsBtreeSblock, bb_numrecs)).unwrap_or(0))
     }
 
     pub(super) fn set_numrecs(&mut self, bno: u32, n: usize) {
         self.touch(bno, 6, 2);
         if let Some(b) = self.blk_mut(bno) {
-            crate::xfs::replay::put_be16(b, 6, u16::try_from(n).unwrap_or(0));
+            crate::xfs::replay::put_be16(
+                b,
+                offset_of!(XfsBtreeSblock, bb_numrecs),
+                u16::try_from(n).unwrap_or(0),
+            );
         }
     }
 
     pub(super) fn level_of(&self, bno: u32) -> usize {
-        usize::from(be16(self.blk(bno), 4).unwrap_or(0))
+        usize::from(be16(self.blk(bno), offset_of!(XfsBtreeSblock, bb_level)).unwrap_or(0))
     }
 
     pub(super) fn sib(&self, bno: u32, right: bool) -> u32 {
@@ -332,17 +336,34 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_btree_init_block`: a fresh block (zeroed, as a new buffer is).
     pub(super) fn init_block(&mut self, tree: Tree, bno: u32, level: usize, numrecs: usize) {
         let mut b = vec![0u8; self.blocksize];
-        crate::xfs::replay::put_be32(&mut b, 0, tree.magic(self.feat.v5).unwrap_or(0));
-        crate::xfs::replay::put_be16(&mut b, 4, u16::try_from(level).unwrap_or(0));
-        crate::xfs::replay::put_be16(&mut b, 6, u16::try_from(numrecs).unwrap_or(0));
-        crate::xfs::replay::put_be32(&mut b, 8, NULLAGBLOCK);
-        crate::xfs::replay::put_be32(&mut b, 12, NULLAGBLOCK);
+        crate::xfs::replay::put_be32(
+            &mut b,
+            offset_of!(XfsBtreeSblock, bb_magic),
+            tree.magic(self.feat.v5).unwrap_or(0),
+        );
+        crate::xfs::replay::put_be16(
+            &mut b,
+            offset_of!(XfsBtreeSblock, bb_level),
+            u16::try_from(level).unwrap_or(0),
+        );
+        crate::xfs::replay::put_be16(
+            &mut b,
+            offset_of!(XfsBtreeSblock, bb_numrecs),
+            u16::try_from(numrecs).unwrap_or(0),
+        );
+        crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_leftsib), NULLAGBLOCK);
+        crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_rightsib), NULLAGBLOCK);
         if self.feat.v5 {
-            crate::xfs::replay::put_be64(&mut b, 16, self.daddr_of(bno));
-            if let Some(u) = b.get_mut(32..48) {
+            crate::xfs::replay::put_be64(
+                &mut b,
+                offset_of!(XfsBtreeSblock, bb_blkno),
+                self.daddr_of(bno),
+            );
+            let uuid_at = offset_of!(XfsBtreeSblock, bb_uuid);
+            if let Some(u) = b.get_mut(uuid_at..uuid_at.saturating_add(16)) {
                 u.copy_from_slice(&self.fs.meta_uuid());
             }
-            crate::xfs::replay::put_be32(&mut b, 48, self.agno);
+            crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_owner), self.agno);
         }
         self.blocks.insert(bno, b);
         self.dirty.insert(bno);

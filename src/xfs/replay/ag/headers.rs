@@ -7,8 +7,12 @@ use super::tree_ops::Tree;
 use super::AgStore;
 use crate::xfs::error::{Error, Location};
 use crate::xfs::format::ag::NULLAGBLOCK;
+use crate::xfs::format::ag::{
+    XfsAgf, XfsAgfl, XfsAgi, XFS_AGFL_HDR_SIZE, XFS_AGFL_MAGIC, XFS_AGI_MAGIC,
+};
 use crate::xfs::fs::be32;
 use crate::xfs::read::ReadAt;
+use core::mem::offset_of;
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn agf_u32(&self, off: usize) -> u32 {
@@ -32,7 +36,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             let ss = u64::from(self.fs.geo.sectsize);
             let off = self.ag_byte(0)?.saturating_add(ss.saturating_mul(2));
             let b = self.read_bytes(off, ss)?;
-            if be32(&b, 0) != Some(0x5841_4749) {
+            if be32(&b, offset_of!(XfsAgi, agi_magicnum)) != Some(XFS_AGI_MAGIC) {
                 return Err(EditError::Read(Error::corrupt(
                     "AGI",
                     Location::Bytes {
@@ -93,8 +97,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     pub(crate) fn agfl_slots(&self) -> u32 {
-        let hdr: u32 = if self.feat.v5 { 36 } else { 0 };
-        u32::from(self.fs.geo.sectsize).saturating_sub(hdr) / 4
+        let hdr = if self.feat.v5 { XFS_AGFL_HDR_SIZE } else { 0 };
+        let slots = usize::from(self.fs.geo.sectsize).saturating_sub(hdr) / 4;
+        u32::try_from(slots).unwrap_or(u32::MAX)
     }
 
     pub(super) fn load_agfl(&mut self) -> EditResult<()> {
@@ -102,7 +107,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             let ss = u64::from(self.fs.geo.sectsize);
             let off = self.ag_byte(0)?.saturating_add(ss.saturating_mul(3));
             let b = self.read_bytes(off, ss)?;
-            if self.feat.v5 && be32(&b, 0) != Some(0x5841_464c) {
+            if self.feat.v5 && be32(&b, offset_of!(XfsAgfl, agfl_magicnum)) != Some(XFS_AGFL_MAGIC)
+            {
                 return Err(EditError::Read(Error::corrupt(
                     "AGFL",
                     Location::Bytes {
@@ -120,7 +126,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// The free list's head, tail and count must agree (the kernel resets
     /// a list that does not: `xfs_agfl_needs_reset`; that is not done here).
     pub(super) fn check_agfl_fields(&self) -> EditResult<()> {
-        let (f, l, c) = (self.agf_u32(40), self.agf_u32(44), self.agf_u32(48));
+        let (f, l, c) = (
+            self.agf_u32(offset_of!(XfsAgf, agf_flfirst)),
+            self.agf_u32(offset_of!(XfsAgf, agf_fllast)),
+            self.agf_u32(offset_of!(XfsAgf, agf_flcount)),
+        );
         let size = self.agfl_slots();
         let active = if c == 0 {
             0
@@ -141,13 +151,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_alloc_get_freelist`: the block at the head of the free list
     /// (`None` when it is empty); `btreeblk` counts it in `agf_btreeblks`.
     pub fn get_freelist(&mut self, btreeblk: bool) -> EditResult<Option<u32>> {
-        if self.agf_u32(48) == 0 {
+        if self.agf_u32(offset_of!(XfsAgf, agf_flcount)) == 0 {
             return Ok(None);
         }
         self.check_agfl_fields()?;
         self.load_agfl()?;
-        let hdr: usize = if self.feat.v5 { 36 } else { 0 };
-        let first = self.agf_u32(40);
+        let hdr: usize = if self.feat.v5 { XFS_AGFL_HDR_SIZE } else { 0 };
+        let first = self.agf_u32(offset_of!(XfsAgf, agf_flfirst));
         let off = usize::try_from(first)
             .unwrap_or(usize::MAX)
             .saturating_mul(4)
@@ -167,10 +177,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         if nf == self.agfl_slots() {
             nf = 0;
         }
-        self.set_agf_u32(40, nf);
-        self.add_agf(48, -1);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_flfirst), nf);
+        self.add_agf(offset_of!(XfsAgf, agf_flcount), -1);
         if btreeblk {
-            self.add_agf(60, 1);
+            self.add_agf(offset_of!(XfsAgf, agf_btreeblks), 1);
             self.busy_reuse(bno);
         }
         Ok(Some(bno))
@@ -182,25 +192,30 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     pub(crate) fn put_freelist_ex(&mut self, agbno: u32, btreeblk: bool) -> EditResult<()> {
-        if self.agf_u32(48) > 0 {
+        if self.agf_u32(offset_of!(XfsAgf, agf_flcount)) > 0 {
             self.check_agfl_fields()?;
         }
         self.load_agfl()?;
         let slots = self.agfl_slots();
-        if self.agf_u32(48) >= slots {
+        if self.agf_u32(offset_of!(XfsAgf, agf_flcount)) >= slots {
             return refuse(format!("AG {}: the free list is full", self.agno));
         }
-        let mut last = self.agf_u32(44).saturating_add(1);
+        let mut last = self
+            .agf_u32(offset_of!(XfsAgf, agf_fllast))
+            .saturating_add(1);
         if last >= slots {
             last = 0;
         }
-        self.set_agf_u32(44, last);
-        self.add_agf(48, 1);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_fllast), last);
+        self.add_agf(offset_of!(XfsAgf, agf_flcount), 1);
         if btreeblk {
-            self.add_agf(60, -1);
+            self.add_agf(offset_of!(XfsAgf, agf_btreeblks), -1);
         }
-        let hdr: u32 = if self.feat.v5 { 36 } else { 0 };
-        let off = usize::try_from(hdr.saturating_add(last.saturating_mul(4))).unwrap_or(usize::MAX);
+        let hdr = if self.feat.v5 { XFS_AGFL_HDR_SIZE } else { 0 };
+        let off = usize::try_from(last)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(4)
+            .saturating_add(hdr);
         if let Some(agfl) = self.agfl.as_mut() {
             crate::xfs::replay::put_be32(agfl, off, agbno);
         }
@@ -210,15 +225,15 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 
     /// The blocks on the free list, head first.
     pub fn freelist(&mut self) -> EditResult<Vec<u32>> {
-        let c = self.agf_u32(48);
+        let c = self.agf_u32(offset_of!(XfsAgf, agf_flcount));
         if c == 0 {
             return Ok(Vec::new());
         }
         self.check_agfl_fields()?;
         self.load_agfl()?;
-        let hdr: usize = if self.feat.v5 { 36 } else { 0 };
+        let hdr: usize = if self.feat.v5 { XFS_AGFL_HDR_SIZE } else { 0 };
         let slots = self.agfl_slots();
-        let mut i = self.agf_u32(40);
+        let mut i = self.agf_u32(offset_of!(XfsAgf, agf_flfirst));
         let mut out = Vec::new();
         for _ in 0..c {
             let off = usize::try_from(i)

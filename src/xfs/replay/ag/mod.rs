@@ -61,9 +61,11 @@ pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refc, key_rmap, rmap
 pub use tree_ops::{key_of, rec_key, Key, Tree};
 
 use crate::xfs::error::{Error, Location, Result};
+use crate::xfs::format::ag::{XfsAgf, XFS_AGF_MAGIC};
 use crate::xfs::fs::{be32, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::read::ReadAt;
+use core::mem::offset_of;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The records left and right of a key (either may be absent).
@@ -181,13 +183,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 format!("AG {agno}: {what}"),
             )
         };
-        if be32(&s.agf, 0) != Some(0x5841_4746) {
+        if be32(&s.agf, offset_of!(XfsAgf, agf_magicnum)) != Some(XFS_AGF_MAGIC) {
             return Err(bad(&format!(
                 "agf_magicnum {:#010x} is not XAGF (0x58414746)",
-                be32(&s.agf, 0).unwrap_or(0)
+                be32(&s.agf, offset_of!(XfsAgf, agf_magicnum)).unwrap_or(0)
             )));
         }
-        let len = s.agf_u32(12);
+        let len = s.agf_u32(offset_of!(XfsAgf, agf_length));
         if len == 0 || len > fs.geo.agblocks {
             return Err(bad(&format!(
                 "agf_length {len} is not 1..={}",
@@ -321,7 +323,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 /// btree block by the short-form btree header.
 pub(super) fn ag_stamp(data: &[u8]) -> super::Stamp {
     use super::Stamp;
-    match be32(data, 0) {
+    // Every AG header and btree block starts with its magic number.
+    match be32(data, offset_of!(XfsAgf, agf_magicnum)) {
         Some(0x5841_4746) => Stamp::Whole {
             lsn_off: Some(208),
             crc_off: 216,
@@ -415,7 +418,7 @@ mod tests {
             agno: AgNumber(s.agno),
             root: AgBlock(root),
             levels,
-            ag_length: s.agf_u32(12),
+            ag_length: s.agf_u32(offset_of!(XfsAgf, agf_length)),
             first_block: (4 * u32::from(g.sectsize)).div_ceil(g.blocksize),
         };
         let r = walk(&fs, &tr, &mut |_| ControlFlow::Continue(()));
@@ -463,8 +466,8 @@ mod tests {
         }
         let (_, orig_levels) = s.root(Tree::Bno).ok().unwrap();
         assert_eq!(orig_levels, 1);
-        let fl0 = s.agf_u32(48);
-        let bt0 = s.agf_u32(60);
+        let fl0 = s.agf_u32(offset_of!(XfsAgf, agf_flcount));
+        let bt0 = s.agf_u32(offset_of!(XfsAgf, agf_btreeblks));
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         // Ascending first (appends: splits at the right edge, up to a
         // third level), then a shuffled batch in the gaps (middle inserts).
@@ -495,8 +498,14 @@ mod tests {
         assert_eq!(shape[2].len(), 1);
         // Blocks came from the free list, counted in agf_btreeblks.
         let blocks: usize = shape.iter().map(Vec::len).sum();
-        assert_eq!(s.agf_u32(60) - bt0, blocks as u32 - 1);
-        assert_eq!(fl0 - s.agf_u32(48), blocks as u32 - 1);
+        assert_eq!(
+            s.agf_u32(offset_of!(XfsAgf, agf_btreeblks)) - bt0,
+            blocks as u32 - 1
+        );
+        assert_eq!(
+            fl0 - s.agf_u32(offset_of!(XfsAgf, agf_flcount)),
+            blocks as u32 - 1
+        );
         // Every record is found again, in order.
         let all = s.records(Tree::Bno).ok().unwrap();
         assert!(all
@@ -519,8 +528,8 @@ mod tests {
         assert!(s.records(Tree::Bno).ok().unwrap().is_empty());
         assert_eq!(s.root(Tree::Bno).ok().unwrap().1, 1, "back to one level");
         // Every block went back to the free list.
-        assert_eq!(s.agf_u32(60), bt0);
-        assert_eq!(s.agf_u32(48), fl0);
+        assert_eq!(s.agf_u32(offset_of!(XfsAgf, agf_btreeblks)), bt0);
+        assert_eq!(s.agf_u32(offset_of!(XfsAgf, agf_flcount)), fl0);
         for r in &orig {
             s.insert(Tree::Bno, r).ok().unwrap();
         }
@@ -543,7 +552,7 @@ mod tests {
         assert_eq!(before.len(), 2);
         // Fill the gaps of the leftmost leaf: it is full, its right
         // sibling has room (rshift), and later the left has room (lshift).
-        let fl = s.agf_u32(48);
+        let fl = s.agf_u32(offset_of!(XfsAgf, agf_flcount));
         let first_leaf = before[0][0];
         let n_first = s.numrecs(first_leaf);
         let room = s.maxrecs(Tree::Cnt, 0) - n_first;
@@ -558,7 +567,7 @@ mod tests {
         let n2 = s.numrecs(second);
         // One more in the first leaf: it goes right (rshift), no new block.
         s.insert(Tree::Cnt, &alloc_rec(1001, 7)).ok().unwrap();
-        assert_eq!(s.agf_u32(48), fl, "no split");
+        assert_eq!(s.agf_u32(offset_of!(XfsAgf, agf_flcount)), fl, "no split");
         assert_eq!(s.numrecs(second), n2 + 1, "one entry moved right");
         check(&mut s, Tree::Cnt);
         // Delete from the second leaf until it borrows from a sibling.
@@ -603,13 +612,21 @@ mod tests {
         assert!(s.root(Tree::Rmap).ok().unwrap().1 >= 3);
         check(&mut s, Tree::Rmap);
         let blocks: usize = s.shape(Tree::Rmap).ok().unwrap().iter().map(Vec::len).sum();
-        assert_eq!(s.agf_u32(80) as usize, blocks, "agf_rmap_blocks");
+        assert_eq!(
+            s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
+            blocks,
+            "agf_rmap_blocks"
+        );
         for r in added.iter().step_by(2) {
             s.delete(Tree::Rmap, rec_key(Tree::Rmap, r)).ok().unwrap();
         }
         check(&mut s, Tree::Rmap);
         let blocks: usize = s.shape(Tree::Rmap).ok().unwrap().iter().map(Vec::len).sum();
-        assert_eq!(s.agf_u32(80) as usize, blocks, "agf_rmap_blocks");
+        assert_eq!(
+            s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
+            blocks,
+            "agf_rmap_blocks"
+        );
     }
 
     #[test]
@@ -617,7 +634,8 @@ mod tests {
         let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
         let ov = Overlay::default();
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        let free0 = s.agf_u32(52) + s.agf_u32(48);
+        let free0 = s.agf_u32(offset_of!(XfsAgf, agf_freeblks))
+            + s.agf_u32(offset_of!(XfsAgf, agf_flcount));
         let ib0 = s.agi_u32(336).ok().unwrap();
         for i in 0..250u32 {
             // Whole free chunks (sparse format: holemask 0, count 64,
@@ -652,7 +670,8 @@ mod tests {
         }
         let grown = blocks - ib0.max(1);
         // Free-list blocks still count as free; btree blocks do not.
-        let free1 = s.agf_u32(52) + s.agf_u32(48);
+        let free1 = s.agf_u32(offset_of!(XfsAgf, agf_freeblks))
+            + s.agf_u32(offset_of!(XfsAgf, agf_flcount));
         assert!(free1 + grown <= free0);
         // Deleting everything again frees the blocks (deferred frees).
         for i in 0..250u32 {
@@ -774,7 +793,7 @@ mod tests {
         });
         let ov = Overlay::default();
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        let root = s.agf_u32(24);
+        let root = s.agf_u32(offset_of!(XfsAgf, agf_rmap_root));
         let e = err_text(s.insert(Tree::Rmap, &rmap_rec(9000, 1, 5000, 0)));
         assert!(
             e.contains(&format!("block {root}")) && e.contains("numrecs 5000"),
@@ -810,9 +829,9 @@ mod tests {
         // A root pointer outside the AG and a height of 40.
         let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        s.set_agf_u32(16, 0xFFFF_FF00);
+        s.set_agf_u32(offset_of!(XfsAgf, agf_bno_root), 0xFFFF_FF00);
         assert!(err_text(s.find(Tree::Bno, key_bno(1))).contains("outside the AG"));
-        s.set_agf_u32(28, 40);
+        s.set_agf_u32(offset_of!(XfsAgf, agf_bno_level), 40);
         assert!(err_text(s.find(Tree::Bno, key_bno(1))).contains("height 40"));
     }
 

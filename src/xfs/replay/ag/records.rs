@@ -7,9 +7,12 @@ use super::btree::Lookup;
 use super::error::{refuse, EditResult};
 use super::tree_ops::{rec_key, rmap_off_key, Key, Tree};
 use super::{corrupt_at, AgStore, Neighbors};
+use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
+use crate::xfs::format::btree::{XfsAllocRec, XfsBtreeSblock, XfsRmapKey, XfsRmapRec};
 use crate::xfs::fs::{be16, be32};
 use crate::xfs::read::ReadAt;
+use core::mem::{offset_of, size_of};
 use std::collections::BTreeSet;
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
@@ -19,9 +22,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         if tree == Tree::Cnt {
             let longest = self
                 .last_record(Tree::Cnt)?
-                .and_then(|r| be32(&r, 4))
+                .and_then(|r| be32(&r, offset_of!(XfsAllocRec, ar_blockcount)))
                 .unwrap_or(0);
-            self.set_agf_u32(56, longest);
+            self.set_agf_u32(offset_of!(XfsAgf, agf_longest), longest);
         }
         Ok(())
     }
@@ -175,13 +178,18 @@ impl<R: ReadAt> AgStore<'_, R> {
             }
             self.load(tree, bno, Some(level))?;
             let b = self.blk(bno).to_vec();
-            let n = usize::from(be16(&b, 6).unwrap_or(0)).min(self.maxrecs(tree, level));
+            let n = usize::from(be16(&b, offset_of!(XfsBtreeSblock, bb_numrecs)).unwrap_or(0))
+                .min(self.maxrecs(tree, level));
             if level == 0 {
                 for i in 0..n {
                     let o = self.hdr.saturating_add(i.saturating_mul(tree.rec_len()));
                     let r = b.get(o..o.saturating_add(tree.rec_len())).unwrap_or(&[]);
-                    let start = be32(r, 0).unwrap_or(0);
-                    let end = start.saturating_add(be32(r, 4).unwrap_or(0).saturating_sub(1));
+                    let start = be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0);
+                    let end = start.saturating_add(
+                        be32(r, offset_of!(XfsRmapRec, rm_blockcount))
+                            .unwrap_or(0)
+                            .saturating_sub(1),
+                    );
                     if start <= hi && end >= lo {
                         out.push(r.to_vec());
                     }
@@ -194,8 +202,9 @@ impl<R: ReadAt> AgStore<'_, R> {
             for i in 0..n {
                 let o = self.hdr.saturating_add(i.saturating_mul(kl));
                 let k = b.get(o..o.saturating_add(kl)).unwrap_or(&[]);
-                let klo = be32(k, 0).unwrap_or(0);
-                let khi = be32(k, 20).unwrap_or(u32::MAX);
+                // A node key is the low key then the high key.
+                let klo = be32(k, offset_of!(XfsRmapKey, rm_startblock)).unwrap_or(0);
+                let khi = be32(k, size_of::<XfsRmapKey>()).unwrap_or(u32::MAX);
                 if klo <= hi && khi >= lo {
                     let p = self
                         .hdr

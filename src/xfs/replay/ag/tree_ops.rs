@@ -6,12 +6,15 @@
 
 use super::error::EditResult;
 use super::AgStore;
+use crate::xfs::format::ag::XfsAgf;
+use crate::xfs::format::btree::{XfsAllocRec, XfsRmapKey, XfsRmapRec};
 use crate::xfs::format::btree::{
     XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_INOBT,
     XFS_RMAP_OWN_REFC,
 };
 use crate::xfs::fs::{be32, be64};
 use crate::xfs::read::ReadAt;
+use core::mem::offset_of;
 
 /// The AG btrees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -106,29 +109,35 @@ pub(super) fn rmap_off_key(off: u64) -> u64 {
 
 /// The (low) key of a record.
 pub fn rec_key(tree: Tree, rec: &[u8]) -> Key {
-    let a = u64::from(be32(rec, 0).unwrap_or(0));
-    let b = u64::from(be32(rec, 4).unwrap_or(0));
+    // Every AG btree record starts with its start block (or inode); the
+    // free-space records follow with the length.
+    let a = u64::from(be32(rec, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0));
+    let b = u64::from(be32(rec, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0));
     match tree {
         Tree::Bno | Tree::Refc | Tree::Ino | Tree::Fino => (a, 0, 0),
         Tree::Cnt => (b, a, 0),
         Tree::Rmap => (
             a,
-            be64(rec, 8).unwrap_or(0),
-            rmap_off_key(be64(rec, 16).unwrap_or(0)),
+            be64(rec, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
+            rmap_off_key(be64(rec, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0)),
         ),
     }
 }
 
 /// The order of a node key (a low or high half for the rmapbt).
 pub(super) fn key_order(tree: Tree, k: &[u8]) -> Key {
-    let a = u64::from(be32(k, 0).unwrap_or(0));
+    let a = u64::from(be32(k, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0));
     match tree {
         Tree::Bno | Tree::Refc | Tree::Ino | Tree::Fino => (a, 0, 0),
-        Tree::Cnt => (u64::from(be32(k, 4).unwrap_or(0)), a, 0),
+        Tree::Cnt => (
+            u64::from(be32(k, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0)),
+            a,
+            0,
+        ),
         Tree::Rmap => (
             a,
-            be64(k, 4).unwrap_or(0),
-            rmap_off_key(be64(k, 12).unwrap_or(0)),
+            be64(k, offset_of!(XfsRmapKey, rm_owner)).unwrap_or(0),
+            rmap_off_key(be64(k, offset_of!(XfsRmapKey, rm_offset)).unwrap_or(0)),
         ),
     }
 }
@@ -151,8 +160,9 @@ pub(super) fn rec_low_key(tree: Tree, rec: &[u8]) -> Vec<u8> {
         Tree::Rmap => {
             let mut k = Vec::with_capacity(20);
             k.extend_from_slice(rec.get(..4).unwrap_or(&[0; 4]));
-            k.extend_from_slice(rec.get(8..16).unwrap_or(&[0; 8]));
-            let off = rmap_off_key(be64(rec, 16).unwrap_or(0));
+            let owner = offset_of!(XfsRmapRec, rm_owner);
+            k.extend_from_slice(rec.get(owner..owner.saturating_add(8)).unwrap_or(&[0; 8]));
+            let off = rmap_off_key(be64(rec, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0));
             k.extend_from_slice(&off.to_be_bytes());
             k
         }
@@ -161,10 +171,10 @@ pub(super) fn rec_low_key(tree: Tree, rec: &[u8]) -> Vec<u8> {
 
 /// The high key of an rmap record (`xfs_rmapbt_init_high_key_from_rec`).
 pub(super) fn rmap_high_key(rec: &[u8]) -> Vec<u8> {
-    let start = be32(rec, 0).unwrap_or(0);
-    let len = be32(rec, 4).unwrap_or(0);
-    let owner = be64(rec, 8).unwrap_or(0);
-    let raw = be64(rec, 16).unwrap_or(0);
+    let start = be32(rec, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0);
+    let len = be32(rec, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0);
+    let owner = be64(rec, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0);
+    let raw = be64(rec, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
     let adj = len.wrapping_sub(1);
     let mut off = rmap_off_key(raw);
     let non_inode = owner & (1 << 63) != 0;
@@ -199,7 +209,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             Tree::Bno | Tree::Cnt | Tree::Rmap => {
                 let b = self.get_freelist(true)?;
                 if b.is_some() && tree == Tree::Rmap {
-                    self.add_agf(80, 1);
+                    self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), 1);
                 }
                 Ok(b)
             }
@@ -207,7 +217,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 let h = self.refc_block();
                 let b = self.alloc_near_one(h, XFS_RMAP_OWN_REFC)?;
                 if b.is_some() {
-                    self.add_agf(84, 1);
+                    self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), 1);
                 }
                 Ok(b)
             }
@@ -233,13 +243,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 Ok(())
             }
             Tree::Rmap => {
-                self.add_agf(80, -1);
+                self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), -1);
                 self.put_freelist_ex(bno, true)?;
                 self.busy_insert(bno, 1);
                 Ok(())
             }
             Tree::Refc => {
-                self.add_agf(84, -1);
+                self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), -1);
                 self.deferred.push((bno, XFS_RMAP_OWN_REFC));
                 Ok(())
             }

@@ -4,6 +4,8 @@
 //! new blocks allocated near the inode.
 
 use super::{recs_of, Alloc, ForkAt, ForkEditor, Leaf, Rec, Step, MAX_LEVELS};
+use crate::xfs::format::dinode::XfsBtreeBlockLong;
+use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::{XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::read::ReadAt;
@@ -12,6 +14,7 @@ use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::alloc::RmapOwner;
 use crate::xfs::replay::{put_be16, put_be32, put_be64};
 use crate::xfs::types::FsBlock;
+use core::mem::offset_of;
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// xfs_bmbt_alloc_block: one block for `f`'s bmbt in AG `agno` near
@@ -36,8 +39,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return refuse(format!("AG {agno}: no free block for the new bmbt {what}"));
         };
         self.first_log.get_or_insert(true);
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(1);
-        put_be64(&mut f.bytes, 64, nb);
+        let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
+            .unwrap_or(0)
+            .saturating_add(1);
+        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
         let fsb = u64::from(agno)
             .checked_shl(u32::from(self.fs.geo.agblklog))
             .unwrap_or(0)
@@ -63,16 +68,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> Vec<u8> {
         let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
         let mut b = vec![0u8; bs];
-        put_be32(&mut b, 0, XFS_BMAP_CRC_MAGIC);
-        put_be16(&mut b, 4, level);
-        put_be16(&mut b, 6, u16::try_from(n).unwrap_or(u16::MAX));
-        put_be64(&mut b, 8, left);
-        put_be64(&mut b, 16, right);
-        put_be64(&mut b, 24, off / 512);
-        if let Some(d) = b.get_mut(40..56) {
+        put_be32(
+            &mut b,
+            offset_of!(XfsBtreeBlockLong, bb_magic),
+            XFS_BMAP_CRC_MAGIC,
+        );
+        put_be16(&mut b, offset_of!(XfsBtreeBlockLong, bb_level), level);
+        put_be16(
+            &mut b,
+            offset_of!(XfsBtreeBlockLong, bb_numrecs),
+            u16::try_from(n).unwrap_or(u16::MAX),
+        );
+        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_leftsib), left);
+        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_rightsib), right);
+        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_blkno), off / 512);
+        let uuid_at = offset_of!(XfsBtreeBlockLong, bb_uuid);
+        if let Some(d) = b.get_mut(uuid_at..uuid_at.saturating_add(16)) {
             d.copy_from_slice(&self.fs.meta_uuid());
         }
-        put_be64(&mut b, 56, ino);
+        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_owner), ino);
         b
     }
 
@@ -192,20 +206,20 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let (_, bs) = self.hdr_bs();
         let off = self.block_off("bmbt block", fsb)?;
         let b = self.read("bmbt block", off, bs)?;
-        let magic = be32(&b, 0).unwrap_or(0);
+        let magic = be32(&b, offset_of!(XfsBtreeBlockLong, bb_magic)).unwrap_or(0);
         let want_magic = if self.fs.geo.v5 {
             XFS_BMAP_CRC_MAGIC
         } else {
             XFS_BMAP_MAGIC
         };
-        let lvl = be16(&b, 4).unwrap_or(u16::MAX);
-        let nr = usize::from(be16(&b, 6).unwrap_or(0));
+        let lvl = be16(&b, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(u16::MAX);
+        let nr = usize::from(be16(&b, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0));
         if magic != want_magic || lvl != level || nr == 0 || nr > maxrecs {
             return refuse(format!(
                 "inode {ino}: bmbt block {fsb}: magic {magic:#x} level {lvl} records {nr}"
             ));
         }
-        if self.fs.geo.v5 && be64(&b, 56) != Some(ino) {
+        if self.fs.geo.v5 && be64(&b, offset_of!(XfsBtreeBlockLong, bb_owner)) != Some(ino) {
             return refuse(format!("inode {ino}: bmbt block {fsb} has another owner"));
         }
         Ok((off, b, nr))
@@ -368,8 +382,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         if recs.is_empty() {
             return refuse("the bmbt leaf would be empty".into());
         }
-        let old_n = usize::from(be16(&b, 6).unwrap_or(0));
-        let siblings = be64(&b, 8) != Some(u64::MAX) || be64(&b, 16) != Some(u64::MAX);
+        let old_n = usize::from(be16(&b, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0));
+        let siblings = be64(&b, offset_of!(XfsBtreeBlockLong, bb_leftsib)) != Some(u64::MAX)
+            || be64(&b, offset_of!(XfsBtreeBlockLong, bb_rightsib)) != Some(u64::MAX);
         if recs.len() < old_n && recs.len() < maxrecs / 2 && siblings {
             return refuse(
                 "the bmbt leaf falls below half full: the kernel joins or rebalances it, which this tool does not"
@@ -390,7 +405,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> EditResult<()> {
         let (hdr, _, _) = self.bmbt_geometry(f);
         let old_first = Rec::parse(&b, hdr).off;
-        put_be16(&mut b, 6, u16::try_from(recs.len()).unwrap_or(u16::MAX));
+        put_be16(
+            &mut b,
+            offset_of!(XfsBtreeBlockLong, bb_numrecs),
+            u16::try_from(recs.len()).unwrap_or(u16::MAX),
+        );
         for (i, r) in recs.iter().enumerate() {
             r.put(&mut b, hdr.saturating_add(i.saturating_mul(16)));
         }

@@ -4,11 +4,14 @@
 //! goes back into the inode (`xfs_btree_kill_iroot`).
 
 use super::{recs_of, Alloc, ForkAt, ForkEditor, Leaf, Rec, Step};
+use crate::xfs::format::dinode::XfsBtreeBlockLong;
+use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::ag::refuse;
 use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::{put_be16, put_be64};
+use core::mem::offset_of;
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// __xfs_bunmapi (REMAP) on a bmbt: the records in the range, last
@@ -85,7 +88,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let minrecs = maxrecs / 2;
         let (_, bs) = self.hdr_bs();
         let b = self.read("bmbt block", off, bs)?;
-        let ours = recs_of(&b, hdr, usize::from(be16(&b, 6).unwrap_or(0)));
+        let ours = recs_of(
+            &b,
+            hdr,
+            usize::from(be16(&b, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0)),
+        );
         let n = ours.len();
         if n >= minrecs {
             return Ok(());
@@ -126,16 +133,18 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         // the other is freed and leaves its parent.
         let (keep_off, mut keep, keep_fsb, gone_path, next, merged) = match (left, right) {
             (Some(l), _) if l.recs.len().saturating_add(n) <= maxrecs => {
-                let fsb = be64(&b, 8).unwrap_or(0);
-                let next = be64(&b, 16).unwrap_or(u64::MAX);
+                let fsb = be64(&b, offset_of!(XfsBtreeBlockLong, bb_leftsib)).unwrap_or(0);
+                let next = be64(&b, offset_of!(XfsBtreeBlockLong, bb_rightsib)).unwrap_or(u64::MAX);
                 let mut m = l.recs.clone();
                 m.extend_from_slice(&ours);
                 (l.off, l.bytes, fsb, path.to_vec(), next, m)
             }
             (_, Some(r)) if r.recs.len().saturating_add(n) <= maxrecs => {
-                let next = be64(&r.bytes, 16).unwrap_or(u64::MAX);
+                let next =
+                    be64(&r.bytes, offset_of!(XfsBtreeBlockLong, bb_rightsib)).unwrap_or(u64::MAX);
                 let rpath = self.path_to(f, ino, r.recs.first().map_or(0, |x| x.off), r.off)?;
-                let our_fsb = be64(&r.bytes, 8).unwrap_or(0);
+                let our_fsb =
+                    be64(&r.bytes, offset_of!(XfsBtreeBlockLong, bb_leftsib)).unwrap_or(0);
                 let mut m = ours.clone();
                 m.extend_from_slice(&r.recs);
                 (off, b, our_fsb, rpath, next, m)
@@ -144,17 +153,17 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         put_be16(
             &mut keep,
-            6,
+            offset_of!(XfsBtreeBlockLong, bb_numrecs),
             u16::try_from(merged.len()).unwrap_or(u16::MAX),
         );
         for (k, r) in merged.iter().enumerate() {
             r.put(&mut keep, hdr.saturating_add(k.saturating_mul(16)));
         }
-        put_be64(&mut keep, 16, next);
+        put_be64(&mut keep, offset_of!(XfsBtreeBlockLong, bb_rightsib), next);
         self.blocks.insert(keep_off, keep);
         if next != u64::MAX {
             let (noff, mut nb, _) = self.bmbt_block(ino, next, 0, maxrecs)?;
-            put_be64(&mut nb, 8, keep_fsb);
+            put_be64(&mut nb, offset_of!(XfsBtreeBlockLong, bb_leftsib), keep_fsb);
             self.blocks.insert(noff, nb);
         }
         let Some(gone_off) = gone_path.last().and_then(|s| s.block) else {
@@ -208,7 +217,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let npath = path.get(..=pi).unwrap_or(&[]);
         let nb = self.read("bmbt block", noff, bs)?;
-        let level = usize::from(be16(&nb, 4).unwrap_or(0));
+        let level = usize::from(be16(&nb, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(0));
         let mut ours = self.node_entries(&nb, maxrecs);
         if gone >= ours.len() || ours.len() < 2 {
             return refuse(format!(
@@ -265,16 +274,18 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             match (left, right) {
                 (Some((loff, lb, le)), _) if le.len().saturating_add(ours.len()) <= maxrecs => {
                     let lpath = path_of(self, f, &le, loff)?;
-                    let fsb = be64(&nb, 8).unwrap_or(0);
-                    let next = be64(&nb, 16).unwrap_or(u64::MAX);
+                    let fsb = be64(&nb, offset_of!(XfsBtreeBlockLong, bb_leftsib)).unwrap_or(0);
+                    let next =
+                        be64(&nb, offset_of!(XfsBtreeBlockLong, bb_rightsib)).unwrap_or(u64::MAX);
                     let mut m = le;
                     m.extend_from_slice(&ours);
                     (loff, lb, fsb, lpath, noff, npath.to_vec(), next, m)
                 }
                 (_, Some((roff, rb, re))) if re.len().saturating_add(ours.len()) <= maxrecs => {
                     let rpath = path_of(self, f, &re, roff)?;
-                    let fsb = be64(&rb, 8).unwrap_or(0);
-                    let next = be64(&rb, 16).unwrap_or(u64::MAX);
+                    let fsb = be64(&rb, offset_of!(XfsBtreeBlockLong, bb_leftsib)).unwrap_or(0);
+                    let next =
+                        be64(&rb, offset_of!(XfsBtreeBlockLong, bb_rightsib)).unwrap_or(u64::MAX);
                     let mut m = ours.clone();
                     m.extend_from_slice(&re);
                     (noff, nb, fsb, npath.to_vec(), roff, rpath, next, m)
@@ -282,11 +293,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 _ => return Ok(()),
             };
         let mut keep = keep;
-        put_be64(&mut keep, 16, next);
+        put_be64(&mut keep, offset_of!(XfsBtreeBlockLong, bb_rightsib), next);
         self.write_node(f, &keep_path, keep_off, keep, &merged)?;
         if next != u64::MAX {
             let (xoff, mut xb, _) = self.bmbt_block(ino, next, lvl, maxrecs)?;
-            put_be64(&mut xb, 8, keep_fsb);
+            put_be64(&mut xb, offset_of!(XfsBtreeBlockLong, bb_leftsib), keep_fsb);
             self.blocks.insert(xoff, xb);
         }
         let gone_fsb = self.child_ptr(f, &gone_path)?;
@@ -329,7 +340,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         end: u64,
         alloc: &mut Alloc<'_>,
     ) -> EditResult<Option<Rec>> {
-        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
         let (_, maxrecs, _) = self.bmbt_geometry(f);
         let last = end.saturating_sub(1);
         let (path, leaf) = self.descend(f, ino, last)?;

@@ -5,12 +5,15 @@
 
 use super::map::{contiguity, hole_check};
 use super::{Alloc, ForkAt, ForkEditor, Leaf, Rec, Step};
+use crate::xfs::format::dinode::XfsBtreeBlockLong;
+use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::ag::refuse;
 use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::{put_be16, put_be64};
 use crate::xfs::types::FsBlock;
+use core::mem::offset_of;
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// xfs_btree_split of a full leaf whose siblings are full too: a new
@@ -93,11 +96,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         new_fsb: u64,
         maxrecs: usize,
     ) -> EditResult<u64> {
-        let old_right = be64(b, 16).unwrap_or(u64::MAX);
-        put_be64(b, 16, new_fsb);
+        let old_right = be64(b, offset_of!(XfsBtreeBlockLong, bb_rightsib)).unwrap_or(u64::MAX);
+        put_be64(b, offset_of!(XfsBtreeBlockLong, bb_rightsib), new_fsb);
         if old_right != u64::MAX {
             let (roff, mut rb, _) = self.bmbt_block(ino, old_right, level, maxrecs)?;
-            put_be64(&mut rb, 8, new_fsb);
+            put_be64(&mut rb, offset_of!(XfsBtreeBlockLong, bb_leftsib), new_fsb);
             self.blocks.insert(roff, rb);
         }
         Ok(old_right)
@@ -160,7 +163,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return Ok(());
         };
         let nb = self.read("bmbt block", noff, bs)?;
-        let node_level = usize::from(be16(&nb, 4).unwrap_or(0));
+        let node_level =
+            usize::from(be16(&nb, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(0));
         let mut entries = self.node_entries(&nb, maxrecs);
         let n = entries.len();
         if at > n || node_level == 0 {
@@ -234,7 +238,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         new: Rec,
         alloc: &mut Alloc<'_>,
     ) -> EditResult<()> {
-        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
         let (_, maxrecs, _) = self.bmbt_geometry(f);
         let (path, leaf) = self.descend(f, ino, new.off)?;
         let Leaf {
@@ -271,7 +275,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     self.rebalance(f, ino, &path, off)?;
                 } else {
                     let (rpath, rleaf) = self.leaf_led_by(f, ino, r)?;
-                    let rest = rleaf.recs.get(1..).unwrap_or(&[]).to_vec();
+                    let rest: Vec<Rec> = rleaf.recs.iter().skip(1).copied().collect();
                     if rest.is_empty() {
                         return refuse("the bmbt leaf would be empty".into());
                     }

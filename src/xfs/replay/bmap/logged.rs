@@ -5,6 +5,9 @@
 
 use super::{extent_count, ForkEditor};
 use crate::xfs::error::Result;
+use crate::xfs::format::da::XfsDa3Blkinfo;
+use crate::xfs::format::dinode::XfsBtreeBlockLong;
+use crate::xfs::format::dinode::XFS_BTREE_LBLOCK_CRC_OFF;
 use crate::xfs::format::dinode::{
     XfsDinode, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_EXTENTS, XFS_DINODE_V2_SIZE, XFS_DINODE_V3_SIZE,
 };
@@ -88,8 +91,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let mut out = Vec::new();
         for (off, mut b) in self.blocks {
             if v5 {
-                put_be64(&mut b, 32, lsn.raw());
-                put_crc(&mut b, 64);
+                put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_lsn), lsn.raw());
+                put_crc(&mut b, XFS_BTREE_LBLOCK_CRC_OFF);
             }
             out.push((off / 512, b));
         }
@@ -98,8 +101,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         for (off, mut b) in self.attr_blocks {
             if v5 {
-                put_be64(&mut b, 24, lsn.raw());
-                put_crc(&mut b, 12);
+                put_be64(&mut b, offset_of!(XfsDa3Blkinfo, lsn), lsn.raw());
+                put_crc(&mut b, offset_of!(XfsDa3Blkinfo, crc));
             }
             out.push((off / 512, b));
         }

@@ -4,6 +4,7 @@
 //! one-leaf bmbt (`xfs_bmap_extents_to_btree`, `xfs_bmap_btree_to_extents`).
 
 use super::{recs_of, Alloc, ForkAt, ForkEditor, Mapping, Rec};
+use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::{
     XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_EXTENTS, XFS_MAX_BMBT_EXTLEN,
 };
@@ -13,6 +14,7 @@ use crate::xfs::replay::ag::refuse;
 use crate::xfs::replay::ag::EditResult;
 use crate::xfs::replay::alloc::RmapOwner;
 use crate::xfs::replay::{put_be16, put_be64};
+use core::mem::offset_of;
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// xfs_bmap_add_extent_hole_real.
@@ -78,7 +80,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         alloc: &mut Alloc<'_>,
     ) -> EditResult<()> {
         let g = &self.fs.geo;
-        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
         let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
         if recs.len() > maxrecs || root_max == 0 {
             return refuse(format!("{} extents do not fit one bmbt leaf", recs.len()));
@@ -251,8 +253,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             ));
         }
         self.map(&mut f, rec, alloc)?;
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(rec.len);
-        put_be64(&mut f.bytes, 64, nb);
+        let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
+            .unwrap_or(0)
+            .saturating_add(rec.len);
+        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
         self.log_inode(ino, f.ioff, f.bytes, 1);
         Ok(())
     }
@@ -309,8 +313,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .records(&f, ino)?
             .iter()
             .any(|r| r.off < piece.off && r.end() > off);
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(piece.len);
-        put_be64(&mut f.bytes, 64, nb);
+        let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
+            .unwrap_or(0)
+            .saturating_sub(piece.len);
+        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
         let bumps = u64::from(!self.root_logged_first(ino));
         self.log_inode(ino, f.ioff, f.bytes, bumps);
         Ok(Some((piece, more)))
@@ -419,7 +425,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// what the root's bytes leave uncovered stays), the leaf is dropped
     /// unwritten (its buffer invalidated) and freed later, di_nblocks - 1.
     pub(super) fn btree_to_extents(&mut self, f: &mut ForkAt) -> EditResult<()> {
-        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
         let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
         let root = f.fork_off;
         let level = be16(&f.bytes, root).unwrap_or(0);

@@ -62,6 +62,8 @@ use super::ag::EditResult;
 use super::alloc::RmapOwner;
 use super::defer::{FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
+use crate::xfs::format::dinode::XfsDinode;
+use crate::xfs::format::dinode::XFS_DINODE_MAGIC;
 use crate::xfs::format::dinode::{XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK, XFS_MAX_BMBT_EXTLEN};
 use crate::xfs::format::log::*;
 use crate::xfs::fs::{be16, be32, be64, Fs};
@@ -69,6 +71,7 @@ use crate::xfs::image::Overlay;
 use crate::xfs::log::items::MapExtent;
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{FsBlock, Ino};
+use core::mem::offset_of;
 use std::collections::BTreeMap;
 
 const MAX_LEVELS: u16 = 9;
@@ -159,27 +162,31 @@ impl ForkAt {
         let flags2 = self.flags2();
         if self.attr {
             if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-                put_be32(&mut self.bytes, 76, u32::try_from(n).unwrap_or(u32::MAX));
+                put_be32(
+                    &mut self.bytes,
+                    offset_of!(XfsDinode, di_nextents),
+                    u32::try_from(n).unwrap_or(u32::MAX),
+                );
             } else {
                 let Ok(v) = u16::try_from(n) else {
                     return refuse(format!("{n} attr fork extents overflow the counter"));
                 };
-                put_be16(&mut self.bytes, 80, v);
+                put_be16(&mut self.bytes, offset_of!(XfsDinode, di_anextents), v);
             }
         } else if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-            put_be64(&mut self.bytes, 24, n);
+            put_be64(&mut self.bytes, offset_of!(XfsDinode, di_big_nextents), n);
         } else {
             let Ok(v) = u32::try_from(n) else {
                 return refuse(format!("{n} data fork extents overflow the counter"));
             };
-            put_be32(&mut self.bytes, 76, v);
+            put_be32(&mut self.bytes, offset_of!(XfsDinode, di_nextents), v);
         }
         self.nextents = n;
         Ok(())
     }
     fn flags2(&self) -> u64 {
         if self.bytes.get(4) == Some(&3) {
-            be64(&self.bytes, 120).unwrap_or(0)
+            be64(&self.bytes, offset_of!(XfsDinode, di_flags2)).unwrap_or(0)
         } else {
             0
         }
@@ -209,12 +216,13 @@ struct Leaf {
 /// 32/16-bit fields or, with nrext64, the 64/32-bit ones.
 pub(super) fn extent_count(b: &[u8], attr: bool) -> u64 {
     let v3 = b.get(4) == Some(&3);
-    let nrext64 = v3 && be64(b, 120).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
+    let nrext64 =
+        v3 && be64(b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
     match (attr, nrext64) {
-        (true, true) => u64::from(be32(b, 76).unwrap_or(0)),
-        (true, false) => u64::from(be16(b, 80).unwrap_or(0)),
-        (false, true) => be64(b, 24).unwrap_or(0),
-        (false, false) => u64::from(be32(b, 76).unwrap_or(0)),
+        (true, true) => u64::from(be32(b, offset_of!(XfsDinode, di_nextents)).unwrap_or(0)),
+        (true, false) => u64::from(be16(b, offset_of!(XfsDinode, di_anextents)).unwrap_or(0)),
+        (false, true) => be64(b, offset_of!(XfsDinode, di_big_nextents)).unwrap_or(0),
+        (false, false) => u64::from(be32(b, offset_of!(XfsDinode, di_nextents)).unwrap_or(0)),
     }
 }
 
@@ -320,11 +328,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let isize = usize::from(g.inodesize);
         let bytes = self.read("inode", ioff, isize)?;
-        if be16(&bytes, 0) != Some(0x494e) {
+        if be16(&bytes, offset_of!(XfsDinode, di_magic)) != Some(XFS_DINODE_MAGIC) {
             return refuse(format!("inode {ino} has no inode magic"));
         }
         let version = bytes.get(4).copied().unwrap_or(0);
-        if g.v5 && (version != 3 || be64(&bytes, 152) != Some(ino)) {
+        if g.v5 && (version != 3 || be64(&bytes, offset_of!(XfsDinode, di_ino)) != Some(ino)) {
             return refuse(format!("inode {ino} is not the v3 inode numbered {ino}"));
         }
         Ok((ioff, bytes))
@@ -340,12 +348,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// drops by one, and it is freed later, before the extent's reverse
     /// mappings or after them (see [`Self::with_let_go`]).
     fn let_go_of(&mut self, f: &mut ForkAt, off: u64, fsb: u64, before_rmaps: bool) {
-        let ino = be64(&f.bytes, 152).unwrap_or(0);
+        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
         self.blocks.remove(&off);
         self.invalidated
             .push(usize::try_from(self.fs.geo.blocksize).unwrap_or(0));
-        let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(1);
-        put_be64(&mut f.bytes, 64, nb);
+        let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
+            .unwrap_or(0)
+            .saturating_sub(1);
+        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
         let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
         let m = Rmap {
             start: agbno.0,
@@ -418,8 +428,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     pub(super) fn log_inode(&mut self, ino: u64, ioff: u64, mut b: Vec<u8>, bumps: u64) {
         if bumps > 0 {
             if b.get(4) == Some(&3) {
-                let cc = be64(&b, 104).unwrap_or(0).wrapping_add(bumps);
-                put_be64(&mut b, 104, cc);
+                let cc = be64(&b, offset_of!(XfsDinode, di_changecount))
+                    .unwrap_or(0)
+                    .wrapping_add(bumps);
+                put_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc);
             }
             self.bumped.insert(ino);
         }
@@ -441,7 +453,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             ));
         }
         let flags2 = if version == 3 {
-            be64(&bytes, 120).unwrap_or(0)
+            be64(&bytes, offset_of!(XfsDinode, di_flags2)).unwrap_or(0)
         } else {
             0
         };
@@ -523,8 +535,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     unwritten,
                 };
                 self.map(&mut f, new, alloc)?;
-                let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_add(len);
-                put_be64(&mut f.bytes, 64, nb);
+                let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
+                    .unwrap_or(0)
+                    .saturating_add(len);
+                put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
                 let w = vec![Work::RmapMap {
                     agno: agno.0,
                     m: rmap(x.startoff, agbno.0, x.len),
@@ -552,8 +566,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     return Ok(Vec::new());
                 }
                 let gone: u64 = pieces.iter().fold(0, |a, p| a.saturating_add(p.len));
-                let nb = be64(&f.bytes, 64).unwrap_or(0).saturating_sub(gone);
-                put_be64(&mut f.bytes, 64, nb);
+                let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
+                    .unwrap_or(0)
+                    .saturating_sub(gone);
+                put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
                 let mut w = Vec::new();
                 for p in pieces {
                     let (pa, pb) = g.split_fsb(FsBlock(p.start));
@@ -578,11 +594,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let first_root_only = self.first_log == Some(false);
         if f.bytes.get(4) == Some(&3) {
             let first = u64::from(!first_root_only || !self.bumped.contains(&x.owner));
-            let cc = be64(&f.bytes, 104)
+            let cc = be64(&f.bytes, offset_of!(XfsDinode, di_changecount))
                 .unwrap_or(0)
                 .wrapping_add(first)
                 .wrapping_add(extra_steps);
-            put_be64(&mut f.bytes, 104, cc);
+            put_be64(&mut f.bytes, offset_of!(XfsDinode, di_changecount), cc);
         }
         self.bumped.insert(x.owner);
         super::inode::upgrade_logged_core(self.fs, &mut f.bytes);
@@ -597,7 +613,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let off = self.fs.inode_offset(Ino(ino))?;
         if let Some(b) = self.inodes.get_mut(&off) {
             if b.get(4) == Some(&3) {
-                put_be64(b, 104, cc);
+                put_be64(b, offset_of!(XfsDinode, di_changecount), cc);
             }
         }
         Ok(())
@@ -611,8 +627,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let off = self.fs.inode_offset(Ino(ino))?;
         if let Some(b) = self.inodes.get_mut(&off) {
             if b.get(4) == Some(&3) {
-                let cc = be64(b, 104).unwrap_or(0).wrapping_add(n);
-                put_be64(b, 104, cc);
+                let cc = be64(b, offset_of!(XfsDinode, di_changecount))
+                    .unwrap_or(0)
+                    .wrapping_add(n);
+                put_be64(b, offset_of!(XfsDinode, di_changecount), cc);
             }
         }
         Ok(())
@@ -845,7 +863,7 @@ mod fixture_tests {
         assert_eq!(freed, had);
         let f = ed.fork(btree.ino.0, false).unwrap();
         assert_eq!((f.format, f.nextents), (XFS_DINODE_FMT_EXTENTS, 0));
-        assert_eq!(be64(&f.bytes, 64), Some(0));
+        assert_eq!(be64(&f.bytes, offset_of!(XfsDinode, di_nblocks)), Some(0));
     }
 
     /// A mapping into a hole past the end of an extent list, then its
@@ -882,7 +900,10 @@ mod fixture_tests {
         assert_eq!(w.len(), 2, "the two pieces left, last first");
         let f = ed.fork(multi.ino.0, false).unwrap();
         assert_eq!(f.nextents, before.len() as u64);
-        assert_eq!(be64(&f.bytes, 64), Some(multi.core.nblocks));
+        assert_eq!(
+            be64(&f.bytes, offset_of!(XfsDinode, di_nblocks)),
+            Some(multi.core.nblocks)
+        );
         let recs = ed.list(&f).unwrap();
         let want: Vec<Rec> = before
             .iter()

@@ -5,10 +5,12 @@
 
 use super::Key;
 use super::Recs;
+use crate::xfs::format::btree::XfsRefcountRec;
 use crate::xfs::format::btree::{MAXREFCOUNT, XFS_REFC_COWFLAG};
 use crate::xfs::fs::be32;
 use crate::xfs::replay::ag::refuse;
 use crate::xfs::replay::ag::{key_refc, EditResult, Tree};
+use core::mem::offset_of;
 
 /// One reference count record (shared domain unless `cow`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,11 +25,11 @@ pub struct Refc {
 
 impl Refc {
     pub(super) fn parse(r: &[u8]) -> Option<Refc> {
-        let start = be32(r, 0)?;
+        let start = be32(r, offset_of!(XfsRefcountRec, rc_startblock))?;
         Some(Refc {
             start: start & !XFS_REFC_COWFLAG,
-            len: be32(r, 4)?,
-            refcount: be32(r, 8)?,
+            len: be32(r, offset_of!(XfsRefcountRec, rc_blockcount))?,
+            refcount: be32(r, offset_of!(XfsRefcountRec, rc_refcount))?,
             cow: start & XFS_REFC_COWFLAG != 0,
         })
     }

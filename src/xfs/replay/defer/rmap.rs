@@ -5,6 +5,7 @@
 
 use super::Key;
 use super::Recs;
+use crate::xfs::format::btree::XfsRmapRec;
 use crate::xfs::format::btree::{
     XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN,
     XFS_RMAP_OWN_NULL,
@@ -12,6 +13,7 @@ use crate::xfs::format::btree::{
 use crate::xfs::fs::{be32, be64};
 use crate::xfs::replay::ag::refuse;
 use crate::xfs::replay::ag::{key_rmap, EditResult, Tree};
+use core::mem::offset_of;
 
 /// One reverse mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,11 +30,11 @@ pub struct Rmap {
 
 impl Rmap {
     pub fn parse(r: &[u8]) -> Rmap {
-        let off = be64(r, 16).unwrap_or(0);
+        let off = be64(r, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
         Rmap {
-            start: be32(r, 0).unwrap_or(0),
-            len: be32(r, 4).unwrap_or(0),
-            owner: be64(r, 8).unwrap_or(0),
+            start: be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0),
+            len: be32(r, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0),
+            owner: be64(r, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
             offset: off & XFS_RMAP_OFF_MASK,
             attr: off & XFS_RMAP_OFF_ATTR_FORK != 0,
             bmbt: off & XFS_RMAP_OFF_BMBT_BLOCK != 0,
