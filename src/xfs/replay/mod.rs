@@ -30,6 +30,25 @@
 //! summed from the AG headers (`mount.rs`). Work the editor cannot do is
 //! left undone whole and listed. [`export`] lays a clean log over the
 //! result; [`diff`] says what changed.
+//!
+//! Where the kernel's work is done here:
+//!
+//! | kernel | here |
+//! |---|---|
+//! | `xfs_log_recover.c` (passes, cancel table) | `mod.rs`, `walk.rs`, `cancel.rs` |
+//! | `xfs_buf_item_recover.c` | `buf.rs` |
+//! | `xfs_inode_item_recover.c` | `inode.rs` |
+//! | `xfs_icreate_item.c` | `icreate.rs` |
+//! | `xfs_*_item.c` (intents pending, then finished) | `intents.rs`, `recover.rs` |
+//! | `xfs_defer.c`, `xfs_rmap.c`, `xfs_refcount.c` | `defer/` |
+//! | `xfs_bmap_item.c`, `xfs_bmap.c`, `xfs_bmap_btree.c` | `bmap/` |
+//! | `xfs_attr_item.c`, `xfs_attr*.c`, `xfs_da_btree.c` | `attr/` |
+//! | `xfs_exchmaps_item.c`, `xfs_exchmaps.c` | `xmiedit.rs` |
+//! | `xfs_btree.c`, `xfs_*_btree.c`, AG headers, `xfs_extent_busy.c` | `ag/` |
+//! | `xfs_alloc.c` (free list, free extents), `xfs_rmap.c` (AG owners) | `alloc.rs` |
+//! | `xfs_inode.c` (`xfs_inactive`, unlinked lists) | `unlinked.rs` |
+//! | `xfs_refcount.c` (CoW leftovers) | `cow.rs` |
+//! | `xfs_mount.c`, `xfs_log_cil.c` (what mount writes, checkpoint sizes) | `mount.rs`, `counters.rs`, `ckpt.rs` |
 
 pub mod ag;
 pub mod alloc;

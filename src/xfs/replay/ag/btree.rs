@@ -24,7 +24,7 @@ pub enum Lookup {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Lvl {
+pub(super) struct CursorLevel {
     pub(super) bno: u32,
     /// 1-based index in the block (0: before the first).
     pub(super) ptr: usize,
@@ -37,15 +37,15 @@ pub(super) struct Lvl {
 #[derive(Clone, Debug)]
 pub struct Cursor {
     pub tree: Tree,
-    pub(super) lv: Vec<Lvl>,
+    pub(super) lv: Vec<CursorLevel>,
 }
 
 impl Cursor {
     pub(super) fn nlevels(&self) -> usize {
         self.lv.len()
     }
-    pub(super) fn at(&self, level: usize) -> Lvl {
-        self.lv.get(level).copied().unwrap_or(Lvl {
+    pub(super) fn at(&self, level: usize) -> CursorLevel {
+        self.lv.get(level).copied().unwrap_or(CursorLevel {
             bno: NULLAGBLOCK,
             ptr: 0,
         })
@@ -57,7 +57,7 @@ impl Cursor {
     }
     pub(super) fn set(&mut self, level: usize, bno: u32, ptr: usize) {
         if let Some(l) = self.lv.get_mut(level) {
-            *l = Lvl { bno, ptr };
+            *l = CursorLevel { bno, ptr };
         }
     }
     /// The leaf block and 1-based index the cursor points at.
@@ -428,7 +428,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let mut cur = Cursor {
             tree,
             lv: vec![
-                Lvl {
+                CursorLevel {
                     bno: NULLAGBLOCK,
                     ptr: 0
                 };

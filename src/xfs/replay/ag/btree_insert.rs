@@ -3,7 +3,7 @@
 //! else by a split (`xfs_btree_split`), a new root when the root splits
 //! (`xfs_btree_new_root`).
 
-use super::btree::{Cursor, Lvl};
+use super::btree::{Cursor, CursorLevel};
 use super::error::{refuse, EditResult};
 use super::tree_ops::rec_low_key;
 use super::AgStore;
@@ -162,7 +162,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.put_key(tree, nb, 2, &rk);
         self.put_ptr(tree, nb, 1, left);
         self.put_ptr(tree, nb, 2, right);
-        cur.lv.push(Lvl { bno: nb, ptr: nptr });
+        cur.lv.push(CursorLevel { bno: nb, ptr: nptr });
         Ok(true)
     }
 

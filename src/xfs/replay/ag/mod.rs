@@ -57,7 +57,7 @@ mod tree_ops;
 pub use btree::{Cursor, Lookup};
 pub(crate) use error::refuse;
 pub use error::{EditError, EditResult, Unsupported};
-pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refc, key_rmap, rmap_rec};
+pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refcount, key_rmap, rmap_rec};
 pub use tree_ops::{key_of, rec_key, Key, Tree};
 
 use crate::xfs::error::{Error, Location, Result};
@@ -390,7 +390,7 @@ mod tests {
             Tree::Bno => AgTree::Bno,
             Tree::Cnt => AgTree::Cnt,
             Tree::Rmap => AgTree::Rmap,
-            Tree::Refc => AgTree::Refcount,
+            Tree::Refcount => AgTree::Refcount,
             Tree::Ino => AgTree::Ino,
             Tree::Fino => AgTree::Fino,
         }

@@ -252,7 +252,7 @@ pub fn key_rmap(start: u32, owner: u64, offset: u64) -> Key {
     (u64::from(start), owner, rmap_off_key(offset))
 }
 
-pub fn key_refc(start: u32) -> Key {
+pub fn key_refcount(start: u32) -> Key {
     (u64::from(start), 0, 0)
 }
 

@@ -22,7 +22,7 @@ pub enum Tree {
     Bno,
     Cnt,
     Rmap,
-    Refc,
+    Refcount,
     Ino,
     Fino,
 }
@@ -32,7 +32,7 @@ impl Tree {
         match self {
             Tree::Bno | Tree::Cnt => 8,
             Tree::Rmap => 24,
-            Tree::Refc => 12,
+            Tree::Refcount => 12,
             Tree::Ino | Tree::Fino => 16,
         }
     }
@@ -41,7 +41,7 @@ impl Tree {
         match self {
             Tree::Bno | Tree::Cnt => 8,
             Tree::Rmap => 40,
-            Tree::Refc | Tree::Ino | Tree::Fino => 4,
+            Tree::Refcount | Tree::Ino | Tree::Fino => 4,
         }
     }
     /// Bytes of a low (or high) key.
@@ -65,7 +65,7 @@ impl Tree {
             Tree::Bno => (16, 28),
             Tree::Cnt => (20, 32),
             Tree::Rmap => (24, 36),
-            Tree::Refc => (88, 92),
+            Tree::Refcount => (88, 92),
             Tree::Ino => (20, 24),
             Tree::Fino => (328, 332),
         }
@@ -77,7 +77,7 @@ impl Tree {
             (Tree::Cnt, true) => 0x4142_3343,
             (Tree::Cnt, false) => 0x4142_5443,
             (Tree::Rmap, true) => 0x524d_4233,
-            (Tree::Refc, true) => 0x5233_4643,
+            (Tree::Refcount, true) => 0x5233_4643,
             (Tree::Ino, true) => 0x4941_4233,
             (Tree::Ino, false) => 0x4941_4254,
             (Tree::Fino, true) => 0x4649_4233,
@@ -90,7 +90,7 @@ impl Tree {
             Tree::Bno => "bnobt",
             Tree::Cnt => "cntbt",
             Tree::Rmap => "rmapbt",
-            Tree::Refc => "refcountbt",
+            Tree::Refcount => "refcountbt",
             Tree::Ino => "inobt",
             Tree::Fino => "finobt",
         }
@@ -114,7 +114,7 @@ pub fn rec_key(tree: Tree, rec: &[u8]) -> Key {
     let a = u64::from(be32(rec, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0));
     let b = u64::from(be32(rec, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0));
     match tree {
-        Tree::Bno | Tree::Refc | Tree::Ino | Tree::Fino => (a, 0, 0),
+        Tree::Bno | Tree::Refcount | Tree::Ino | Tree::Fino => (a, 0, 0),
         Tree::Cnt => (b, a, 0),
         Tree::Rmap => (
             a,
@@ -128,7 +128,7 @@ pub fn rec_key(tree: Tree, rec: &[u8]) -> Key {
 pub(super) fn key_order(tree: Tree, k: &[u8]) -> Key {
     let a = u64::from(be32(k, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0));
     match tree {
-        Tree::Bno | Tree::Refc | Tree::Ino | Tree::Fino => (a, 0, 0),
+        Tree::Bno | Tree::Refcount | Tree::Ino | Tree::Fino => (a, 0, 0),
         Tree::Cnt => (
             u64::from(be32(k, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0)),
             a,
@@ -156,7 +156,7 @@ pub fn key_of(tree: Tree, k: &[u8]) -> Key {
 pub(super) fn rec_low_key(tree: Tree, rec: &[u8]) -> Vec<u8> {
     match tree {
         Tree::Bno | Tree::Cnt => rec.get(..8).unwrap_or(&[0; 8]).to_vec(),
-        Tree::Refc | Tree::Ino | Tree::Fino => rec.get(..4).unwrap_or(&[0; 4]).to_vec(),
+        Tree::Refcount | Tree::Ino | Tree::Fino => rec.get(..4).unwrap_or(&[0; 4]).to_vec(),
         Tree::Rmap => {
             let mut k = Vec::with_capacity(20);
             k.extend_from_slice(rec.get(..4).unwrap_or(&[0; 4]));
@@ -213,8 +213,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 }
                 Ok(b)
             }
-            Tree::Refc => {
-                let h = self.refc_block();
+            Tree::Refcount => {
+                let h = self.refcount_block();
                 let b = self.alloc_near_one(h, XFS_RMAP_OWN_REFC)?;
                 if b.is_some() {
                     self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), 1);
@@ -248,7 +248,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 self.busy_insert(bno, 1);
                 Ok(())
             }
-            Tree::Refc => {
+            Tree::Refcount => {
                 self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), -1);
                 self.deferred.push((bno, XFS_RMAP_OWN_REFC));
                 Ok(())
@@ -279,7 +279,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// `xfs_refc_block`: where mkfs put the refcountbt root.
-    pub(crate) fn refc_block(&self) -> u32 {
+    pub(crate) fn refcount_block(&self) -> u32 {
         let g = &self.fs.geo;
         let agfl_block = u32::from(g.sectsize)
             .saturating_mul(3)

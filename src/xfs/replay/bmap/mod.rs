@@ -233,6 +233,21 @@ fn recs_of(b: &[u8], hdr: usize, n: usize) -> Vec<Rec> {
         .collect()
 }
 
+/// A bmbt block let go of (a joined leaf, a leaf given up for a list),
+/// freed as deferred work of the step it was let go of in.
+struct LetGo {
+    agno: u32,
+    agbno: u32,
+    /// Its reverse mapping, removed by the free.
+    rmap: Rmap,
+    /// Freed before the reverse mappings of the pieces (a block a join
+    /// lets go of mid-delete), else after (a leaf a fork back to a list
+    /// lets go of at the end of the step).
+    before_rmaps: bool,
+    /// The unmap step (transaction) it belongs to.
+    step: usize,
+}
+
 /// Allocates one block near `hint` in AG `agno` for `owner` (the AG
 /// store's near allocator, with its free-list fix-up and reverse mapping).
 pub type Alloc<'x> = dyn FnMut(u32, u32, RmapOwner) -> EditResult<Option<u32>> + 'x;
@@ -261,10 +276,7 @@ pub struct ForkEditor<'a, R: ReadAt> {
     first_log: Option<bool>,
     /// bmbt blocks let go of by the extent being finished (a fork back
     /// to a list): freed as deferred work after its reverse mappings.
-    /// `true`: freed before the reverse mappings of the pieces (a block a
-    /// join lets go of mid-delete), else after (a leaf a fork back to a
-    /// list lets go of at the end of the step).
-    let_go: Vec<(u32, u32, Rmap, bool, usize)>,
+    let_go: Vec<LetGo>,
     /// The step of the unmap being finished (`__xfs_bunmapi` calls, one
     /// transaction each) that blocks let go of now belong to.
     step: usize,
@@ -366,8 +378,13 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bmbt: true,
             unwritten: false,
         };
-        self.let_go
-            .push((agno.0, agbno.0, m, before_rmaps, self.step));
+        self.let_go.push(LetGo {
+            agno: agno.0,
+            agbno: agbno.0,
+            rmap: m,
+            before_rmaps,
+            step: self.step,
+        });
     }
 
     /// The deferred work of one extent, a list per transaction (`w` holds
@@ -380,7 +397,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let let_go = std::mem::take(&mut self.let_go);
         let steps = let_go
             .iter()
-            .map(|l| l.4.saturating_add(1))
+            .map(|l| l.step.saturating_add(1))
             .max()
             .unwrap_or(0)
             .max(w.len());
@@ -390,12 +407,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 let free = |first: bool| {
                     let_go
                         .iter()
-                        .filter(move |l| l.3 == first && l.4 == step)
-                        .map(|&(agno, agbno, m, _, _)| Work::Free {
-                            agno,
-                            agbno,
+                        .filter(move |l| l.before_rmaps == first && l.step == step)
+                        .map(|l| Work::Free {
+                            agno: l.agno,
+                            agbno: l.agbno,
                             len: 1,
-                            owner: FreeOwner::Known(m),
+                            owner: FreeOwner::Known(l.rmap),
                         })
                 };
                 let mut t: Vec<Work> = free(true).collect();
@@ -656,14 +673,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     pub(super) fn take_let_go(&mut self) -> (Vec<Work>, Vec<Work>) {
         let mut before = Vec::new();
         let mut after = Vec::new();
-        for (agno, agbno, m, first, _) in std::mem::take(&mut self.let_go) {
+        for l in std::mem::take(&mut self.let_go) {
             let free = Work::Free {
-                agno,
-                agbno,
+                agno: l.agno,
+                agbno: l.agbno,
                 len: 1,
-                owner: FreeOwner::Known(m),
+                owner: FreeOwner::Known(l.rmap),
             };
-            if first {
+            if l.before_rmaps {
                 before.push(free);
             } else {
                 after.push(free);

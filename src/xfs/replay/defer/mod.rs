@@ -20,7 +20,7 @@
 //!         store (`alloc.rs`), the code every other caller uses
 //! ```
 //!
-//! Records are changed through [`Recs`], which the AG btree editor
+//! Records are changed through [`RecordStore`], which the AG btree editor
 //! ([`AgStore`]) implements; a change the editor refuses stops the work
 //! (the caller restores its snapshot and reports it as not done).
 //!
@@ -51,7 +51,7 @@ use std::collections::{BTreeMap, VecDeque};
 pub type Key = (u64, u64, u64);
 
 /// Record access the work needs; [`AgStore`] is the real one.
-pub trait Recs {
+pub trait RecordStore {
     fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>>;
     /// The last record with key <= `key` and the first after it.
     fn neighbors(&mut self, tree: Tree, key: Key) -> EditResult<Neighbors>;
@@ -62,7 +62,7 @@ pub trait Recs {
     fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>>;
 }
 
-impl<R: ReadAt> Recs for AgStore<'_, R> {
+impl<R: ReadAt> RecordStore for AgStore<'_, R> {
     fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>> {
         AgStore::find(self, tree, key)
     }
@@ -599,7 +599,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
 )]
 mod tests {
     use super::super::ag::{key_bno, key_cnt};
-    use super::refcount::Refc;
+    use super::refcount::RefcountRecord;
     use super::*;
     use crate::xfs::fs::be32;
 
@@ -612,7 +612,7 @@ mod tests {
 
     fn tid(t: Tree) -> u8 {
         // Not a match: the editor may know more trees than these four.
-        [Tree::Bno, Tree::Cnt, Tree::Rmap, Tree::Refc]
+        [Tree::Bno, Tree::Cnt, Tree::Rmap, Tree::Refcount]
             .iter()
             .position(|x| *x == t)
             .map_or(9, |i| i as u8)
@@ -630,7 +630,7 @@ mod tests {
         }
     }
 
-    impl Recs for Mem {
+    impl RecordStore for Mem {
         fn find(&mut self, t: Tree, k: Key) -> EditResult<Option<Vec<u8>>> {
             Ok(self.trees.entry(tid(t)).or_default().get(&k).cloned())
         }
@@ -681,7 +681,7 @@ mod tests {
             .or_default()
             .values()
             .filter_map(|r| {
-                let c = Refc::parse(r).unwrap();
+                let c = RefcountRecord::parse(r).unwrap();
                 (!c.cow).then_some((c.start, c.len, c.refcount))
             })
             .collect()
@@ -693,7 +693,7 @@ mod tests {
             .or_default()
             .values()
             .filter_map(|r| {
-                let c = Refc::parse(r).unwrap();
+                let c = RefcountRecord::parse(r).unwrap();
                 c.cow.then_some((c.start, c.len, c.refcount))
             })
             .collect()
@@ -719,8 +719,8 @@ mod tests {
         let mut m = Mem::default();
         for &(start, len, refcount) in recs {
             m.insert(
-                Tree::Refc,
-                &Refc {
+                Tree::Refcount,
+                &RefcountRecord {
                     start,
                     len,
                     refcount,

@@ -4,17 +4,17 @@
 //! staging extents reserved and released.
 
 use super::Key;
-use super::Recs;
+use super::RecordStore;
 use crate::xfs::format::btree::XfsRefcountRec;
 use crate::xfs::format::btree::{MAXREFCOUNT, XFS_REFC_COWFLAG};
 use crate::xfs::fs::be32;
 use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::{key_refc, EditResult, Tree};
+use crate::xfs::replay::ag::{key_refcount, EditResult, Tree};
 use core::mem::offset_of;
 
 /// One reference count record (shared domain unless `cow`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refc {
+pub struct RefcountRecord {
     /// The start block, without the CoW-domain bit.
     pub start: u32,
     pub len: u32,
@@ -23,10 +23,10 @@ pub struct Refc {
     pub cow: bool,
 }
 
-impl Refc {
-    pub(super) fn parse(r: &[u8]) -> Option<Refc> {
+impl RefcountRecord {
+    pub(super) fn parse(r: &[u8]) -> Option<RefcountRecord> {
         let start = be32(r, offset_of!(XfsRefcountRec, rc_startblock))?;
-        Some(Refc {
+        Some(RefcountRecord {
             start: start & !XFS_REFC_COWFLAG,
             len: be32(r, offset_of!(XfsRefcountRec, rc_blockcount))?,
             refcount: be32(r, offset_of!(XfsRefcountRec, rc_refcount))?,
@@ -54,65 +54,80 @@ impl Refc {
 }
 
 pub(super) fn rkey(agbno: u32, cow: bool) -> Key {
-    key_refc(if cow { agbno | XFS_REFC_COWFLAG } else { agbno })
+    key_refcount(if cow { agbno | XFS_REFC_COWFLAG } else { agbno })
 }
 
-pub(super) fn refc_le<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<Option<Refc>> {
-    Ok(s.neighbors(Tree::Refc, rkey(agbno, cow))?
+pub(super) fn refcount_le<S: RecordStore>(
+    s: &mut S,
+    agbno: u32,
+    cow: bool,
+) -> EditResult<Option<RefcountRecord>> {
+    Ok(s.neighbors(Tree::Refcount, rkey(agbno, cow))?
         .0
-        .and_then(|r| Refc::parse(&r))
+        .and_then(|r| RefcountRecord::parse(&r))
         .filter(|r| r.cow == cow))
 }
 
-pub(super) fn refc_ge<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<Option<Refc>> {
-    let (l, r) = s.neighbors(Tree::Refc, rkey(agbno, cow))?;
-    if let Some(l) = l.and_then(|l| Refc::parse(&l)) {
+pub(super) fn refcount_ge<S: RecordStore>(
+    s: &mut S,
+    agbno: u32,
+    cow: bool,
+) -> EditResult<Option<RefcountRecord>> {
+    let (l, r) = s.neighbors(Tree::Refcount, rkey(agbno, cow))?;
+    if let Some(l) = l.and_then(|l| RefcountRecord::parse(&l)) {
         if l.start == agbno && l.cow == cow {
             return Ok(Some(l));
         }
     }
-    Ok(r.and_then(|r| Refc::parse(&r)).filter(|r| r.cow == cow))
+    Ok(r.and_then(|r| RefcountRecord::parse(&r))
+        .filter(|r| r.cow == cow))
 }
 
-pub(super) fn refc_after<S: Recs>(s: &mut S, r: &Refc) -> EditResult<Option<Refc>> {
-    Ok(s.neighbors(Tree::Refc, r.key())?
+pub(super) fn refcount_after<S: RecordStore>(
+    s: &mut S,
+    r: &RefcountRecord,
+) -> EditResult<Option<RefcountRecord>> {
+    Ok(s.neighbors(Tree::Refcount, r.key())?
         .1
-        .and_then(|x| Refc::parse(&x))
+        .and_then(|x| RefcountRecord::parse(&x))
         .filter(|x| x.cow == r.cow))
 }
 
-pub(super) fn refc_before<S: Recs>(s: &mut S, r: &Refc) -> EditResult<Option<Refc>> {
+pub(super) fn refcount_before<S: RecordStore>(
+    s: &mut S,
+    r: &RefcountRecord,
+) -> EditResult<Option<RefcountRecord>> {
     if r.start == 0 {
         return Ok(None);
     }
-    refc_le(s, r.start.saturating_sub(1), r.cow)
+    refcount_le(s, r.start.saturating_sub(1), r.cow)
 }
 
 /// `xfs_refcount_split_extent`: no record may cross `agbno`.
-pub(super) fn refc_split<S: Recs>(s: &mut S, agbno: u32, cow: bool) -> EditResult<()> {
-    let Some(r) = refc_le(s, agbno, cow)? else {
+pub(super) fn refcount_split<S: RecordStore>(s: &mut S, agbno: u32, cow: bool) -> EditResult<()> {
+    let Some(r) = refcount_le(s, agbno, cow)? else {
         return Ok(());
     };
     if r.start == agbno || r.end() <= agbno {
         return Ok(());
     }
-    let right = Refc {
+    let right = RefcountRecord {
         start: agbno,
         len: r.len.saturating_sub(agbno.saturating_sub(r.start)),
         refcount: r.refcount,
         cow,
     };
-    s.update(Tree::Refc, r.key(), &right.bytes())?;
-    let left = Refc {
+    s.update(Tree::Refcount, r.key(), &right.bytes())?;
+    let left = RefcountRecord {
         start: r.start,
         len: agbno.saturating_sub(r.start),
         refcount: r.refcount,
         cow,
     };
-    s.insert(Tree::Refc, &left.bytes())
+    s.insert(Tree::Refcount, &left.bytes())
 }
 
-pub(super) fn merged_refcount(r: &Refc, adj: i32) -> u32 {
+pub(super) fn merged_refcount(r: &RefcountRecord, adj: i32) -> u32 {
     if r.refcount == MAXREFCOUNT {
         MAXREFCOUNT
     } else {
@@ -121,7 +136,7 @@ pub(super) fn merged_refcount(r: &Refc, adj: i32) -> u32 {
 }
 
 /// `xfs_refcount_merge_extents`.
-pub(super) fn refc_merge<S: Recs>(
+pub(super) fn refcount_merge<S: RecordStore>(
     s: &mut S,
     agbno: &mut u32,
     aglen: &mut u32,
@@ -132,18 +147,18 @@ pub(super) fn refc_merge<S: Recs>(
     let mut left = None;
     let mut cleft = None;
     if *agbno > 0 {
-        if let Some(t) = refc_le(s, agbno.saturating_sub(1), cow)? {
+        if let Some(t) = refcount_le(s, agbno.saturating_sub(1), cow)? {
             if t.end() == *agbno {
                 left = Some(t);
-                cleft = Some(match refc_after(s, &t)? {
+                cleft = Some(match refcount_after(s, &t)? {
                     Some(n) if n.start == *agbno => n,
-                    Some(n) => Refc {
+                    Some(n) => RefcountRecord {
                         start: *agbno,
                         len: (*aglen).min(n.start.saturating_sub(*agbno)),
                         refcount: 1,
                         cow,
                     },
-                    None => Refc {
+                    None => RefcountRecord {
                         start: *agbno,
                         len: *aglen,
                         refcount: 1,
@@ -156,21 +171,21 @@ pub(super) fn refc_merge<S: Recs>(
     let end = agbno.saturating_add(*aglen);
     let mut right = None;
     let mut cright = None;
-    if let Some(t) = refc_ge(s, end, cow)? {
+    if let Some(t) = refcount_ge(s, end, cow)? {
         if t.start == end {
             right = Some(t);
-            cright = Some(match refc_before(s, &t)? {
+            cright = Some(match refcount_before(s, &t)? {
                 Some(p) if p.end() == end => p,
                 Some(p) => {
                     let st = (*agbno).max(p.end());
-                    Refc {
+                    RefcountRecord {
                         start: st,
                         len: t.start.saturating_sub(st),
                         refcount: 1,
                         cow,
                     }
                 }
-                None => Refc {
+                None => RefcountRecord {
                     start: *agbno,
                     len: *aglen,
                     refcount: 1,
@@ -193,18 +208,18 @@ pub(super) fn refc_merge<S: Recs>(
             // As the kernel: the record at or after the centre goes (the
             // centre if it is a record, else the right one), then the
             // right one too if the centre was a record.
-            let first = refc_ge(s, c.start, cow)?
+            let first = refcount_ge(s, c.start, cow)?
                 .map(|x| x.key())
                 .unwrap_or(r.key());
-            s.delete(Tree::Refc, first)?;
+            s.delete(Tree::Refcount, first)?;
             if c.refcount > 1 {
-                s.delete(Tree::Refc, r.key())?;
+                s.delete(Tree::Refcount, r.key())?;
             }
-            let nl = Refc {
+            let nl = RefcountRecord {
                 len: u32::try_from(total).unwrap_or(u32::MAX),
                 ..l
             };
-            s.update(Tree::Refc, l.key(), &nl.bytes())?;
+            s.update(Tree::Refcount, l.key(), &nl.bytes())?;
             *aglen = 0;
             return Ok(());
         }
@@ -214,13 +229,13 @@ pub(super) fn refc_merge<S: Recs>(
             && u64::from(l.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refc, c.key())?;
+                s.delete(Tree::Refcount, c.key())?;
             }
-            let nl = Refc {
+            let nl = RefcountRecord {
                 len: l.len.saturating_add(c.len),
                 ..l
             };
-            s.update(Tree::Refc, l.key(), &nl.bytes())?;
+            s.update(Tree::Refcount, l.key(), &nl.bytes())?;
             *agbno = agbno.saturating_add(c.len);
             *aglen = aglen.saturating_sub(c.len);
             if cequal {
@@ -233,15 +248,15 @@ pub(super) fn refc_merge<S: Recs>(
             && u64::from(r.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refc, c.key())?;
+                s.delete(Tree::Refcount, c.key())?;
             }
-            let nr = Refc {
+            let nr = RefcountRecord {
                 start: r.start.saturating_sub(c.len),
                 len: r.len.saturating_add(c.len),
                 refcount: r.refcount,
                 cow,
             };
-            s.update(Tree::Refc, r.key(), &nr.bytes())?;
+            s.update(Tree::Refcount, r.key(), &nr.bytes())?;
             *aglen = aglen.saturating_sub(c.len);
         }
     }
@@ -250,7 +265,7 @@ pub(super) fn refc_merge<S: Recs>(
 
 /// `xfs_refcount_adjust_extents`: the extents a decrease frees are
 /// returned.
-pub(super) fn refc_adjust_extents<S: Recs>(
+pub(super) fn refcount_adjust_extents<S: RecordStore>(
     s: &mut S,
     agblocks: u32,
     agbno: &mut u32,
@@ -264,14 +279,14 @@ pub(super) fn refc_adjust_extents<S: Recs>(
         if guard > u64::from(agblocks).saturating_add(2) {
             return refuse("refcount: the adjustment does not end".into());
         }
-        let mut ext = refc_ge(s, *agbno, false)?.unwrap_or(Refc {
+        let mut ext = refcount_ge(s, *agbno, false)?.unwrap_or(RefcountRecord {
             start: agblocks,
             len: 0,
             refcount: 0,
             cow: false,
         });
         if ext.start != *agbno {
-            let hole = Refc {
+            let hole = RefcountRecord {
                 start: *agbno,
                 len: (*aglen).min(ext.start.saturating_sub(*agbno)),
                 refcount: 1u32.saturating_add_signed(adj),
@@ -281,7 +296,7 @@ pub(super) fn refc_adjust_extents<S: Recs>(
                 return refuse("refcount: records overlap".into());
             }
             if hole.refcount != 0 {
-                s.insert(Tree::Refc, &hole.bytes())?;
+                s.insert(Tree::Refcount, &hole.bytes())?;
             } else {
                 frees.push((hole.start, hole.len));
             }
@@ -290,7 +305,7 @@ pub(super) fn refc_adjust_extents<S: Recs>(
             if *aglen == 0 {
                 break;
             }
-            match refc_ge(s, *agbno, false)? {
+            match refcount_ge(s, *agbno, false)? {
                 Some(e) => ext = e,
                 None => return refuse("refcount: record vanished".into()),
             }
@@ -305,9 +320,9 @@ pub(super) fn refc_adjust_extents<S: Recs>(
             let old = ext.start;
             ext.refcount = ext.refcount.saturating_add_signed(adj);
             if ext.refcount > 1 {
-                s.update(Tree::Refc, rkey(old, false), &ext.bytes())?;
+                s.update(Tree::Refcount, rkey(old, false), &ext.bytes())?;
             } else if ext.refcount == 1 {
-                s.delete(Tree::Refc, rkey(old, false))?;
+                s.delete(Tree::Refcount, rkey(old, false))?;
             } else {
                 frees.push((ext.start, ext.len));
             }
@@ -320,7 +335,7 @@ pub(super) fn refc_adjust_extents<S: Recs>(
 
 /// `xfs_refcount_adjust` by `adj` (+1 or -1) over `[agbno, agbno + len)`;
 /// returns the extents whose count reached 0 (to be freed).
-pub fn refcount_adjust<S: Recs>(
+pub fn refcount_adjust<S: RecordStore>(
     s: &mut S,
     agblocks: u32,
     agbno: u32,
@@ -328,18 +343,18 @@ pub fn refcount_adjust<S: Recs>(
     adj: i32,
 ) -> EditResult<Vec<(u32, u32)>> {
     let (mut b, mut l) = (agbno, len);
-    refc_split(s, b, false)?;
-    refc_split(s, b.saturating_add(l), false)?;
-    refc_merge(s, &mut b, &mut l, adj, false)?;
+    refcount_split(s, b, false)?;
+    refcount_split(s, b.saturating_add(l), false)?;
+    refcount_merge(s, &mut b, &mut l, adj, false)?;
     let mut frees = Vec::new();
-    refc_adjust_extents(s, agblocks, &mut b, &mut l, adj, &mut frees)?;
+    refcount_adjust_extents(s, agblocks, &mut b, &mut l, adj, &mut frees)?;
     Ok(frees)
 }
 
 /// `xfs_refcount_adjust_cow`: a CoW staging extent reserved (`alloc`:
 /// a record of refcount 1 in the CoW domain, merged with adjacent staging
 /// extents) or released (the record must be exactly the extent).
-pub fn refcount_cow<S: Recs>(
+pub fn refcount_cow<S: RecordStore>(
     s: &mut S,
     agblocks: u32,
     agbno: u32,
@@ -351,8 +366,8 @@ pub fn refcount_cow<S: Recs>(
         // Blocks already reserved: the kernel's merge would corrupt the
         // tree; refuse instead.
         let end = agbno.saturating_add(len);
-        let before = refc_le(s, agbno, true)?;
-        let after = refc_ge(s, agbno, true)?;
+        let before = refcount_le(s, agbno, true)?;
+        let after = refcount_ge(s, agbno, true)?;
         if before.is_some_and(|x| x.end() > agbno) || after.is_some_and(|x| x.start < end) {
             return refuse(format!(
                 "refcount: CoW blocks {agbno}+{len} are already reserved"
@@ -360,13 +375,13 @@ pub fn refcount_cow<S: Recs>(
         }
     }
     let (mut b, mut l) = (agbno, len);
-    refc_split(s, b, true)?;
-    refc_split(s, b.saturating_add(l), true)?;
-    refc_merge(s, &mut b, &mut l, adj, true)?;
+    refcount_split(s, b, true)?;
+    refcount_split(s, b.saturating_add(l), true)?;
+    refcount_merge(s, &mut b, &mut l, adj, true)?;
     if l == 0 {
         return Ok(());
     }
-    let ext = refc_ge(s, b, true)?.unwrap_or(Refc {
+    let ext = refcount_ge(s, b, true)?.unwrap_or(RefcountRecord {
         start: agblocks,
         len: 0,
         refcount: 0,
@@ -377,8 +392,8 @@ pub fn refcount_cow<S: Recs>(
             return refuse(format!("refcount: CoW blocks {b}+{l} are already reserved"));
         }
         s.insert(
-            Tree::Refc,
-            &Refc {
+            Tree::Refcount,
+            &RefcountRecord {
                 start: b,
                 len: l,
                 refcount: 1,
@@ -392,6 +407,6 @@ pub fn refcount_cow<S: Recs>(
                 "refcount: no CoW staging record {b}+{l} to release"
             ));
         }
-        s.delete(Tree::Refc, ext.key())
+        s.delete(Tree::Refcount, ext.key())
     }
 }

@@ -4,7 +4,7 @@
 //! split the middle).
 
 use super::Key;
-use super::Recs;
+use super::RecordStore;
 use crate::xfs::format::btree::XfsRmapRec;
 use crate::xfs::format::btree::{
     XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN,
@@ -95,13 +95,13 @@ pub(super) fn non_inode(owner: u64) -> bool {
     owner >> 63 != 0
 }
 
-pub(super) fn rmap_le<S: Recs>(s: &mut S, key: Key) -> EditResult<Option<Rmap>> {
+pub(super) fn rmap_le<S: RecordStore>(s: &mut S, key: Key) -> EditResult<Option<Rmap>> {
     Ok(s.neighbors(Tree::Rmap, key)?.0.map(|r| Rmap::parse(&r)))
 }
 
 /// `xfs_rmap_lookup_le_range`: the mapping of the owner of `m` that holds
 /// block `m.start` at file offset `m.offset`.
-pub(super) fn rmap_find_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<Option<Rmap>> {
+pub(super) fn rmap_find_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<Option<Rmap>> {
     let fits = |r: &Rmap| {
         r.owner == m.owner
             && (non_inode(r.owner)
@@ -121,7 +121,7 @@ pub(super) fn rmap_find_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<Optio
 
 /// `xfs_rmap_unmap_shared`: remove `m` from the mapping that holds it,
 /// where several owners may map the same blocks.
-pub fn rmap_unmap_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+pub fn rmap_unmap_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     let Some(lt) = rmap_find_shared(s, m)? else {
         return refuse(format!(
             "rmap: no mapping of owner {} offset {} at block {}",
@@ -161,7 +161,7 @@ pub fn rmap_unmap_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
 
 /// `xfs_rmap_map_shared`: add `m`, merged with the owner's mapping just
 /// before it (found by the overlapped query) and the one just after.
-pub fn rmap_map_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+pub fn rmap_map_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     let ignore_off = m.ignore_off();
     let mut lt = None;
     if m.start > 0 && (ignore_off || m.offset > 0) {
@@ -224,7 +224,7 @@ pub(super) fn key_before(k: Key) -> Key {
 /// `xfs_rmap_convert`: the written state of `m` (of an inode's data or
 /// attr fork, not shared) flips to `m.unwritten`, the mapping split or
 /// merged with its neighbours as the kernel does.
-pub fn rmap_convert<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     if m.ignore_off() {
         return refuse("rmap: convert of a non-inode owner or a bmbt block".into());
     }
@@ -361,7 +361,7 @@ pub fn rmap_convert<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
 /// blocks other owners may map too: the mapping found by owner and offset,
 /// the left neighbour by the overlapped query, the right one by its exact
 /// key, and every change of a key done as a delete and an insert.
-pub fn rmap_convert_shared<S: Recs>(s: &mut S, m: &Rmap) -> EditResult<()> {
+pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     if m.ignore_off() || m.attr {
         return refuse("rmap: shared convert of a non-inode owner, bmbt block or attr fork".into());
     }
