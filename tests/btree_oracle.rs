@@ -18,7 +18,7 @@ use std::io::Read;
 use xfs_explorer::xfs::fs::{be16, be32, be64, Fs};
 use xfs_explorer::xfs::image::{Image, Overlay};
 use xfs_explorer::xfs::read::FileReader;
-use xfs_explorer::xfs::replay::agedit::{stamp_into, AgStore, Tree};
+use xfs_explorer::xfs::replay::ag::{stamp_into, AgStore, Tree};
 use xfs_explorer::xfs::replay::alloc::RmapOwner;
 use xfs_explorer::xfs::types::{AgNumber, Lsn};
 

@@ -15,7 +15,7 @@
 
 use zerocopy::byteorder::big_endian::{U16, U32, U64};
 use zerocopy::byteorder::little_endian::U32 as Le32;
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// "AB3B": free space by block number, v5.
 pub const XFS_ABTB_CRC_MAGIC: u32 = 0x4142_3342;
@@ -78,7 +78,7 @@ pub struct XfsAllocRec {
 }
 
 /// An inode btree record in the full-chunk form (no SPINODES).
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned, Debug)]
 #[repr(C)]
 pub struct XfsInobtRecFull {
     pub ir_startino: U32,
@@ -87,7 +87,7 @@ pub struct XfsInobtRecFull {
 }
 
 /// An inode btree record in the sparse form (SPINODES).
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned, Debug)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned, Debug)]
 #[repr(C)]
 pub struct XfsInobtRecSparse {
     pub ir_startino: U32,

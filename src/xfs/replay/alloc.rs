@@ -26,15 +26,18 @@
 //! the tree. Busy extents, reservations and discards are not modelled:
 //! only the end state on disk.
 
-use super::agedit::refuse;
-use super::agedit::*;
+use super::ag::refuse;
+use super::ag::*;
+use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
+use crate::xfs::format::btree::{XfsAllocRec, XfsRmapRec};
 use crate::xfs::format::btree::{
     XFS_RMAP_LEN_MAX, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK,
     XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_AG, XFS_RMAP_OWN_NULL, XFS_RMAP_OWN_UNKNOWN,
 };
 use crate::xfs::fs::{be32, be64};
 use crate::xfs::read::ReadAt;
+use core::mem::offset_of;
 
 /// An rmap owner (`xfs_owner_info`): the owner, the file offset and the
 /// attr-fork / bmbt-block flags.
@@ -88,11 +91,11 @@ pub struct RmapIrec {
 
 impl RmapIrec {
     pub fn from_rec(r: &[u8]) -> Self {
-        let raw = be64(r, 16).unwrap_or(0);
+        let raw = be64(r, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
         RmapIrec {
-            start: be32(r, 0).unwrap_or(0),
-            len: be32(r, 4).unwrap_or(0),
-            owner: be64(r, 8).unwrap_or(0),
+            start: be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0),
+            len: be32(r, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0),
+            owner: be64(r, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
             offset: raw & XFS_RMAP_OFF_MASK,
             flags: raw & !XFS_RMAP_OFF_MASK,
         }
@@ -187,10 +190,16 @@ impl<R: ReadAt> AgStore<'_, R> {
                 .saturating_mul(2)
                 .saturating_sub(2)
         };
-        let mut need =
-            part(self.agf_u32(28), alloc_max).saturating_add(part(self.agf_u32(32), alloc_max));
+        let mut need = part(self.agf_u32(offset_of!(XfsAgf, agf_bno_level)), alloc_max)
+            .saturating_add(part(
+                self.agf_u32(offset_of!(XfsAgf, agf_cnt_level)),
+                alloc_max,
+            ));
         if self.feat.rmapbt {
-            need = need.saturating_add(part(self.agf_u32(36), rmap_max));
+            need = need.saturating_add(part(
+                self.agf_u32(offset_of!(XfsAgf, agf_rmap_level)),
+                rmap_max,
+            ));
         }
         need
     }
@@ -204,7 +213,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     pub fn fix_freelist(&mut self, freeing: bool) -> EditResult<()> {
         let need = self.min_freelist();
         let mut guard = 0u32;
-        while self.agf_u32(48) > need {
+        while self.agf_u32(offset_of!(XfsAgf, agf_flcount)) > need {
             let Some(b) = self.get_freelist(false)? else {
                 break;
             };
@@ -214,12 +223,12 @@ impl<R: ReadAt> AgStore<'_, R> {
                 return refuse("the free list does not shrink".into());
             }
         }
-        while self.agf_u32(48) < need {
+        while self.agf_u32(offset_of!(XfsAgf, agf_flcount)) < need {
             guard = guard.saturating_add(1);
             if guard > 4096 {
                 return refuse("the free list does not fill".into());
             }
-            let maxlen = need.saturating_sub(self.agf_u32(48));
+            let maxlen = need.saturating_sub(self.agf_u32(offset_of!(XfsAgf, agf_flcount)));
             let Some((bno, len)) = self.alloc_size(maxlen)? else {
                 if freeing {
                     break;
@@ -232,8 +241,10 @@ impl<R: ReadAt> AgStore<'_, R> {
             if self.feat.rmapbt {
                 self.rmap_map(bno, len, false, RmapOwner::special(XFS_RMAP_OWN_AG))?;
             }
-            let free = self.agf_u32(52).saturating_sub(len);
-            self.set_agf_u32(52, free);
+            let free = self
+                .agf_u32(offset_of!(XfsAgf, agf_freeblks))
+                .saturating_sub(len);
+            self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free);
             for b in bno..bno.saturating_add(len) {
                 self.put_freelist_ex(b, false)?;
             }
@@ -286,7 +297,12 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// the first extent by size that holds `maxlen` blocks, else the
     /// longest, taken from its start. `None` when there is no free space.
     pub fn alloc_size(&mut self, maxlen: u32) -> EditResult<Option<(u32, u32)>> {
-        let rec = |r: Vec<u8>| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        let rec = |r: Vec<u8>| {
+            (
+                be32(&r, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0),
+                be32(&r, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0),
+            )
+        };
         let (mut cnt, found) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
         let (mut fbno, mut flen, mut rbno, mut rlen);
         if found {
@@ -363,7 +379,12 @@ impl<R: ReadAt> AgStore<'_, R> {
             return refuse(format!("cntbt: no free extent {fbno}+{flen}"));
         }
         let (bno_cur, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
-        if !ok || self.get_rec(&bno_cur).and_then(|r| be32(&r, 4)) != Some(flen) {
+        if !ok
+            || self
+                .get_rec(&bno_cur)
+                .and_then(|r| be32(&r, offset_of!(XfsAllocRec, ar_blockcount)))
+                != Some(flen)
+        {
             return refuse(format!("bnobt: no free extent {fbno}+{flen}"));
         }
         let fend = fbno.saturating_add(flen);
@@ -432,8 +453,14 @@ impl<R: ReadAt> AgStore<'_, R> {
                 self.rmap_unmap(bno, len, false, o)?;
             }
         }
-        let rec =
-            |r: Option<Vec<u8>>| r.map(|r| (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0)));
+        let rec = |r: Option<Vec<u8>>| {
+            r.map(|r| {
+                (
+                    be32(&r, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0),
+                    be32(&r, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0),
+                )
+            })
+        };
         let (mut bcur, haveleft) = self.lookup(Tree::Bno, Lookup::Le, key_bno(bno))?;
         let mut lt = None;
         if haveleft {
@@ -511,8 +538,10 @@ impl<R: ReadAt> AgStore<'_, R> {
             return refuse(format!("cntbt: free extent {nbno}+{nlen} already there"));
         }
         self.insert_at(c, &alloc_rec(nbno, nlen))?;
-        let free = self.agf_u32(52).saturating_add(len);
-        self.set_agf_u32(52, free);
+        let free = self
+            .agf_u32(offset_of!(XfsAgf, agf_freeblks))
+            .saturating_add(len);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free);
         Ok(())
     }
 
@@ -552,9 +581,9 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// kernel then asks for less, or tries other AGs).
     pub fn alloc_near_unmapped(&mut self, hint: u32, len: u32) -> EditResult<Option<u32>> {
         if len > 1 {
-            let longest = self.agf_u32(56);
+            let longest = self.agf_u32(offset_of!(XfsAgf, agf_longest));
             let need = self.min_freelist();
-            let flcount = self.agf_u32(48);
+            let flcount = self.agf_u32(offset_of!(XfsAgf, agf_flcount));
             if longest.saturating_sub(need.saturating_sub(flcount)) < len {
                 return refuse(format!(
                     "AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)",
@@ -582,8 +611,10 @@ impl<R: ReadAt> AgStore<'_, R> {
         if let (true, Some(owner)) = (self.feat.rmapbt, owner) {
             self.rmap_map(bno, got, false, owner)?;
         }
-        let free = self.agf_u32(52).saturating_sub(got);
-        self.set_agf_u32(52, free);
+        let free = self
+            .agf_u32(offset_of!(XfsAgf, agf_freeblks))
+            .saturating_sub(got);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free);
         Ok(Some(bno))
     }
 
@@ -594,7 +625,10 @@ impl<R: ReadAt> AgStore<'_, R> {
             c.active = false;
             return false;
         };
-        let (fbno, flen) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        let (fbno, flen) = (
+            be32(&r, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0),
+            be32(&r, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0),
+        );
         if flen < best.minlen {
             if !bnobt {
                 c.active = false;
@@ -787,12 +821,15 @@ impl<R: ReadAt> AgStore<'_, R> {
         let Some(r) = self.get_rec(&c.cur) else {
             return Ok(());
         };
-        let (bno, len) = (be32(&r, 0).unwrap_or(0), be32(&r, 4).unwrap_or(0));
+        let (bno, len) = (
+            be32(&r, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0),
+            be32(&r, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0),
+        );
         self.cur_check(c, hint, best, false);
         best.cur_len = len;
         if bno > hint && self.decrement(&mut c.cur)? {
             if let Some(r2) = self.get_rec(&c.cur) {
-                if be32(&r2, 4) == Some(best.cur_len) {
+                if be32(&r2, offset_of!(XfsAllocRec, ar_blockcount)) == Some(best.cur_len) {
                     self.cur_check(c, hint, best, false);
                 }
             }

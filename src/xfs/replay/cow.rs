@@ -8,14 +8,14 @@
 //!    btrees, merged with free neighbours (`xfs_free_ag_extent`), and adds
 //!    them to the AGF's free block count.
 //!
-//! The btrees change shape as the kernel's do (`agedit.rs`, `alloc.rs`).
+//! The btrees change shape as the kernel's do (`ag/`, `alloc.rs`).
 //! The blocks these transactions change are written with the LSN of the
 //! first checkpoint the kernel logs after recovery: the old head. An
 //! extent whose records are not what the kernel expects is left undone
 //! and listed, with the rest of its AG.
 
-use super::agedit::refuse;
-use super::agedit::{key_refc, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
+use super::ag::refuse;
+use super::ag::{key_refcount, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
 use crate::xfs::format::btree::{XfsRefcountRec, XfsRmapRec, XFS_REFC_COWFLAG, XFS_RMAP_OWN_COW};
@@ -70,7 +70,7 @@ fn rmap_rec(r: &[u8]) -> Option<&XfsRmapRec> {
 /// queues it: the reverse mapping (RUI), the refcount record (CUI), then
 /// the blocks (EFI: no owner to unmap).
 fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
-    match s.find(Tree::Refc, key_refc(agbno | XFS_REFC_COWFLAG))? {
+    match s.find(Tree::Refcount, key_refcount(agbno | XFS_REFC_COWFLAG))? {
         Some(r)
             if refcount_rec(&r)
                 .is_some_and(|c| c.rc_blockcount.get() == len && c.rc_refcount.get() == 1) => {}
@@ -91,7 +91,7 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
         s.finish_deferred()?;
     }
     // 2. the refcount record;
-    s.delete(Tree::Refc, key_refc(agbno | XFS_REFC_COWFLAG))?;
+    s.delete(Tree::Refcount, key_refcount(agbno | XFS_REFC_COWFLAG))?;
     s.finish_deferred()?;
     // 3. the blocks (__xfs_free_extent: free list fixed, blocks freed and
     //    busy, so that later free-list refills pass over them).
@@ -121,7 +121,7 @@ pub fn recover<R: ReadAt>(
             for (b, n) in busy.get(&agno).into_iter().flatten() {
                 s.busy_insert(*b, *n);
             }
-            let leftovers: Vec<(u32, u32)> = match s.records(Tree::Refc) {
+            let leftovers: Vec<(u32, u32)> = match s.records(Tree::Refcount) {
                 Ok(recs) => recs
                     .iter()
                     .filter_map(|r| {

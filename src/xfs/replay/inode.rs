@@ -17,6 +17,7 @@
 use super::{put_be16, put_be32, put_be64, put_crc, u64_of, ReadAt, State};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::dinode::*;
+use crate::xfs::format::dinode::{XfsBmdrBlock, XfsBtreeBlockLong, XfsDinode, XfsDinodeV2};
 use crate::xfs::format::log::*;
 use crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_BIGTIME;
 use crate::xfs::fs::{be64, Fs};
@@ -24,6 +25,7 @@ use crate::xfs::image::Overlay;
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::{InodeItem, Order};
 use crate::xfs::types::Lsn;
+use core::mem::offset_of;
 
 fn corrupt(daddr: u64, detail: String) -> Error {
     Error::corrupt("log inode item", Location::Daddr { daddr }, detail)
@@ -72,17 +74,17 @@ pub fn commit_pass2<R: ReadAt>(
             ),
         ));
     };
-    if crate::xfs::fs::be16(dip, 0) != Some(XFS_DINODE_MAGIC) {
+    if crate::xfs::fs::be16(dip, offset_of!(XfsDinode, di_magic)) != Some(XFS_DINODE_MAGIC) {
         return Err(corrupt(
             daddr,
             format!(
                 "inode {ino}: the inode on disk at byte {boff} has magic {:#06x}, not 0x494e",
-                crate::xfs::fs::be16(dip, 0).unwrap_or(0)
+                crate::xfs::fs::be16(dip, offset_of!(XfsDinode, di_magic)).unwrap_or(0)
             ),
         ));
     }
     let ld: &[u8] = it.regions.get(1).map(Vec::as_slice).unwrap_or(&[]);
-    if order.u16(ld, 0) != Some(XFS_DINODE_MAGIC) {
+    if order.u16(ld, offset_of!(XfsDinode, di_magic)) != Some(XFS_DINODE_MAGIC) {
         return Err(corrupt(
             daddr,
             format!("inode {ino}: the logged inode core has no inode magic"),
@@ -90,7 +92,7 @@ pub fn commit_pass2<R: ReadAt>(
     }
     // The v5 LSN rule: skip when the inode on disk is newer (strictly).
     if dip.get(4).copied().unwrap_or(0) >= 3 {
-        let disk_lsn = crate::xfs::fs::be64(dip, 112).unwrap_or(0);
+        let disk_lsn = crate::xfs::fs::be64(dip, offset_of!(XfsDinode, di_lsn)).unwrap_or(0);
         if disk_lsn != 0 && disk_lsn != u64::MAX && disk_lsn > lsn {
             st.cache.counts.inodes_skipped_lsn =
                 st.cache.counts.inodes_skipped_lsn.saturating_add(1);
@@ -104,8 +106,10 @@ pub fn commit_pass2<R: ReadAt>(
     }
     let mut flushiter_reset = false;
     if !st.geo.v3_inodes {
-        let log_fi = order.u16(ld, 30).unwrap_or(0);
-        let disk_fi = crate::xfs::fs::be16(dip, 30).unwrap_or(0);
+        let log_fi = order
+            .u16(ld, offset_of!(XfsDinodeV2, di_flushiter))
+            .unwrap_or(0);
+        let disk_fi = crate::xfs::fs::be16(dip, offset_of!(XfsDinodeV2, di_flushiter)).unwrap_or(0);
         if log_fi < disk_fi && !(disk_fi == 0xFFFF && log_fi < 0x7FFF) {
             st.cache.counts.inodes_skipped_lsn =
                 st.cache.counts.inodes_skipped_lsn.saturating_add(1);
@@ -116,7 +120,7 @@ pub fn commit_pass2<R: ReadAt>(
         }
         flushiter_reset = true;
     }
-    let mode = order.u16(ld, 2).unwrap_or(0);
+    let mode = order.u16(ld, offset_of!(XfsDinode, di_mode)).unwrap_or(0);
     let format = ld.get(5).copied().unwrap_or(0);
     let version = ld.get(4).copied().unwrap_or(0);
     if mode & S_IFMT == S_IFREG
@@ -142,13 +146,15 @@ pub fn commit_pass2<R: ReadAt>(
         ));
     }
     let flags2 = if version >= 3 {
-        u64_of(order, ld, 120).unwrap_or(0)
+        u64_of(order, ld, offset_of!(XfsDinode, di_flags2)).unwrap_or(0)
     } else {
         0
     };
     let big = version >= 3 && flags2 & XFS_DIFLAG2_NREXT64 != 0;
     let (nextents, anextents) = if big {
-        let pad = order.u16(ld, 80).unwrap_or(0);
+        let pad = order
+            .u16(ld, offset_of!(XfsDinode, di_anextents))
+            .unwrap_or(0);
         if !st.geo.nrext64 || pad != 0 {
             return Err(corrupt(
                 daddr,
@@ -156,22 +162,36 @@ pub fn commit_pass2<R: ReadAt>(
             ));
         }
         (
-            u64_of(order, ld, 24).unwrap_or(0),
-            u64::from(order.u32(ld, 76).unwrap_or(0)),
+            u64_of(order, ld, offset_of!(XfsDinode, di_big_nextents)).unwrap_or(0),
+            u64::from(
+                order
+                    .u32(ld, offset_of!(XfsDinode, di_nextents))
+                    .unwrap_or(0),
+            ),
         )
     } else {
-        if version == 3 && u64_of(order, ld, 24).unwrap_or(0) != 0 {
+        if version == 3
+            && u64_of(order, ld, offset_of!(XfsDinode, di_big_nextents)).unwrap_or(0) != 0
+        {
             return Err(corrupt(
                 daddr,
                 format!("inode {ino}: di_v3_pad is not zero"),
             ));
         }
         (
-            u64::from(order.u32(ld, 76).unwrap_or(0)),
-            u64::from(order.u16(ld, 80).unwrap_or(0)),
+            u64::from(
+                order
+                    .u32(ld, offset_of!(XfsDinode, di_nextents))
+                    .unwrap_or(0),
+            ),
+            u64::from(
+                order
+                    .u16(ld, offset_of!(XfsDinode, di_anextents))
+                    .unwrap_or(0),
+            ),
         )
     };
-    let nblocks = u64_of(order, ld, 64).unwrap_or(0);
+    let nblocks = u64_of(order, ld, offset_of!(XfsDinode, di_nblocks)).unwrap_or(0);
     if nextents.saturating_add(anextents) > nblocks {
         return Err(corrupt(
             daddr,
@@ -253,7 +273,7 @@ fn change_owners<R: ReadAt>(
     lsn: u64,
 ) -> Result<()> {
     if ii.fields & (XFS_ILOG_DOWNER | XFS_ILOG_AOWNER) == 0
-        || crate::xfs::fs::be16(dip, 2).unwrap_or(0) == 0
+        || crate::xfs::fs::be16(dip, offset_of!(XfsDinode, di_mode)).unwrap_or(0) == 0
         || !st.geo.v5
     {
         return Ok(());
@@ -282,7 +302,7 @@ fn change_owners<R: ReadAt>(
         let Some(fork) = dip.get(off..off.saturating_add(size)) else {
             continue;
         };
-        let level = crate::xfs::fs::be16(fork, 0).unwrap_or(0);
+        let level = crate::xfs::fs::be16(fork, offset_of!(XfsBmdrBlock, bb_level)).unwrap_or(0);
         if level == 0 || level > 9 {
             continue;
         }
@@ -317,9 +337,11 @@ fn change_owners<R: ReadAt>(
                     let p = hdr.saturating_add(bmaxr.saturating_mul(8));
                     left = crate::xfs::fs::be64(&b, p).unwrap_or(u64::MAX);
                 }
-                let right = crate::xfs::fs::be64(&b, 16).unwrap_or(u64::MAX);
-                if crate::xfs::fs::be64(&b, 56) != Some(ii.ino) {
-                    put_be64(&mut b, 56, ii.ino);
+                let right = crate::xfs::fs::be64(&b, offset_of!(XfsBtreeBlockLong, bb_rightsib))
+                    .unwrap_or(u64::MAX);
+                if crate::xfs::fs::be64(&b, offset_of!(XfsBtreeBlockLong, bb_owner)) != Some(ii.ino)
+                {
+                    put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_owner), ii.ino);
                     let s = if was_dirty && stamp != super::Stamp::None {
                         stamp
                     } else {
@@ -403,8 +425,8 @@ fn bmbt_to_bmdr(src: &[u8], dip: &mut [u8], fork: usize, fork_len: usize, v5: bo
     } else {
         XFS_BTREE_LBLOCK_LEN
     };
-    let level = crate::xfs::fs::be16(src, 4).unwrap_or(0);
-    let numrecs = crate::xfs::fs::be16(src, 6).unwrap_or(0);
+    let level = crate::xfs::fs::be16(src, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(0);
+    let numrecs = crate::xfs::fs::be16(src, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0);
     put_be16(dip, fork, level);
     put_be16(dip, fork.saturating_add(2), numrecs);
     let src_max = src.len().saturating_sub(hdr) / 16;
@@ -427,7 +449,11 @@ fn log_dinode_to_disk(o: Order, from: &[u8], to: &mut [u8], lsn: u64, flushiter_
     let u32_at = |off: usize| o.u32(from, off).unwrap_or(0);
     let u64_at = |off: usize| u64_of(o, from, off).unwrap_or(0);
     let version = from.get(4).copied().unwrap_or(0);
-    let flags2 = if version >= 3 { u64_at(120) } else { 0 };
+    let flags2 = if version >= 3 {
+        u64_at(offset_of!(XfsDinode, di_flags2))
+    } else {
+        0
+    };
     let bigtime = version >= 3 && flags2 & XFS_DIFLAG2_BIGTIME != 0;
     let ts = |to: &mut [u8], off: usize| {
         if bigtime {
@@ -437,64 +463,165 @@ fn log_dinode_to_disk(o: Order, from: &[u8], to: &mut [u8], lsn: u64, flushiter_
             put_be32(to, off.saturating_add(4), u32_at(off.saturating_add(4)));
         }
     };
-    put_be16(to, 0, u16_at(0));
-    put_be16(to, 2, u16_at(2));
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_magic),
+        u16_at(offset_of!(XfsDinode, di_magic)),
+    );
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_mode),
+        u16_at(offset_of!(XfsDinode, di_mode)),
+    );
     if let Some(b) = to.get_mut(4) {
         *b = version;
     }
     if let Some(b) = to.get_mut(5) {
         *b = from.get(5).copied().unwrap_or(0);
     }
-    put_be16(to, 6, u16_at(6));
-    put_be32(to, 8, u32_at(8));
-    put_be32(to, 12, u32_at(12));
-    put_be32(to, 16, u32_at(16));
-    put_be16(to, 20, u16_at(20));
-    put_be16(to, 22, u16_at(22));
-    ts(to, 32);
-    ts(to, 40);
-    ts(to, 48);
-    put_be64(to, 56, u64_at(56));
-    put_be64(to, 64, u64_at(64));
-    put_be32(to, 72, u32_at(72));
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_metatype),
+        u16_at(offset_of!(XfsDinode, di_metatype)),
+    );
+    put_be32(
+        to,
+        offset_of!(XfsDinode, di_uid),
+        u32_at(offset_of!(XfsDinode, di_uid)),
+    );
+    put_be32(
+        to,
+        offset_of!(XfsDinode, di_gid),
+        u32_at(offset_of!(XfsDinode, di_gid)),
+    );
+    put_be32(
+        to,
+        offset_of!(XfsDinode, di_nlink),
+        u32_at(offset_of!(XfsDinode, di_nlink)),
+    );
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_projid_lo),
+        u16_at(offset_of!(XfsDinode, di_projid_lo)),
+    );
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_projid_hi),
+        u16_at(offset_of!(XfsDinode, di_projid_hi)),
+    );
+    ts(to, offset_of!(XfsDinode, di_atime));
+    ts(to, offset_of!(XfsDinode, di_mtime));
+    ts(to, offset_of!(XfsDinode, di_ctime));
+    put_be64(
+        to,
+        offset_of!(XfsDinode, di_size),
+        u64_at(offset_of!(XfsDinode, di_size)),
+    );
+    put_be64(
+        to,
+        offset_of!(XfsDinode, di_nblocks),
+        u64_at(offset_of!(XfsDinode, di_nblocks)),
+    );
+    put_be32(
+        to,
+        offset_of!(XfsDinode, di_extsize),
+        u32_at(offset_of!(XfsDinode, di_extsize)),
+    );
     if let Some(b) = to.get_mut(82) {
         *b = from.get(82).copied().unwrap_or(0);
     }
     if let Some(b) = to.get_mut(83) {
         *b = from.get(83).copied().unwrap_or(0);
     }
-    put_be32(to, 84, u32_at(84));
-    put_be16(to, 88, u16_at(88));
-    put_be16(to, 90, u16_at(90));
-    put_be32(to, 92, u32_at(92));
+    put_be32(
+        to,
+        offset_of!(XfsDinode, di_dmevmask),
+        u32_at(offset_of!(XfsDinode, di_dmevmask)),
+    );
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_dmstate),
+        u16_at(offset_of!(XfsDinode, di_dmstate)),
+    );
+    put_be16(
+        to,
+        offset_of!(XfsDinode, di_flags),
+        u16_at(offset_of!(XfsDinode, di_flags)),
+    );
+    put_be32(
+        to,
+        offset_of!(XfsDinode, di_gen),
+        u32_at(offset_of!(XfsDinode, di_gen)),
+    );
     if version == 3 {
-        put_be64(to, 104, u64_at(104));
-        ts(to, 144);
-        put_be64(to, 120, flags2);
-        put_be32(to, 128, u32_at(128));
-        put_be64(to, 152, u64_at(152));
-        put_be64(to, 112, lsn);
-        if let Some(p) = to.get_mut(132..144) {
+        put_be64(
+            to,
+            offset_of!(XfsDinode, di_changecount),
+            u64_at(offset_of!(XfsDinode, di_changecount)),
+        );
+        ts(to, offset_of!(XfsDinode, di_crtime));
+        put_be64(to, offset_of!(XfsDinode, di_flags2), flags2);
+        put_be32(
+            to,
+            offset_of!(XfsDinode, di_cowextsize),
+            u32_at(offset_of!(XfsDinode, di_cowextsize)),
+        );
+        put_be64(
+            to,
+            offset_of!(XfsDinode, di_ino),
+            u64_at(offset_of!(XfsDinode, di_ino)),
+        );
+        put_be64(to, offset_of!(XfsDinode, di_lsn), lsn);
+        let pad2 = offset_of!(XfsDinode, di_pad2);
+        if let Some(p) = to.get_mut(pad2..pad2.saturating_add(12)) {
             p.fill(0);
         }
-        if let (Some(d), Some(s)) = (to.get_mut(160..176), from.get(160..176)) {
+        let uuid = offset_of!(XfsDinode, di_uuid);
+        let uuid = uuid..uuid.saturating_add(16);
+        if let (Some(d), Some(s)) = (to.get_mut(uuid.clone()), from.get(uuid)) {
             d.copy_from_slice(s);
         }
-        put_be64(to, 24, 0);
+        put_be64(to, offset_of!(XfsDinode, di_big_nextents), 0);
     } else {
-        let fi = if flushiter_reset { 0 } else { u16_at(30) };
-        put_be16(to, 30, fi);
-        if let Some(p) = to.get_mut(24..30) {
+        let fi = if flushiter_reset {
+            0
+        } else {
+            u16_at(offset_of!(XfsDinodeV2, di_flushiter))
+        };
+        put_be16(to, offset_of!(XfsDinodeV2, di_flushiter), fi);
+        // The v2 pad before di_flushiter.
+        let pad = offset_of!(XfsDinodeV2, di_pad);
+        if let Some(p) = to.get_mut(pad..pad.saturating_add(6)) {
             p.fill(0);
         }
     }
     if version >= 3 && flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-        put_be64(to, 24, u64_at(24));
-        put_be32(to, 76, u32_at(76));
-        put_be16(to, 80, u16_at(80));
+        put_be64(
+            to,
+            offset_of!(XfsDinode, di_big_nextents),
+            u64_at(offset_of!(XfsDinode, di_big_nextents)),
+        );
+        put_be32(
+            to,
+            offset_of!(XfsDinode, di_nextents),
+            u32_at(offset_of!(XfsDinode, di_nextents)),
+        );
+        put_be16(
+            to,
+            offset_of!(XfsDinode, di_anextents),
+            u16_at(offset_of!(XfsDinode, di_anextents)),
+        );
     } else {
-        put_be32(to, 76, u32_at(76));
-        put_be16(to, 80, u16_at(80));
+        put_be32(
+            to,
+            offset_of!(XfsDinode, di_nextents),
+            u32_at(offset_of!(XfsDinode, di_nextents)),
+        );
+        put_be16(
+            to,
+            offset_of!(XfsDinode, di_anextents),
+            u16_at(offset_of!(XfsDinode, di_anextents)),
+        );
     }
 }
 
@@ -505,15 +632,24 @@ pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &Fs<R>, b: &mut [u8]) {
     if b.get(4) != Some(&3) || fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
         return;
     }
-    let flags2 = be64(b, 120).unwrap_or(0);
+    let flags2 = be64(b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0);
     if flags2 & XFS_DIFLAG2_BIGTIME != 0 {
         return;
     }
-    for at in [32usize, 40, 48, 144] {
+    for at in [
+        offset_of!(XfsDinode, di_atime),
+        offset_of!(XfsDinode, di_mtime),
+        offset_of!(XfsDinode, di_ctime),
+        offset_of!(XfsDinode, di_crtime),
+    ] {
         let t = Timestamp::decode(be64(b, at).unwrap_or(0), false);
         put_be64(b, at, Timestamp::encode(t.sec, t.nsec, true));
     }
-    put_be64(b, 120, flags2 | XFS_DIFLAG2_BIGTIME);
+    put_be64(
+        b,
+        offset_of!(XfsDinode, di_flags2),
+        flags2 | XFS_DIFLAG2_BIGTIME,
+    );
 }
 
 /// The whole sectors around an inode at byte `off`, as the replayed state
@@ -527,7 +663,7 @@ pub(crate) fn inode_sectors<R: ReadAt>(
     lsn: Lsn,
 ) -> Result<(u64, Vec<u8>)> {
     if fs.geo.v5 {
-        put_be64(&mut b, 112, lsn.raw());
+        put_be64(&mut b, offset_of!(XfsDinode, di_lsn), lsn.raw());
         put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
     }
     let start = off.saturating_sub(off % 512);

@@ -11,7 +11,7 @@
 //!
 //! Done: EFI; RUI map, unmap (and alloc/free of non-inode owners),
 //! map_shared, unmap_shared, convert, convert_shared; CUI increase, decrease, alloc_cow,
-//! free_cow; BUI map and unmap (`bmapedit.rs`, which says what it
+//! free_cow; BUI map and unmap (`bmap/`, which says what it
 //! refuses); ATTRI set, replace and remove in shortform attr forks
 //! (`attr/`, likewise); XMI data-fork exchanges (`xmiedit.rs`,
 //! likewise). Not done: realtime intents.
@@ -20,10 +20,10 @@
 //! the btree editor refuses), nothing is applied and every intent is
 //! reported as not finished, with the reason.
 
-use super::agedit::refuse;
+use super::ag::refuse;
 use super::alloc::RmapOwner;
 use super::attr;
-use super::bmapedit::ForkEditor;
+use super::bmap::ForkEditor;
 use super::defer::{defer_kind, Engine, FreeOwner, Rmap, Work};
 use super::intents::Unfinished;
 use super::xmiedit;
@@ -37,7 +37,7 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
 use serde::Serialize;
 
-use super::agedit::EditError;
+use super::ag::EditError;
 
 /// What became of the unfinished intents.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -281,7 +281,7 @@ fn run_attr_chain<R: ReadAt>(
 }
 
 impl<R: ReadAt> attr::AttrSpace for Engine<'_, R> {
-    fn near(&mut self, agno: u32, hint: u32, len: u32) -> super::agedit::EditResult<Option<u32>> {
+    fn near(&mut self, agno: u32, hint: u32, len: u32) -> super::ag::EditResult<Option<u32>> {
         self.store(agno)?.alloc_near_unmapped(hint, len)
     }
     fn bmbt_block(
@@ -289,10 +289,10 @@ impl<R: ReadAt> attr::AttrSpace for Engine<'_, R> {
         agno: u32,
         hint: u32,
         owner: super::alloc::RmapOwner,
-    ) -> super::agedit::EditResult<Option<u32>> {
+    ) -> super::ag::EditResult<Option<u32>> {
         self.store(agno)?.alloc_near_one_for(hint, owner)
     }
-    fn let_go(&mut self, agno: u32) -> super::agedit::EditResult<Vec<Work>> {
+    fn let_go(&mut self, agno: u32) -> super::ag::EditResult<Vec<Work>> {
         self.take_deferred_work(agno)
     }
 }
@@ -465,7 +465,7 @@ fn logged<R: ReadAt>(
         let len = u64::try_from(data.len()).unwrap_or(0);
         let before = super::counters::read(fs, ov, "logged block", daddr.saturating_mul(512), len)?;
         let unlogged = if fs.geo.v5 {
-            super::agedit::ag_stamp(data).unlogged()
+            super::ag::ag_stamp(data).unlogged()
         } else {
             Vec::new()
         };
@@ -517,7 +517,7 @@ pub fn recover<R: ReadAt>(
             }
         }
     };
-    super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
+    super::ag::stamp_into(ov, changes, lsn, fs.geo.v5);
     for (daddr, n) in stale {
         ov.revert(daddr, n);
     }

@@ -39,20 +39,24 @@
 //! (a btree change the editor refuses) stops the walk and it and the rest
 //! are reported.
 
-use super::agedit::refuse;
-use super::agedit::{key_ino, EditError, EditResult, Tree};
+use super::ag::refuse;
+use super::ag::{key_ino, EditError, EditResult, Tree};
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::bmap::Fork;
 use crate::xfs::error::Result;
 use crate::xfs::format::ag::NULLAGINO;
 use crate::xfs::format::btree::XFS_RMAP_OWN_INODES;
+use crate::xfs::format::btree::{XfsInobtRecFull, XfsInobtRecSparse};
+use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::{Image, Overlay};
 use crate::xfs::read::{ReadAt, ReadError};
 use crate::xfs::types::{Ino, Lsn};
+use core::mem::offset_of;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use zerocopy::{FromBytes, IntoBytes};
 
 /// The replayed state as a readable image.
 pub struct OvReader<'a, R: ReadAt> {
@@ -118,37 +122,47 @@ struct Irec {
 }
 
 fn irec_parse(b: &[u8], sparse: bool) -> Option<Irec> {
-    let start = be32(b, 0)?;
-    let (holemask, count, freecount) = if sparse {
-        (be16(b, 4)?, *b.get(6)?, *b.get(7)?)
+    if sparse {
+        let (r, _) = XfsInobtRecSparse::ref_from_prefix(b).ok()?;
+        Some(Irec {
+            start: r.ir_startino.get(),
+            holemask: r.ir_holemask.get(),
+            count: r.ir_count,
+            freecount: r.ir_freecount,
+            free: r.ir_free.get(),
+        })
     } else {
-        (0, 64, u8::try_from(be32(b, 4)?).unwrap_or(u8::MAX))
-    };
-    Some(Irec {
-        start,
-        holemask,
-        count,
-        freecount,
-        free: be64(b, 8)?,
-    })
+        let (r, _) = XfsInobtRecFull::ref_from_prefix(b).ok()?;
+        Some(Irec {
+            start: r.ir_startino.get(),
+            holemask: 0,
+            count: 64,
+            freecount: u8::try_from(r.ir_freecount.get()).unwrap_or(u8::MAX),
+            free: r.ir_free.get(),
+        })
+    }
 }
 
 fn irec_bytes(r: &Irec, sparse: bool) -> Vec<u8> {
-    let mut b = vec![0u8; 16];
-    put_be32(&mut b, 0, r.start);
     if sparse {
-        put_be16(&mut b, 4, r.holemask);
-        if let Some(x) = b.get_mut(6) {
-            *x = r.count;
+        XfsInobtRecSparse {
+            ir_startino: r.start.into(),
+            ir_holemask: r.holemask.into(),
+            ir_count: r.count,
+            ir_freecount: r.freecount,
+            ir_free: r.free.into(),
         }
-        if let Some(x) = b.get_mut(7) {
-            *x = r.freecount;
-        }
+        .as_bytes()
+        .to_vec()
     } else {
-        put_be32(&mut b, 4, u32::from(r.freecount));
+        XfsInobtRecFull {
+            ir_startino: r.start.into(),
+            ir_freecount: u32::from(r.freecount).into(),
+            ir_free: r.free.into(),
+        }
+        .as_bytes()
+        .to_vec()
     }
-    put_be64(&mut b, 8, r.free);
-    b
 }
 
 /// The first inode number of each 4-inode holemask bit's run of
@@ -684,7 +698,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 .view
                 .img
                 .read_disk("inode", off, u64::from(g.inodesize))?;
-            put_be16(&mut b, 2, 0);
+            put_be16(&mut b, offset_of!(XfsDinode, di_mode), 0);
             if let Some(x) = b.get_mut(5) {
                 *x = 2;
             }
@@ -692,9 +706,9 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             // regular file with a size or data, a directory or symlink in
             // blocks): an empty shortform directory keeps its 6 bytes.
             if zero_size {
-                put_be64(&mut b, 56, 0);
+                put_be64(&mut b, offset_of!(XfsDinode, di_size), 0);
             }
-            put_be64(&mut b, 64, 0);
+            put_be64(&mut b, offset_of!(XfsDinode, di_nblocks), 0);
             if g.v5 {
                 // di_big_nextents (with NREXT64) or the v2 padding.
                 put_be64(
@@ -703,22 +717,26 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     0,
                 );
             }
-            put_be32(&mut b, 76, 0);
-            put_be16(&mut b, 80, 0);
+            put_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0);
+            put_be16(&mut b, offset_of!(XfsDinode, di_anextents), 0);
             if let Some(x) = b.get_mut(82) {
                 *x = 0;
             }
             if let Some(x) = b.get_mut(83) {
                 *x = 2;
             }
-            put_be16(&mut b, 90, 0);
+            put_be16(&mut b, offset_of!(XfsDinode, di_flags), 0);
             if g.v5 {
-                let cc = be64(&b, 104).unwrap_or(0).wrapping_add(txs);
-                put_be64(&mut b, 104, cc);
+                let cc = be64(&b, offset_of!(XfsDinode, di_changecount))
+                    .unwrap_or(0)
+                    .wrapping_add(txs);
+                put_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc);
             }
-            let gen = be32(&b, 92).unwrap_or(0).wrapping_add(1);
-            put_be32(&mut b, 92, gen);
-            put_be32(&mut b, 96, NULLAGINO);
+            let gen = be32(&b, offset_of!(XfsDinode, di_gen))
+                .unwrap_or(0)
+                .wrapping_add(1);
+            put_be32(&mut b, offset_of!(XfsDinode, di_gen), gen);
+            put_be32(&mut b, offset_of!(XfsDinode, di_next_unlinked), NULLAGINO);
             if g.v5 {
                 // New inodes' flags2: bigtime and nrext64 as the fs has them.
                 let mut f2 = 0u64;
@@ -728,7 +746,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 if self.fs.sb.features_incompat & (1 << 5) != 0 {
                     f2 |= 1 << 4;
                 }
-                put_be64(&mut b, 120, f2);
+                put_be64(&mut b, offset_of!(XfsDinode, di_flags2), f2);
             }
             self.inodes.insert(ino, (off, b));
         }
@@ -904,7 +922,7 @@ pub fn process<R: ReadAt>(
             cx.engine.busy(),
         )
     };
-    super::agedit::stamp_into(ov, changes, lsn, fs.geo.v5);
+    super::ag::stamp_into(ov, changes, lsn, fs.geo.v5);
     for (daddr, n) in stale {
         ov.revert(daddr, n);
     }

@@ -44,13 +44,14 @@
 //! still without them is switched to them first, as the kernel does (once,
 //! for one file).
 
-use super::agedit::{refuse, EditResult};
-use super::bmapedit::{ForkEditor, Mapping, Rec};
+use super::ag::{refuse, EditResult};
+use super::bmap::{ForkEditor, Mapping, Rec};
 use super::defer::{Engine, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
 use crate::xfs::file::symlink_block_checks;
+use crate::xfs::format::dinode::{XfsDinode, XfsDsymlinkHdr};
 use crate::xfs::format::dinode::{
     S_IFDIR, S_IFLNK, S_IFMT, XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK, XFS_DIFLAG_REALTIME,
     XFS_DINODE_FMT_EXTENTS, XFS_DINODE_FMT_LOCAL, XFS_MAX_FILEOFF,
@@ -66,6 +67,7 @@ use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
+use core::mem::offset_of;
 use std::collections::{BTreeSet, VecDeque};
 
 /// The flags recovery takes from the XMI.
@@ -137,7 +139,7 @@ fn log_core<R: ReadAt>(
 
 fn flags2(b: &[u8]) -> u64 {
     if b.get(4) == Some(&3) {
-        be64(b, 120).unwrap_or(0)
+        be64(b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0)
     } else {
         0
     }
@@ -145,7 +147,7 @@ fn flags2(b: &[u8]) -> u64 {
 
 fn set_flags2(b: &mut [u8], set: u64, clear: u64) {
     let f = (flags2(b) | set) & !clear;
-    put_be64(b, 120, f);
+    put_be64(b, offset_of!(XfsDinode, di_flags2), f);
 }
 
 /// The large extent counters switched on in an inode's core
@@ -153,27 +155,27 @@ fn set_flags2(b: &mut [u8], set: u64, clear: u64) {
 /// 64-bit field at 24, the attr fork's to the 32-bit one at 76, the pad
 /// after it zeroed.
 fn upgrade_nrext64(b: &mut [u8]) {
-    let dn = u64::from(be32(b, 76).unwrap_or(0));
-    let an = u32::from(be16(b, 80).unwrap_or(0));
-    put_be64(b, 24, dn);
-    put_be32(b, 76, an);
-    put_be16(b, 80, 0);
+    let dn = u64::from(be32(b, offset_of!(XfsDinode, di_nextents)).unwrap_or(0));
+    let an = u32::from(be16(b, offset_of!(XfsDinode, di_anextents)).unwrap_or(0));
+    put_be64(b, offset_of!(XfsDinode, di_big_nextents), dn);
+    put_be32(b, offset_of!(XfsDinode, di_nextents), an);
+    put_be16(b, offset_of!(XfsDinode, di_anextents), 0);
     set_flags2(b, XFS_DIFLAG2_NREXT64, 0);
 }
 
 /// An inode of the intent, checked as `xlog_recover_iget_handle` does.
 fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<Vec<u8>> {
     let (_, b) = forks.inode(ino)?;
-    if be16(&b, 2).unwrap_or(0) == 0 {
+    if be16(&b, offset_of!(XfsDinode, di_mode)).unwrap_or(0) == 0 {
         return refuse(format!("inode {ino} is free: the kernel fails the mount"));
     }
-    let g = be32(&b, 92).unwrap_or(0);
+    let g = be32(&b, offset_of!(XfsDinode, di_gen)).unwrap_or(0);
     if g != gen {
         return refuse(format!(
             "inode {ino} has generation {g}, the intent {gen}: the kernel fails the mount"
         ));
     }
-    if be16(&b, 90).unwrap_or(0) & XFS_DIFLAG_REALTIME != 0 {
+    if be16(&b, offset_of!(XfsDinode, di_flags)).unwrap_or(0) & XFS_DIFLAG_REALTIME != 0 {
         return refuse(format!(
             "inode {ino} is a realtime file: realtime exchanges are not done by this tool"
         ));
@@ -215,9 +217,9 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
     }
     let b1 = load(forks, x.inode1, x.igen1)?;
     let b2 = load(forks, x.inode2, x.igen2)?;
-    let kind = be16(&b2, 2).unwrap_or(0) & 0o170000;
-    let size1 = be64(&b1, 56).unwrap_or(0);
-    let size2 = be64(&b2, 56).unwrap_or(0);
+    let kind = be16(&b2, offset_of!(XfsDinode, di_mode)).unwrap_or(0) & 0o170000;
+    let size1 = be64(&b1, offset_of!(XfsDinode, di_size)).unwrap_or(0);
+    let size2 = be64(&b2, offset_of!(XfsDinode, di_size)).unwrap_or(0);
     let mut ex = Exchange {
         ino1: x.inode1,
         ino2: x.inode2,
@@ -372,10 +374,12 @@ fn update_size<R: ReadAt>(
     let bs = u64::from(forks.fs().geo.blocksize);
     let len = end.saturating_mul(bs).min(isize);
     let (_, b) = forks.inode(ino)?;
-    if len <= be64(&b, 56).unwrap_or(0) {
+    if len <= be64(&b, offset_of!(XfsDinode, di_size)).unwrap_or(0) {
         return Ok(());
     }
-    log_core(forks, tx, ino, |b| put_be64(b, 56, len))
+    log_core(forks, tx, ino, |b| {
+        put_be64(b, offset_of!(XfsDinode, di_size), len)
+    })
 }
 
 /// One call of `xfs_exchmaps_finish_one`: the work it queues (bmap
@@ -402,8 +406,12 @@ fn step<R: ReadAt>(
         }
         if ex.flags & XFS_EXCHMAPS_SET_SIZES != 0 && ex.count == 0 {
             let (s1, s2) = (ex.isize1.unwrap_or(0), ex.isize2.unwrap_or(0));
-            log_core(forks, tx, ex.ino1, |b| put_be64(b, 56, s1))?;
-            log_core(forks, tx, ex.ino2, |b| put_be64(b, 56, s2))?;
+            log_core(forks, tx, ex.ino1, |b| {
+                put_be64(b, offset_of!(XfsDinode, di_size), s1)
+            })?;
+            log_core(forks, tx, ex.ino2, |b| {
+                put_be64(b, offset_of!(XfsDinode, di_size), s2)
+            })?;
         }
     } else if ex.postop() {
         if ex.flags & INO2_SHORTFORM != 0 {
@@ -463,7 +471,7 @@ fn data_to_shortform<R: ReadAt>(
 ) -> EditResult<Option<ToLocal>> {
     let fs = forks.fs();
     let (_, b) = forks.inode(ino)?;
-    let kind = be16(&b, 2).unwrap_or(0) & S_IFMT;
+    let kind = be16(&b, offset_of!(XfsDinode, di_mode)).unwrap_or(0) & S_IFMT;
     if b.get(5) == Some(&XFS_DINODE_FMT_LOCAL) || (kind != S_IFDIR && kind != S_IFLNK) {
         return Ok(None);
     }
@@ -474,7 +482,7 @@ fn data_to_shortform<R: ReadAt>(
     } else {
         forkoff
     };
-    let size = be64(&b, 56).unwrap_or(0);
+    let size = be64(&b, offset_of!(XfsDinode, di_size)).unwrap_or(0);
     let dsize64 = u64::try_from(dsize).unwrap_or(u64::MAX);
     if kind == S_IFLNK {
         // A remote target short enough for the inode moves into it.
@@ -635,8 +643,11 @@ fn link_target<R: ReadAt>(
         let daddr = fs.geo.fsb_to_daddr(FsBlock(ext.start)).unwrap_or(Daddr(0));
         let uuid = fs.meta_uuid();
         let v = symlink_block_checks(&block, ino, daddr, &uuid);
-        let magic = be32(&block, 0).unwrap_or(0);
-        let (sl_off, sl_bytes) = (be32(&block, 4).unwrap_or(0), be32(&block, 8).unwrap_or(0));
+        let magic = be32(&block, offset_of!(XfsDsymlinkHdr, sl_magic)).unwrap_or(0);
+        let (sl_off, sl_bytes) = (
+            be32(&block, offset_of!(XfsDsymlinkHdr, sl_offset)).unwrap_or(0),
+            be32(&block, offset_of!(XfsDsymlinkHdr, sl_bytes)).unwrap_or(0),
+        );
         let why = if magic != XFS_SYMLINK_MAGIC {
             Some(format!("magic {magic:#010x}"))
         } else if let Some(p) = v.problems.first() {
@@ -709,14 +720,16 @@ fn to_local<R: ReadAt>(
             *f = XFS_DINODE_FMT_LOCAL;
         }
         if let Some(s) = t.size {
-            put_be64(b, 56, s);
+            put_be64(b, offset_of!(XfsDinode, di_size), s);
         }
-        let nb = be64(b, 64).unwrap_or(0).saturating_sub(gone);
-        put_be64(b, 64, nb);
+        let nb = be64(b, offset_of!(XfsDinode, di_nblocks))
+            .unwrap_or(0)
+            .saturating_sub(gone);
+        put_be64(b, offset_of!(XfsDinode, di_nblocks), nb);
         if flags2(b) & XFS_DIFLAG2_NREXT64 != 0 {
-            put_be64(b, 24, 0);
+            put_be64(b, offset_of!(XfsDinode, di_big_nextents), 0);
         } else {
-            put_be32(b, 76, 0);
+            put_be32(b, offset_of!(XfsDinode, di_nextents), 0);
         }
         if let Some(d) = b.get_mut(core..core.saturating_add(t.data.len())) {
             d.copy_from_slice(&t.data);

@@ -17,6 +17,9 @@
 //! next leaf (`xfs_da3_path_shift`), and so on.
 
 use super::*;
+use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
+use crate::xfs::replay::field_range;
+use core::mem::offset_of;
 
 impl<R: ReadAt> ForkEditor<'_, R> {
     /// The entries (hash, block) of a da node's bytes.
@@ -54,15 +57,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             h.fill(0);
         }
         if v5 {
-            put_be64(b, 16, boff / 512);
-            if let Some(u) = b.get_mut(32..48) {
+            put_be64(b, offset_of!(XfsDa3Blkinfo, blkno), boff / 512);
+            if let Some(u) = b.get_mut(field_range(offset_of!(XfsDa3Blkinfo, uuid), 16)) {
                 u.copy_from_slice(&fs.meta_uuid());
             }
-            put_be64(b, 48, ino);
+            put_be64(b, offset_of!(XfsDa3Blkinfo, owner), ino);
         }
         put_be16(
             b,
-            8,
+            offset_of!(XfsDaBlkinfo, magic),
             if v5 {
                 XFS_DA3_NODE_MAGIC
             } else {
@@ -147,16 +150,16 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             self.node_header(&mut nb, nboff, ino, level);
             Self::put_node_entries(&mut nb, v5, &moved);
             // xfs_da3_blk_link: the new node after the old one.
-            let forw = be32(&b, 0).unwrap_or(0);
-            put_be32(&mut nb, 0, forw);
-            put_be32(&mut nb, 4, my_dablk);
+            let forw = be32(&b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
+            put_be32(&mut nb, offset_of!(XfsDaBlkinfo, forw), forw);
+            put_be32(&mut nb, offset_of!(XfsDaBlkinfo, back), my_dablk);
             if forw != 0 {
                 let off = self.attr_block_off(ino, u64::from(forw))?;
                 let mut fb = self.read("attr node block", off, bs)?;
-                put_be32(&mut fb, 4, ndablk);
+                put_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), ndablk);
                 self.put_attr_block(off, fb);
             }
-            put_be32(&mut b, 0, ndablk);
+            put_be32(&mut b, offset_of!(XfsDaBlkinfo, forw), ndablk);
             Self::put_node_entries(&mut b, v5, &entries);
             self.put_attr_block(nboff, nb);
             self.put_attr_block(boff, b.clone());
@@ -184,13 +187,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             d.copy_from_slice(src);
         }
         if v5 {
-            put_be64(&mut copy, 16, cboff / 512);
+            put_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), cboff / 512);
         }
-        let forw = be32(&copy, 0).unwrap_or(0);
+        let forw = be32(&copy, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
         if forw != 0 {
             let off = self.attr_block_off(ino, u64::from(forw))?;
             let mut fb = self.read("attr node block", off, bs)?;
-            put_be32(&mut fb, 4, cdablk);
+            put_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), cdablk);
             self.put_attr_block(off, fb);
         }
         self.put_attr_block(cboff, copy);
@@ -231,7 +234,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         loop {
             let boff = self.attr_block_off(ino, dablk)?;
             let b = self.read("attr block", boff, bs)?;
-            let magic = be16(&b, 8);
+            let magic = be16(&b, offset_of!(XfsDaBlkinfo, magic));
             if !matches!(magic, Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC)) {
                 if want_level.is_some_and(|l| l != 0) {
                     return refuse(format!(
@@ -401,8 +404,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let b = self.read("attr node block", boff, bs)?;
             let above = depth.saturating_sub(1).saturating_sub(path.len());
             let want = base.saturating_add(u16::try_from(above).unwrap_or(u16::MAX));
-            if !matches!(be16(&b, 8), Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC))
-                || be16(&b, level_at).unwrap_or(0) != want
+            if !matches!(
+                be16(&b, offset_of!(XfsDaBlkinfo, magic)),
+                Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC)
+            ) || be16(&b, level_at).unwrap_or(0) != want
                 || count_of(&b) == 0
             {
                 return refuse(format!(
@@ -697,7 +702,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let Some(node) = path.last() else {
                 return Ok(work);
             };
-            let (nforw, nback) = (be32(&node.b, 0).unwrap_or(0), be32(&node.b, 4).unwrap_or(0));
+            let (nforw, nback) = (
+                be32(&node.b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0),
+                be32(&node.b, offset_of!(XfsDaBlkinfo, back)).unwrap_or(0),
+            );
             let cur = dablk_of(&path);
             let choice = if left == 0 {
                 Some((nforw != 0, None))
@@ -766,13 +774,19 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 ));
             }
             let (save_boff, drop_boff) = (sv.boff, d.boff);
-            let (dforw, dback) = (be32(&d.b, 0).unwrap_or(0), be32(&d.b, 4).unwrap_or(0));
+            let (dforw, dback) = (
+                be32(&d.b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0),
+                be32(&d.b, offset_of!(XfsDaBlkinfo, back)).unwrap_or(0),
+            );
             let mut sb = sv.b.clone();
             Self::put_node_entries(&mut sb, v5, &merged);
             // xfs_da3_blk_unlink: the kept node takes the dropped one's
             // place in the sibling chain.
             let (save_blk, drop_blk) = (dablk_of(&spath), dablk_of(&dpath));
-            let (sforw, sback) = (be32(&sb, 0).unwrap_or(0), be32(&sb, 4).unwrap_or(0));
+            let (sforw, sback) = (
+                be32(&sb, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0),
+                be32(&sb, offset_of!(XfsDaBlkinfo, back)).unwrap_or(0),
+            );
             let relink = |ed: &mut Self, blk: u32, forw: bool| -> EditResult<()> {
                 let off = ed.attr_block_off(ino, u64::from(blk))?;
                 let mut b = ed.read("attr block", off, bs)?;
@@ -781,12 +795,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 Ok(())
             };
             if sback == drop_blk {
-                put_be32(&mut sb, 4, dback);
+                put_be32(&mut sb, offset_of!(XfsDaBlkinfo, back), dback);
                 if dback != 0 {
                     relink(self, dback, true)?;
                 }
             } else if sforw == drop_blk {
-                put_be32(&mut sb, 0, dforw);
+                put_be32(&mut sb, offset_of!(XfsDaBlkinfo, forw), dforw);
                 if dforw != 0 {
                     relink(self, dforw, false)?;
                 }
@@ -822,7 +836,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let child_off = self.attr_block_off(ino, u64::from(child))?;
         let mut bytes = self.read("attr block", child_off, bs)?;
         if v5 {
-            put_be64(&mut bytes, 16, root.boff / 512);
+            put_be64(
+                &mut bytes,
+                offset_of!(XfsDa3Blkinfo, blkno),
+                root.boff / 512,
+            );
         }
         let root_off = root.boff;
         self.put_attr_block(root_off, bytes);

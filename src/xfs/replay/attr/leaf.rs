@@ -16,6 +16,10 @@
 //! takes both new entries, splitting if it must.
 
 use super::*;
+use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
+use crate::xfs::format::dinode::XfsDinode;
+use crate::xfs::replay::field_range;
+use core::mem::offset_of;
 
 impl<R: ReadAt> ForkEditor<'_, R> {
     /// `xfs_attr_leaf_addname` / `xfs_attr_node_addname`: the entry goes
@@ -106,7 +110,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let last = lf.leaf.lasthash().unwrap_or(0);
         let mut copy = lf.leaf.b.clone();
         if v5 {
-            put_be64(&mut copy, 16, nboff / 512);
+            put_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), nboff / 512);
         }
         self.put_attr_block(nboff, copy);
         let mut node = lf.leaf.b;
@@ -115,18 +119,18 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             if let Some(h) = node.get_mut(..hdr) {
                 h.fill(0);
             }
-            put_be64(&mut node, 16, lf.boff / 512);
-            if let Some(u) = node.get_mut(32..48) {
+            put_be64(&mut node, offset_of!(XfsDa3Blkinfo, blkno), lf.boff / 512);
+            if let Some(u) = node.get_mut(field_range(offset_of!(XfsDa3Blkinfo, uuid), 16)) {
                 u.copy_from_slice(&fs.meta_uuid());
             }
-            put_be64(&mut node, 48, ino);
+            put_be64(&mut node, offset_of!(XfsDa3Blkinfo, owner), ino);
         } else {
-            put_be32(&mut node, 0, 0);
-            put_be32(&mut node, 4, 0);
+            put_be32(&mut node, offset_of!(XfsDaBlkinfo, forw), 0);
+            put_be32(&mut node, offset_of!(XfsDaBlkinfo, back), 0);
         }
         put_be16(
             &mut node,
-            8,
+            offset_of!(XfsDaBlkinfo, magic),
             if v5 {
                 XFS_DA3_NODE_MAGIC
             } else {
@@ -252,7 +256,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let g = fs.geo;
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
         let (hdr, _, _) = node_layout(g.v5);
-        let cc0 = be64(&self.inode(ino)?.1, 104).unwrap_or(0);
+        let cc0 = be64(&self.inode(ino)?.1, offset_of!(XfsDinode, di_changecount)).unwrap_or(0);
         let Some(bottom) = path.last() else {
             return refuse(format!("inode {ino}: a leaf split with no node above"));
         };

@@ -25,9 +25,12 @@
 use crate::xfs::format::attr::{
     XFS_ATTR3_LEAF_MAGIC, XFS_ATTR_INCOMPLETE, XFS_ATTR_LEAF_MAGIC, XFS_ATTR_LOCAL,
 };
+use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::fs::{be16, be32};
-use crate::xfs::replay::agedit::{refuse, EditResult};
+use crate::xfs::replay::ag::{refuse, EditResult};
+use crate::xfs::replay::field_range;
 use crate::xfs::replay::{put_be16, put_be32, put_be64};
+use core::mem::offset_of;
 
 const ENTRY: usize = 8;
 const MAPSIZE: usize = 3;
@@ -83,7 +86,7 @@ impl Leaf {
     /// A block read from disk, its header checked.
     pub fn parse(b: Vec<u8>, v5: bool, what: &str) -> EditResult<Leaf> {
         let lay = layout(v5);
-        let magic = be16(&b, 8).unwrap_or(0);
+        let magic = be16(&b, offset_of!(XfsDaBlkinfo, magic)).unwrap_or(0);
         let want = if v5 {
             XFS_ATTR3_LEAF_MAGIC
         } else {
@@ -141,14 +144,18 @@ impl Leaf {
         let lay = layout(v5);
         let mut b = vec![0u8; bs];
         if v5 {
-            put_be16(&mut b, 8, XFS_ATTR3_LEAF_MAGIC);
-            put_be64(&mut b, 16, daddr);
-            if let Some(u) = b.get_mut(32..48) {
+            put_be16(
+                &mut b,
+                offset_of!(XfsDaBlkinfo, magic),
+                XFS_ATTR3_LEAF_MAGIC,
+            );
+            put_be64(&mut b, offset_of!(XfsDa3Blkinfo, blkno), daddr);
+            if let Some(u) = b.get_mut(field_range(offset_of!(XfsDa3Blkinfo, uuid), 16)) {
                 u.copy_from_slice(uuid);
             }
-            put_be64(&mut b, 48, owner);
+            put_be64(&mut b, offset_of!(XfsDa3Blkinfo, owner), owner);
         } else {
-            put_be16(&mut b, 8, XFS_ATTR_LEAF_MAGIC);
+            put_be16(&mut b, offset_of!(XfsDaBlkinfo, magic), XFS_ATTR_LEAF_MAGIC);
         }
         let hdr = Hdr {
             count: 0,
@@ -190,7 +197,10 @@ impl Leaf {
 
     /// The sibling leaves: forward and back attr block numbers (0: none).
     pub fn siblings(&self) -> (u32, u32) {
-        (be32(&self.b, 0).unwrap_or(0), be32(&self.b, 4).unwrap_or(0))
+        (
+            be32(&self.b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0),
+            be32(&self.b, offset_of!(XfsDaBlkinfo, back)).unwrap_or(0),
+        )
     }
 
     /// Entry `i`'s remote value: its first attr block and its length;
@@ -617,8 +627,8 @@ impl Leaf {
 
     /// The sibling links (`forw`, `back`: attr block numbers, 0 none).
     pub fn set_siblings(&mut self, forw: u32, back: u32) {
-        put_be32(&mut self.b, 0, forw);
-        put_be32(&mut self.b, 4, back);
+        put_be32(&mut self.b, offset_of!(XfsDaBlkinfo, forw), forw);
+        put_be32(&mut self.b, offset_of!(XfsDaBlkinfo, back), back);
     }
 
     /// `xfs_attr3_leaf_compact`: the block cleared past its header and the

@@ -67,16 +67,19 @@ mod leaf_block;
 mod remote;
 mod shortform;
 
-use super::agedit::{refuse, EditResult};
-use super::bmapedit::{extent_count, ForkEditor, Rec};
+use super::ag::{refuse, EditResult};
+use super::bmap::{extent_count, ForkEditor, Rec};
 use super::defer::{Rmap, Work};
 use super::{put_be16, put_be32, put_be64, RecoveryTime};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
+use crate::xfs::format::attr::XfsAttrSfHdr;
 use crate::xfs::format::attr::{
     XFS_ATTR3_RMT_MAGIC, XFS_ATTR_INCOMPLETE, XFS_ATTR_NSP_ONDISK_MASK, XFS_ATTR_PARENT,
     XFS_XATTR_SIZE_MAX,
 };
+use crate::xfs::format::da::XfsDaBlkinfo;
 use crate::xfs::format::da::{XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
+use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::{
     XFS_DIFLAG2_BIGTIME, XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_DEV, XFS_DINODE_FMT_EXTENTS,
     XFS_DINODE_FMT_LOCAL,
@@ -87,6 +90,7 @@ use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::AttriItem;
 use crate::xfs::read::ReadAt;
+use core::mem::offset_of;
 use leaf_block::{entsize_local, entsize_remote, Leaf};
 use shortform::{bytesfit, sf_entries};
 
@@ -229,18 +233,25 @@ fn attr_rec0(b: &[u8], core: usize) -> (usize, u64, u64, u64) {
 /// Set an inode's attr extent count (where the large-count layout keeps
 /// it when the inode has one).
 fn set_anextents(b: &mut [u8], n: u32) {
-    let nrext64 = b.get(4) == Some(&3) && be64(b, 120).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
+    let nrext64 = b.get(4) == Some(&3)
+        && be64(b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
     if nrext64 {
-        put_be32(b, 76, n);
+        put_be32(b, offset_of!(XfsDinode, di_nextents), n);
     } else {
-        put_be16(b, 80, u16::try_from(n).unwrap_or(u16::MAX));
+        put_be16(
+            b,
+            offset_of!(XfsDinode, di_anextents),
+            u16::try_from(n).unwrap_or(u16::MAX),
+        );
     }
 }
 
 /// di_nblocks moved by `delta`.
 fn add_nblocks(b: &mut [u8], delta: i64) {
-    let nb = be64(b, 64).unwrap_or(0).saturating_add_signed(delta);
-    put_be64(b, 64, nb);
+    let nb = be64(b, offset_of!(XfsDinode, di_nblocks))
+        .unwrap_or(0)
+        .saturating_add_signed(delta);
+    put_be64(b, offset_of!(XfsDinode, di_nblocks), nb);
 }
 
 /// The add of a set whose first transaction took the old entry out: done
@@ -418,7 +429,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// The attr fork of `ino`: `None` when it has none.
     fn attr_fork(&self, ino: u64) -> EditResult<Option<AttrFork>> {
         let (ioff, b) = self.inode(ino)?;
-        if be16(&b, 2) == Some(0) {
+        if be16(&b, offset_of!(XfsDinode, di_mode)) == Some(0) {
             return refuse(format!("inode {ino} is free: the kernel fails the mount"));
         }
         let core = if b.get(4) == Some(&3) { 176 } else { 100 };
@@ -455,7 +466,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let what = "attr leaf block";
             let bytes = self.read(what, boff, bs)?;
             if matches!(
-                be16(&bytes, 8),
+                be16(&bytes, offset_of!(XfsDaBlkinfo, magic)),
                 Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC)
             ) {
                 return Ok(Some(AttrFork::Node));
@@ -471,7 +482,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             vec![0, 4, 0, 0]
         } else {
             let fork = b.get(fork_at..).unwrap_or(&[]);
-            let total = usize::from(be16(fork, 0).unwrap_or(0));
+            let total = usize::from(be16(fork, offset_of!(XfsAttrSfHdr, totsize)).unwrap_or(0));
             sf_entries(fork, ino)?;
             fork.get(..total).unwrap_or(&[]).to_vec()
         };
@@ -542,10 +553,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (_, ib) = self.inode(ino)?;
         // A parent pointer names its inode by generation too
         // (xlog_recover_iget_handle).
-        if req.parent && be16(&ib, 2) != Some(0) && be32(&ib, 92) != Some(a.igen) {
+        if req.parent
+            && be16(&ib, offset_of!(XfsDinode, di_mode)) != Some(0)
+            && be32(&ib, offset_of!(XfsDinode, di_gen)) != Some(a.igen)
+        {
             return refuse(format!(
                 "inode {ino} has generation {}, the intent {}: the kernel fails the mount",
-                be32(&ib, 92).unwrap_or(0),
+                be32(&ib, offset_of!(XfsDinode, di_gen)).unwrap_or(0),
                 a.igen
             ));
         }
@@ -698,7 +712,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             *c = c.saturating_sub(1);
         }
         let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
-        put_be16(&mut f.sf, 0, total);
+        put_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total);
         // The last entry of a removal takes the fork with it, unless the
         // data fork is a btree or the filesystem has parent pointers.
         let last = f.sf.len() == 4 && !set && f.dformat != XFS_DINODE_FMT_BTREE;
@@ -781,7 +795,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 "inode {ino}: the entry marked incomplete for removal is gone"
             ));
         };
-        let cc0 = be64(&self.inode(ino)?.1, 104).unwrap_or(0);
+        let cc0 = be64(&self.inode(ino)?.1, offset_of!(XfsDinode, di_changecount)).unwrap_or(0);
         self.begin_transaction();
         lf.leaf.remove(i);
         self.fix_hash_path(&mut path, &lf.leaf);
@@ -833,7 +847,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     clippy::arithmetic_side_effects
 )]
 mod fixture_tests {
-    use super::super::agedit::EditError;
+    use super::super::ag::EditError;
     use super::*;
     use crate::xfs::image::Overlay;
     use crate::xfs::testutil::fixture_fs;

@@ -23,6 +23,11 @@
 //! the block's reverse mapping and what the allocation let go of.
 
 use super::*;
+use crate::xfs::format::attr::XfsAttrSfHdr;
+use crate::xfs::format::da::XfsDa3Blkinfo;
+use crate::xfs::format::dinode::XfsDinode;
+use crate::xfs::replay::field_range;
+use core::mem::offset_of;
 
 /// `XFS_ATTR_SF_ENTSIZE_MAX`: names and values at least this long never
 /// go into a shortform list.
@@ -41,7 +46,7 @@ pub(super) struct SfEntry {
 /// The shortform list's entries (after the 4-byte header), checked to lie
 /// inside `totsize`.
 pub(super) fn sf_entries(sf: &[u8], ino: u64) -> EditResult<Vec<SfEntry>> {
-    let total = usize::from(be16(sf, 0).unwrap_or(0));
+    let total = usize::from(be16(sf, offset_of!(XfsAttrSfHdr, totsize)).unwrap_or(0));
     let count = usize::from(sf.get(2).copied().unwrap_or(0));
     if total < 4 || total > sf.len() {
         return refuse(format!(
@@ -127,7 +132,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let literal = isize.saturating_sub(f.core);
         let dbytes = match f.dformat {
             XFS_DINODE_FMT_DEV => 0,
-            XFS_DINODE_FMT_LOCAL => usize::try_from(be64(b, 56).unwrap_or(0)).unwrap_or(usize::MAX),
+            XFS_DINODE_FMT_LOCAL => {
+                usize::try_from(be64(b, offset_of!(XfsDinode, di_size)).unwrap_or(0))
+                    .unwrap_or(usize::MAX)
+            }
             XFS_DINODE_FMT_EXTENTS => {
                 usize::try_from(extent_count(b, false).saturating_mul(16)).unwrap_or(usize::MAX)
             }
@@ -165,7 +173,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         } else {
             (u8::try_from(forkoff).unwrap_or(0), XFS_DINODE_FMT_LOCAL)
         };
-        if let Some(d) = f.b.get_mut(82..84) {
+        if let Some(d) =
+            f.b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2))
+        {
             d.copy_from_slice(&[fo, af]);
         }
         if forkoff != 0 {
@@ -226,7 +236,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         };
         // The leaf is read for this inode: a v5 block must name it as its
         // owner (xfs_attr3_leaf_header_check).
-        let owner = be64(&lf.leaf.b, 48).unwrap_or(0);
+        let owner = be64(&lf.leaf.b, offset_of!(XfsDa3Blkinfo, owner)).unwrap_or(0);
         if self.fs().geo.v5 && owner != ino {
             return refuse(format!(
                 "inode {ino}: its attr leaf names inode {owner} as owner: the kernel fails the mount"
@@ -265,7 +275,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         add_nblocks(&mut b, -1);
         match forkoff {
             None if !set => {
-                if let Some(d) = b.get_mut(82..84) {
+                if let Some(d) = b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2)) {
                     d.copy_from_slice(&[0, XFS_DINODE_FMT_EXTENTS]);
                 }
             }
@@ -292,8 +302,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     }
                 }
                 let total = u16::try_from(sf.len()).unwrap_or(u16::MAX);
-                put_be16(&mut sf, 0, total);
-                if let Some(d) = b.get_mut(82..84) {
+                put_be16(&mut sf, offset_of!(XfsAttrSfHdr, totsize), total);
+                if let Some(d) = b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2)) {
                     d.copy_from_slice(&[u8::try_from(fo).unwrap_or(0), XFS_DINODE_FMT_LOCAL]);
                 }
                 let at = core.saturating_add(fo.saturating_mul(8));
@@ -408,7 +418,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         self.put_attr_block(boff, leaf.b);
         // The fork: one extent (file block 0 -> the new block), nblocks + 1.
-        if let Some(d) = f.b.get_mut(82..84) {
+        if let Some(d) =
+            f.b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2))
+        {
             d.copy_from_slice(&[u8::try_from(forkoff).unwrap_or(0), XFS_DINODE_FMT_EXTENTS]);
         }
         let at = f.core.saturating_add(forkoff.saturating_mul(8));
@@ -484,10 +496,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             *c = c.saturating_add(1);
         }
         let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
-        put_be16(&mut f.sf, 0, total);
+        put_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total);
         let v3 = f.b.get(4) == Some(&3);
-        let big = v3 && be64(&f.b, 120).unwrap_or(0) & XFS_DIFLAG2_BIGTIME != 0;
-        put_be64(&mut f.b, 48, Timestamp::encode(now.sec, now.nsec, big));
+        let big = v3
+            && be64(&f.b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0) & XFS_DIFLAG2_BIGTIME != 0;
+        put_be64(
+            &mut f.b,
+            offset_of!(XfsDinode, di_ctime),
+            Timestamp::encode(now.sec, now.nsec, big),
+        );
         self.put_sf(ino, f, forkoff, bumps)
     }
 }
