@@ -570,7 +570,12 @@ impl<R: ReadAt> AgStore<'_, R> {
         hint: u32,
         owner: Option<RmapOwner>,
     ) -> EditResult<Option<u32>> {
-        self.alloc_near(hint, 1, owner)
+        let b = self.alloc_near(hint, 1, owner)?;
+        if let Some(b) = b {
+            // The new block's buffer (a btree block, an attr block).
+            self.get_buf(b);
+        }
+        Ok(b)
     }
 
     /// `xfs_alloc_vextent_start_ag` in this AG for `len` blocks, all or

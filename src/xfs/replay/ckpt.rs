@@ -26,13 +26,28 @@
 //! Which chunks of a buffer the kernel logs is taken here as the chunks
 //! whose bytes changed (the LSN and CRC fields aside, which the kernel
 //! writes only when the buffer goes to disk).
+//!
+//! A log force can also come in the middle of the intents' work: when a
+//! transaction gets the buffer of a block that an earlier transaction of
+//! the checkpoint being built freed, the buffer is stale and still pinned,
+//! and `xfs_buf_lock` forces the log and waits for it. The work is then
+//! several checkpoints, cut where the forces came ([`Cut`]): each holds
+//! what its transactions changed, the intents still pending at its end,
+//! and the done items of those pending at its start; each block carries
+//! the LSN of the last checkpoint that logged it. Those sizes are not yet
+//! exact after a first force (bmbt chunks and inode forks are taken from
+//! the bytes that changed between two cuts, not from what each
+//! transaction logged).
 
 use crate::xfs::format::log::{
     XfsBufLogFormat, XfsEfiLogFormat, XfsExtent64, XfsInodeLogFormat, XfsLogDinode,
     XfsRudLogFormat, XfsTransHeader, XlogOpHeader, XFS_BLF_CHUNK, XFS_LOG_DINODE_V2_SIZE,
     XLOG_HEADER_CYCLE_SIZE,
 };
-use crate::xfs::format::log::{XFS_LI_EFI, XFS_LI_EFI_RT};
+use crate::xfs::format::log::{XfsMapExtent, XfsPhysExtent, XfsRuiLogFormat, XfsXmiLogFormat};
+use crate::xfs::format::log::{
+    XFS_LI_BUI, XFS_LI_CUI, XFS_LI_EFI, XFS_LI_EFI_RT, XFS_LI_RUI, XFS_LI_XMI,
+};
 use crate::xfs::log::items::ItemKind;
 use crate::xfs::types::Lsn;
 use core::mem::size_of;
@@ -94,6 +109,65 @@ pub fn done_item(intent: ItemKind, extents: usize) -> Item {
             regions: vec![size_of::<XfsRudLogFormat<Le>>()],
         },
     }
+}
+
+/// The intent item the kernel logs for a deferred op of `extents` work
+/// items (one region: the format and its extents).
+pub fn intent_item(intent: ItemKind, extents: usize) -> Item {
+    let head = size_of::<XfsRuiLogFormat<Le>>();
+    let n = extents.max(1);
+    let (kind, bytes) = match intent.0 {
+        XFS_LI_XMI => ("xmi", size_of::<XfsXmiLogFormat<Le>>()),
+        XFS_LI_BUI => (
+            "bui",
+            head.saturating_add(n.saturating_mul(size_of::<XfsMapExtent<Le>>())),
+        ),
+        XFS_LI_RUI => (
+            "rui",
+            head.saturating_add(n.saturating_mul(size_of::<XfsMapExtent<Le>>())),
+        ),
+        XFS_LI_CUI => (
+            "cui",
+            head.saturating_add(n.saturating_mul(size_of::<XfsPhysExtent<Le>>())),
+        ),
+        _ => (
+            "efi",
+            size_of::<XfsEfiLogFormat<Le>>()
+                .saturating_add(n.saturating_mul(size_of::<XfsExtent64<Le>>())),
+        ),
+    };
+    Item {
+        kind,
+        regions: vec![bytes],
+    }
+}
+
+/// What the fork editor had changed at a log force: the inodes, bmbt
+/// blocks and attr blocks as they then were (by byte offset), and how
+/// many bmbt blocks it had invalidated.
+#[derive(Clone, Debug, Default)]
+pub struct ForkCut {
+    pub inodes: std::collections::BTreeMap<u64, Vec<u8>>,
+    pub blocks: std::collections::BTreeMap<u64, Vec<u8>>,
+    pub attr_blocks: std::collections::BTreeMap<u64, Vec<u8>>,
+    pub invalidated: usize,
+}
+
+/// Where the kernel forced its log in the middle of the intents' work
+/// (a stale, pinned buffer got again): the state every transaction
+/// committed before it left, which is the checkpoint the force writes.
+#[derive(Clone, Debug, Default)]
+pub struct Cut {
+    /// The AG blocks and headers changed so far (daddr, bytes).
+    pub ag: Vec<(u64, Vec<u8>)>,
+    /// The chunks of AG btree blocks written since the last cut.
+    pub touched: Vec<(u64, BTreeSet<usize>)>,
+    /// AG btree blocks invalidated since the last cut (daddr, sectors).
+    pub cancels: Vec<(u64, u64)>,
+    pub forks: ForkCut,
+    /// The deferred ops whose intents are logged and not yet done: (the
+    /// intent's kind, its work items).
+    pub live: Vec<(ItemKind, usize)>,
 }
 
 /// Bytes of a buffer's format region: the fixed part and the bitmap words.
@@ -271,6 +345,11 @@ pub struct Checkpoint {
     pub records: u32,
     /// 512-byte log blocks, record headers and padding included.
     pub blocks: u64,
+    /// For a checkpoint a log force wrote in the middle of the work: the
+    /// transactions committed before the force (counted from the first
+    /// of the intents' recovery).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_transactions: Option<u64>,
 }
 
 /// Lay out the checkpoint holding `items` as the kernel writes it.

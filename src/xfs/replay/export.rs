@@ -362,8 +362,15 @@ pub fn plan<R: ReadAt>(
     overlay.record_undo();
     // Unfinished intents first (the kernel finishes them before anything
     // else at mount), then CoW staging extents.
-    let mut intents =
-        super::recover::recover(fs, &mut overlay, &rep.unfinished_intents, rep.head, now)?;
+    let w = super::ckpt::LogWriter::of(rep.iclog_size, loc.v2, fs.sb.logsunit);
+    let mut intents = super::recover::recover_in(
+        fs,
+        &mut overlay,
+        &rep.unfinished_intents,
+        rep.head,
+        now,
+        Some((w, loc.len_bbs)),
+    )?;
     let left: Vec<super::intents::Unfinished> = if intents.not_finished.is_some() {
         rep.unfinished_intents.clone()
     } else {
@@ -375,13 +382,33 @@ pub fn plan<R: ReadAt>(
     let mut later = rep.head;
     let mut notes = Vec::new();
     if !intents.logged.is_empty() {
-        let w = super::ckpt::LogWriter::of(rep.iclog_size, loc.v2, fs.sb.logsunit);
         let c = super::ckpt::checkpoint(&intents.logged, w);
-        later = super::ckpt::advance(rep.head, c.blocks, loc.len_bbs);
-        notes.push(format!(
-            "the intents' work is a checkpoint of {} log blocks at {}:{}; the work after it carries the LSN {}:{}",
-            c.blocks, rep.head.cycle, rep.head.block, later.cycle, later.block
-        ));
+        let start = intents.last_start.unwrap_or(rep.head);
+        later = super::ckpt::advance(start, c.blocks, loc.len_bbs);
+        if intents.forced.is_empty() {
+            notes.push(format!(
+                "the intents' work is a checkpoint of {} log blocks at {}:{}; the work after it carries the LSN {}:{}",
+                c.blocks, rep.head.cycle, rep.head.block, later.cycle, later.block
+            ));
+        } else {
+            let sizes: Vec<String> = intents
+                .forced
+                .iter()
+                .map(|f| f.blocks.to_string())
+                .collect();
+            notes.push(format!(
+                "the intents' work reuses blocks it freed, so the kernel forces its log {} time(s) in the middle of it: checkpoints of {} log blocks from {}:{}, then the last of {} log blocks at {}:{}; the work after it carries the LSN {}:{}",
+                intents.forced.len(),
+                sizes.join(", "),
+                rep.head.cycle,
+                rep.head.block,
+                c.blocks,
+                start.cycle,
+                start.block,
+                later.cycle,
+                later.block
+            ));
+        }
         intents.checkpoint = Some(c);
         intents.next_lsn = Some(later);
     }

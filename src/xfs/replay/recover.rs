@@ -58,6 +58,15 @@ pub struct IntentReport {
     /// The LSN of the checkpoint after it, which the later mount-time work
     /// (unlinked inodes, CoW staging extents) carries.
     pub next_lsn: Option<Lsn>,
+    /// The checkpoints the kernel's log forces wrote in the middle of the
+    /// work (a buffer freed earlier in it got again), in order; the last
+    /// checkpoint of the work is [`Self::checkpoint`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub forced: Vec<super::ckpt::Checkpoint>,
+    /// Where the last checkpoint of the work starts, when forces came
+    /// before it (else at the head).
+    #[serde(skip)]
+    pub last_start: Option<Lsn>,
 }
 
 /// The work one intent asks for, in the order the kernel does it.
@@ -228,6 +237,9 @@ fn run_attr_chain<R: ReadAt>(
                 let rest = ws.split_off(n);
                 let mut created = Vec::new();
                 for (i, w) in ws.iter().enumerate() {
+                    if engine.starts_tx(w) {
+                        engine.begin_tx();
+                    }
                     let (more, rolled) = engine.finish_in_chain(w)?;
                     if i == 0 && rolled {
                         roll(forks, &mut logged)?;
@@ -276,6 +288,8 @@ fn run_attr_chain<R: ReadAt>(
                 push_group(&mut queue, work);
             }
         }
+        engine.settle_forces();
+        engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
     }
     Ok(())
 }
@@ -383,6 +397,8 @@ pub fn finish_all<R: ReadAt>(
                 }
                 captured.extend(more);
                 held.push(x.owner);
+                engine.settle_forces();
+                engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
             }
         }
         if let (Some(ItemBody::Attri(a)), XFS_LI_ATTRI) = (&u.body, u.kind.0) {
@@ -444,6 +460,114 @@ pub fn finish_all<R: ReadAt>(
     Ok(())
 }
 
+/// The log items of AG work between two states (`prev`, changed blocks
+/// by daddr, empty for the replayed image; `changes`, the blocks changed
+/// now): the blocks whose chunks changed or were written (`touched`), and
+/// the btree blocks freed (`stale`, cancelled buffers). Also the daddrs
+/// of the blocks logged.
+fn ag_logged<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &Overlay,
+    prev: &std::collections::BTreeMap<u64, Vec<u8>>,
+    changes: &[(u64, Vec<u8>)],
+    touched: &[(u64, std::collections::BTreeSet<usize>)],
+    stale: &[(u64, u64)],
+) -> Result<(Vec<super::ckpt::Item>, std::collections::BTreeSet<u64>)> {
+    use super::ckpt::{buf_item, changed_chunks, stale_buf_item};
+    let mut out = Vec::new();
+    let mut daddrs = std::collections::BTreeSet::new();
+    for (daddr, data) in changes {
+        let len = u64::try_from(data.len()).unwrap_or(0);
+        let before = match prev.get(daddr) {
+            Some(b) => b.clone(),
+            None => super::counters::read(fs, ov, "logged block", daddr.saturating_mul(512), len)?,
+        };
+        let unlogged = if fs.geo.v5 {
+            super::ag::ag_stamp(data).unlogged()
+        } else {
+            Vec::new()
+        };
+        let mut dirty = changed_chunks(&before, data, &unlogged);
+        for (_, t) in touched.iter().filter(|(d, _)| d == daddr) {
+            dirty.extend(t.iter().copied());
+        }
+        if let Some(it) = buf_item(data.len(), &dirty) {
+            out.push(it);
+            daddrs.insert(*daddr);
+        }
+    }
+    for (_, n) in stale {
+        out.push(stale_buf_item(
+            usize::try_from(n.saturating_mul(512)).unwrap_or(0),
+        ));
+    }
+    Ok((out, daddrs))
+}
+
+/// The intents' work split where the kernel forced its log: the items of
+/// each checkpoint, and for every block and inode (AG blocks by daddr,
+/// the fork editor's by byte offset) the last checkpoint that logged it.
+struct Split {
+    items: Vec<Vec<super::ckpt::Item>>,
+    ag_last: std::collections::BTreeMap<u64, usize>,
+    fork_last: std::collections::BTreeMap<u64, usize>,
+}
+
+fn split_at_cuts<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &Overlay,
+    intents: &[Unfinished],
+    engine: &Engine<'_, R>,
+    forks: &ForkEditor<'_, R>,
+) -> Result<Split> {
+    use super::ckpt::{done_item, intent_item};
+    let mut split = Split {
+        items: Vec::new(),
+        ag_last: std::collections::BTreeMap::new(),
+        fork_last: std::collections::BTreeMap::new(),
+    };
+    let mut prev_ag: std::collections::BTreeMap<u64, Vec<u8>> = std::collections::BTreeMap::new();
+    let mut prev_forks: Option<&super::ckpt::ForkCut> = None;
+    let mut done: Vec<super::ckpt::Item> = intents
+        .iter()
+        .map(|u| done_item(u.kind, u.extents.len()))
+        .collect();
+    let final_ag = engine.changed()?;
+    let final_touched = engine.touched()?;
+    let final_cancels = engine.cancels()?;
+    let last = engine.cuts.len();
+    for k in 0..=last {
+        let cut = engine.cuts.get(k);
+        let (ag, touched, cancels) = match cut {
+            Some(c) => (&c.ag, &c.touched, &c.cancels),
+            None => (&final_ag, &final_touched, &final_cancels),
+        };
+        let mut items = std::mem::take(&mut done);
+        let (ag_items, daddrs) = ag_logged(fs, ov, &prev_ag, ag, touched, cancels)?;
+        items.extend(ag_items);
+        for d in daddrs {
+            split.ag_last.insert(d, k);
+        }
+        let (fork_items, offs) = forks.logged_between(prev_forks, cut.map(|c| &c.forks))?;
+        items.extend(fork_items);
+        for o in offs {
+            split.fork_last.insert(o, k);
+        }
+        if let Some(c) = cut {
+            items.extend(c.live.iter().map(|(kind, n)| intent_item(*kind, *n)));
+            done = c
+                .live
+                .iter()
+                .map(|(kind, n)| done_item(*kind, *n))
+                .collect();
+            prev_ag = c.ag.iter().cloned().collect();
+            prev_forks = Some(&c.forks);
+        }
+        split.items.push(items);
+    }
+    Ok(split)
+}
+
 /// The log items of the intents' checkpoint that the AG work makes: a
 /// done item per intent, the AG headers and btree blocks changed (the
 /// chunks written, and any whose bytes changed), the btree blocks freed
@@ -492,6 +616,26 @@ pub fn recover<R: ReadAt>(
     lsn: Lsn,
     now: RecoveryTime,
 ) -> Result<IntentReport> {
+    recover_in(fs, ov, intents, lsn, now, None)
+}
+
+/// How the kernel writes this log: its writer and its length in 512-byte
+/// blocks.
+pub type LogShape = (super::ckpt::LogWriter, u32);
+
+/// [`recover`] on a log of the given shape: where the kernel forces its
+/// log in the middle of the work (a buffer freed earlier in the work got
+/// again), the work is split into checkpoints as the kernel writes them,
+/// the first at `lsn` and each at the end of the one before, and every
+/// block is stamped with the LSN of the last checkpoint that logged it.
+pub fn recover_in<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &mut Overlay,
+    intents: &[Unfinished],
+    lsn: Lsn,
+    now: RecoveryTime,
+    shape: Option<LogShape>,
+) -> Result<IntentReport> {
     let mut rep = IntentReport::default();
     if intents.is_empty() {
         return Ok(rep);
@@ -499,16 +643,58 @@ pub fn recover<R: ReadAt>(
     let (changes, fork_changes, stale) = {
         let mut engine = Engine::new(fs, ov);
         let mut forks = ForkEditor::new(fs, ov);
-        match finish_all(fs, &mut engine, &mut forks, intents, now) {
+        let mut done = finish_all(fs, &mut engine, &mut forks, intents, now);
+        let forces = engine.forces.clone();
+        if done.is_ok() && shape.is_some() && !forces.is_empty() {
+            // Again, recording the state at each force.
+            engine = Engine::new(fs, ov);
+            engine.cut_at.clone_from(&forces);
+            forks = ForkEditor::new(fs, ov);
+            done = finish_all(fs, &mut engine, &mut forks, intents, now);
+        }
+        match done {
             Ok(()) => {
                 rep.finished = intents.iter().map(|u| u.id).collect();
                 rep.work_items = engine.done.saturating_add(forks.done);
                 let changes = engine.changed()?;
                 let stale = engine.stale()?;
-                let touched = engine.touched()?;
-                rep.logged = logged(fs, ov, intents, &changes, &touched, &stale)?;
-                rep.logged.extend(forks.logged()?);
-                (changes, forks.into_changes(lsn)?, stale)
+                match shape {
+                    Some((w, len))
+                        if !engine.cuts.is_empty() && engine.cuts.len() == forces.len() =>
+                    {
+                        let split = split_at_cuts(fs, ov, intents, &engine, &forks)?;
+                        let mut at = lsn;
+                        let mut lsns = Vec::new();
+                        let mut items = split.items;
+                        let last = items.pop().unwrap_or_default();
+                        for (it, at_tx) in items.iter().zip(&forces) {
+                            let mut c = super::ckpt::checkpoint(it, w);
+                            c.after_transactions = Some(*at_tx);
+                            lsns.push(at);
+                            at = super::ckpt::advance(at, c.blocks, len);
+                            rep.forced.push(c);
+                        }
+                        lsns.push(at);
+                        rep.last_start = Some(at);
+                        rep.logged = last;
+                        let lsn_of = |k: Option<&usize>| {
+                            k.and_then(|k| lsns.get(*k)).copied().unwrap_or(lsn)
+                        };
+                        let fork_changes =
+                            forks.into_changes_with(|off| lsn_of(split.fork_last.get(&off)))?;
+                        for (daddr, data) in changes {
+                            let at = lsn_of(split.ag_last.get(&daddr));
+                            super::ag::stamp_into(ov, vec![(daddr, data)], at, fs.geo.v5);
+                        }
+                        (Vec::new(), fork_changes, stale)
+                    }
+                    _ => {
+                        let touched = engine.touched()?;
+                        rep.logged = logged(fs, ov, intents, &changes, &touched, &stale)?;
+                        rep.logged.extend(forks.logged()?);
+                        (changes, forks.into_changes(lsn)?, stale)
+                    }
+                }
             }
             Err(EditError::Read(e)) => return Err(e),
             Err(EditError::Unsupported(u)) => {

@@ -62,9 +62,10 @@ use crate::xfs::format::log::{
     XFS_EXCHMAPS_CLEAR_INO1_REFLINK, XFS_EXCHMAPS_CLEAR_INO2_REFLINK, XFS_EXCHMAPS_INO1_WRITTEN,
     XFS_EXCHMAPS_LOGGED_FLAGS, XFS_EXCHMAPS_SET_SIZES,
 };
+use crate::xfs::format::log::{XFS_LI_BUI, XFS_LI_CUI, XFS_LI_EFI, XFS_LI_RUI, XFS_LI_XMI};
 use crate::xfs::format::sb::{XFS_SB_FEAT_INCOMPAT_EXCHRANGE, XFS_SB_FEAT_INCOMPAT_NREXT64};
 use crate::xfs::fs::{be16, be32, be64};
-use crate::xfs::log::items::{MapExtent, XmiItem};
+use crate::xfs::log::items::{ItemKind, MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
 use core::mem::offset_of;
@@ -764,6 +765,58 @@ fn roll<R: ReadAt>(forks: &mut ForkEditor<'_, R>, tx: &mut Tx, held: [u64; 2]) -
     Ok(())
 }
 
+/// A transaction begins. If it is one in which the kernel forced its log
+/// ([`Engine::cut_at`]), what every transaction before it left is
+/// recorded: the checkpoint that force wrote, with the intents `live`
+/// lists still pending.
+pub(super) fn begin_tx<R: ReadAt>(
+    engine: &mut Engine<'_, R>,
+    forks: &ForkEditor<'_, R>,
+    live: impl FnOnce() -> Vec<(ItemKind, usize)>,
+) -> EditResult<()> {
+    engine.begin_tx();
+    if engine.cut_due() {
+        let mut cut = engine.take_cut().map_err(super::ag::EditError::Read)?;
+        cut.forks = forks.cut();
+        cut.live = live();
+        engine.cuts.push(cut);
+    }
+    Ok(())
+}
+
+/// The intents logged and not done while `current` and `queue` wait: one
+/// per deferred op (a run of free-list frees is one EFI).
+fn live_intents(current: Option<&Work>, queue: &VecDeque<Task>) -> Vec<(ItemKind, usize)> {
+    let agfl = |w: &Work| matches!(w, Work::AgflFree { .. });
+    let pending = current
+        .map(|w| (work_intent(w), agfl(w)))
+        .into_iter()
+        .chain(queue.iter().map(|t| match t {
+            Task::Work(w) => (work_intent(w), agfl(w)),
+            Task::Bmap(_) => (XFS_LI_BUI, false),
+            Task::Exchange(_) => (XFS_LI_XMI, false),
+        }));
+    let mut out: Vec<(ItemKind, usize)> = Vec::new();
+    let mut last_agfl = false;
+    for (kind, is_agfl) in pending {
+        match out.last_mut() {
+            Some(l) if is_agfl && last_agfl => l.1 = l.1.saturating_add(1),
+            _ => out.push((ItemKind(kind), 1)),
+        }
+        last_agfl = is_agfl;
+    }
+    out
+}
+
+/// The intent item kind of a deferred work item.
+fn work_intent(w: &Work) -> u16 {
+    match w {
+        Work::RmapMap { .. } | Work::RmapUnmap { .. } | Work::RmapConvert { .. } => XFS_LI_RUI,
+        Work::Refcount { .. } | Work::RefcountCow { .. } => XFS_LI_CUI,
+        Work::Free { .. } | Work::AgflFree { .. } => XFS_LI_EFI,
+    }
+}
+
 /// The captured work of one exchange, finished as `xfs_defer_finish_noroll`
 /// does: one item per transaction, what an item creates done before what
 /// was already queued.
@@ -783,16 +836,25 @@ pub fn run_chain<R: ReadAt>(
         }
         match t {
             Task::Work(w) => {
+                if engine.starts_tx(&w) {
+                    begin_tx(engine, forks, || live_intents(Some(&w), &queue))?;
+                }
                 let (more, rolled) = engine.finish_in_chain(&w)?;
                 if rolled {
                     roll(forks, &mut tx, held)?;
                 }
+                engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
                 for n in more.into_iter().rev() {
                     queue.push_front(Task::Work(n));
                 }
             }
             Task::Bmap(b) => {
                 roll(forks, &mut tx, held)?;
+                begin_tx(engine, forks, || {
+                    let mut l = vec![(ItemKind(XFS_LI_BUI), 1)];
+                    l.extend(live_intents(None, &queue));
+                    l
+                })?;
                 let mut alloc =
                     |agno: u32, hint: u32, o| engine.store(agno)?.alloc_near_one_for(hint, o);
                 let more = forks.finish(&b, &mut alloc).map_err(|e| {
@@ -804,6 +866,8 @@ pub fn run_chain<R: ReadAt>(
                     })
                 })?;
                 tx.insert(b.owner);
+                engine.settle_forces();
+                engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
                 let more: Vec<Work> = more.into_iter().flatten().collect();
                 for n in more.into_iter().rev() {
                     queue.push_front(Task::Work(n));
@@ -811,7 +875,13 @@ pub fn run_chain<R: ReadAt>(
             }
             Task::Exchange(mut ex) => {
                 roll(forks, &mut tx, held)?;
+                begin_tx(engine, forks, || {
+                    let mut l = vec![(ItemKind(XFS_LI_XMI), 1)];
+                    l.extend(live_intents(None, &queue));
+                    l
+                })?;
                 let (tasks, again) = step(forks, &mut tx, &mut ex)?;
+                engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
                 if again {
                     queue.push_front(Task::Exchange(ex));
                 }

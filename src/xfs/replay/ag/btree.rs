@@ -333,9 +333,19 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.put_bytes(bno, o, &p.to_be_bytes());
     }
 
-    /// `xfs_btree_init_block`: a fresh block (zeroed, as a new buffer is).
+    /// `xfs_btree_init_block`: a fresh block (zeroed, as a new buffer is;
+    /// a stale buffer got again from the cache keeps its old bytes past
+    /// what the header and records overwrite).
     pub(super) fn init_block(&mut self, tree: Tree, bno: u32, level: usize, numrecs: usize) {
-        let mut b = vec![0u8; self.blocksize];
+        let cached = if self.reused.remove(&bno) {
+            self.blocks
+                .get(&bno)
+                .filter(|b| b.len() == self.blocksize)
+                .cloned()
+        } else {
+            None
+        };
+        let mut b = cached.unwrap_or_else(|| vec![0u8; self.blocksize]);
         crate::xfs::replay::put_be32(
             &mut b,
             offset_of!(XfsBtreeSblock, bb_magic),

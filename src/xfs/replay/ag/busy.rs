@@ -2,20 +2,24 @@
 //! allocation may not reuse before the free is on disk, trimmed out of a
 //! candidate extent or taken back from the busy list for the free list.
 
-use super::AgStore;
+use super::{AgStore, BusyExtent};
 use crate::xfs::read::ReadAt;
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_extent_busy_insert`.
     pub fn busy_insert(&mut self, bno: u32, len: u32) {
         if len > 0 {
-            self.busy.push((bno, len));
+            self.busy.push(BusyExtent {
+                bno,
+                len,
+                tx: self.tx,
+            });
         }
     }
 
     /// The busy extents, to hand to a later step of the same checkpoint.
     pub fn busy_extents(&self) -> Vec<(u32, u32)> {
-        self.busy.clone()
+        self.busy.iter().map(|e| (e.bno, e.len)).collect()
     }
 
     /// Forget every busy extent (the log checkpoints that freed them are
@@ -27,18 +31,25 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_extent_busy_reuse`: `bno` leaves the busy extents.
     pub(super) fn busy_reuse(&mut self, bno: u32) {
         let mut out = Vec::with_capacity(self.busy.len().saturating_add(1));
-        for &(b, l) in &self.busy {
-            let e = b.saturating_add(l);
+        for &x in &self.busy {
+            let (b, e) = (x.bno, x.bno.saturating_add(x.len));
             if bno < b || bno >= e {
-                out.push((b, l));
+                out.push(x);
                 continue;
             }
             if bno > b {
-                out.push((b, bno.saturating_sub(b)));
+                out.push(BusyExtent {
+                    len: bno.saturating_sub(b),
+                    ..x
+                });
             }
             let after = bno.saturating_add(1);
             if after < e {
-                out.push((after, e.saturating_sub(after)));
+                out.push(BusyExtent {
+                    bno: after,
+                    len: e.saturating_sub(after),
+                    ..x
+                });
             }
         }
         self.busy = out;
@@ -61,10 +72,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             if guard > self.busy.len().saturating_add(2) {
                 break;
             }
-            let Some(&(bb, bl)) = self
+            let Some((bb, bl)) = self
                 .busy
                 .iter()
-                .find(|&&(b, l)| b < fend && b.saturating_add(l) > fbno)
+                .map(|e| (e.bno, e.len))
+                .find(|&(b, l)| b < fend && b.saturating_add(l) > fbno)
             else {
                 break;
             };
@@ -89,5 +101,37 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             }
         }
         (fend > fbno).then(|| (fbno, fend.saturating_sub(fbno)))
+    }
+
+    /// A transaction invalidates the buffer of btree block `bno`
+    /// (`xfs_trans_binval`): once committed, it stays locked and pinned
+    /// until its checkpoint is on disk.
+    pub(crate) fn pin(&mut self, bno: u32) {
+        self.pinned.insert(bno, self.tx);
+    }
+
+    /// A transaction gets the buffer of block `bno` for a new use
+    /// (`xfs_trans_get_buf`). If an earlier transaction of the checkpoint
+    /// being built invalidated it, the buffer is stale and pinned, and
+    /// `xfs_buf_lock` forces the log and waits for it: every committed
+    /// transaction goes to disk as a checkpoint, whose busy extents and
+    /// pinned buffers are then let go ([`Self::checkpoint_done`]). The
+    /// buffer got is the cached one, its old bytes kept.
+    pub(crate) fn get_buf(&mut self, bno: u32) {
+        if self.pinned.get(&bno).is_some_and(|t| *t < self.tx) {
+            self.forced = true;
+            self.reused.insert(bno);
+            self.checkpoint_done();
+        }
+        self.pinned.remove(&bno);
+    }
+
+    /// The committed transactions are on disk (a log force): their busy
+    /// extents and pinned buffers are let go; the transaction being built
+    /// keeps its own.
+    pub(crate) fn checkpoint_done(&mut self) {
+        let tx = self.tx;
+        self.busy.retain(|e| e.tx >= tx);
+        self.pinned.retain(|_, t| *t >= tx);
     }
 }

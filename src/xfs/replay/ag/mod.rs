@@ -68,6 +68,9 @@ use crate::xfs::read::ReadAt;
 use core::mem::offset_of;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The chunks written of each block, by daddr.
+pub type Touched = Vec<(u64, BTreeSet<usize>)>;
+
 /// The records left and right of a key (either may be absent).
 pub type Neighbors = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -84,7 +87,19 @@ pub struct Snapshot {
     touched: BTreeMap<u32, BTreeSet<usize>>,
     stale: BTreeSet<u32>,
     deferred: Vec<(u32, u64)>,
-    busy: Vec<(u32, u32)>,
+    busy: Vec<BusyExtent>,
+    pinned: BTreeMap<u32, u64>,
+    cancels: BTreeSet<u32>,
+    reused: BTreeSet<u32>,
+}
+
+/// An extent freed by a transaction (numbered as [`AgStore::tx`] counts
+/// them): busy until the checkpoint holding that transaction is on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BusyExtent {
+    pub bno: u32,
+    pub len: u32,
+    pub tx: u64,
 }
 
 /// Filesystem features that change what the AG btree edits do.
@@ -122,8 +137,25 @@ pub struct AgStore<'a, R: ReadAt> {
     deferred: Vec<(u32, u64)>,
     /// Extents freed in this session that the allocator must not hand
     /// out yet (`xfs_extent_busy`): until the log checkpoint that freed
-    /// them is on disk, which for mount-time work is after it all.
-    busy: Vec<(u32, u32)>,
+    /// them is on disk: after it all, unless a log force comes between.
+    busy: Vec<BusyExtent>,
+    /// Btree blocks whose buffers a transaction invalidated, by the
+    /// transaction: the buffer stays locked and pinned until the
+    /// checkpoint holding it is on disk.
+    pinned: BTreeMap<u32, u64>,
+    /// Btree blocks freed since the last log force (their buffers logged
+    /// as cancelled in the checkpoint being built).
+    cancels: BTreeSet<u32>,
+    /// Blocks got again while their stale buffers were still cached (a
+    /// log force waited for them): a new btree block there starts from the
+    /// buffer's old bytes, not from zeros.
+    reused: BTreeSet<u32>,
+    /// The transaction being built, numbered by the engine: those before
+    /// it are committed into the checkpoint being built.
+    pub(crate) tx: u64,
+    /// Set when a buffer got for a new use was stale and pinned: the
+    /// kernel forced the log there (see [`Self::get_buf`]).
+    pub(crate) forced: bool,
     hdr: usize,
     pub(crate) blocksize: usize,
     pub feat: Features,
@@ -159,6 +191,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             stale: BTreeSet::new(),
             deferred: Vec::new(),
             busy: Vec::new(),
+            pinned: BTreeMap::new(),
+            cancels: BTreeSet::new(),
+            reused: BTreeSet::new(),
+            tx: 0,
+            forced: false,
             hdr: if v5 { 56 } else { 16 },
             blocksize: usize::try_from(fs.geo.blocksize).unwrap_or(4096),
             feat: Features {
@@ -243,6 +280,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             stale: self.stale.clone(),
             deferred: self.deferred.clone(),
             busy: self.busy.clone(),
+            pinned: self.pinned.clone(),
+            cancels: self.cancels.clone(),
+            reused: self.reused.clone(),
         }
     }
 
@@ -259,6 +299,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.stale = s.stale;
         self.deferred = s.deferred;
         self.busy = s.busy;
+        self.pinned = s.pinned;
+        self.cancels = s.cancels;
+        self.reused = s.reused;
     }
 
     /// Btree blocks freed in this session and not in use again at its end,
@@ -269,6 +312,28 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let per = u64::from(self.fs.geo.blocksize) / 512;
         let mut out = Vec::new();
         for b in self.stale.difference(&self.dirty) {
+            out.push((self.ag_byte(*b)? / 512, per));
+        }
+        Ok(out)
+    }
+
+    /// At a log force: the btree blocks freed since the last one and not
+    /// in use again (daddr, sectors), and the chunks written since, which
+    /// start afresh.
+    pub fn take_cut(&mut self) -> Result<(Vec<(u64, u64)>, Touched)> {
+        let cancels = self.cancels()?;
+        let touched = self.touched()?;
+        self.cancels.clear();
+        self.touched.clear();
+        Ok((cancels, touched))
+    }
+
+    /// The btree blocks freed since the last log force and not in use
+    /// again (daddr, sectors).
+    pub fn cancels(&self) -> Result<Vec<(u64, u64)>> {
+        let per = u64::from(self.fs.geo.blocksize) / 512;
+        let mut out = Vec::new();
+        for b in self.cancels.difference(&self.dirty) {
             out.push((self.ag_byte(*b)? / 512, per));
         }
         Ok(out)

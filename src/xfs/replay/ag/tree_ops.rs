@@ -205,6 +205,15 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 
     /// A new block for `tree` (`alloc_block`), `None` when there is none.
     pub(super) fn alloc_block(&mut self, tree: Tree, hint: u32) -> EditResult<Option<u32>> {
+        let b = self.alloc_block_bno(tree, hint)?;
+        if let Some(b) = b {
+            // xfs_btree_get_buf_block
+            self.get_buf(b);
+        }
+        Ok(b)
+    }
+
+    fn alloc_block_bno(&mut self, tree: Tree, hint: u32) -> EditResult<Option<u32>> {
         match tree {
             Tree::Bno | Tree::Cnt | Tree::Rmap => {
                 let b = self.get_freelist(true)?;
@@ -236,6 +245,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         // xfs_trans_binval: the block's changes are not written.
         self.dirty.remove(&bno);
         self.stale.insert(bno);
+        self.cancels.insert(bno);
+        self.pin(bno);
         match tree {
             Tree::Bno | Tree::Cnt => {
                 self.put_freelist_ex(bno, true)?;

@@ -24,6 +24,32 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// let go of as a cancelled buffer. Remote attr values are written,
     /// not logged.
     pub fn logged(&self) -> Result<Vec<crate::xfs::replay::ckpt::Item>> {
+        Ok(self.logged_between(None, None)?.0)
+    }
+
+    /// What this editor has changed so far, for a cut at a log force.
+    pub fn cut(&self) -> crate::xfs::replay::ckpt::ForkCut {
+        crate::xfs::replay::ckpt::ForkCut {
+            inodes: self.inodes.clone(),
+            blocks: self.blocks.clone(),
+            attr_blocks: self.attr_blocks.clone(),
+            invalidated: self.invalidated.len(),
+        }
+    }
+
+    /// The log items of the checkpoint that the changes from `prev` to
+    /// `cur` make (cuts; `prev` `None` for the start, `cur` `None` for
+    /// now): the inodes and blocks that changed between them, and the bmbt
+    /// blocks invalidated between them. Also the byte offsets of the
+    /// inodes and blocks logged.
+    pub fn logged_between(
+        &self,
+        prev: Option<&crate::xfs::replay::ckpt::ForkCut>,
+        cur: Option<&crate::xfs::replay::ckpt::ForkCut>,
+    ) -> Result<(
+        Vec<crate::xfs::replay::ckpt::Item>,
+        std::collections::BTreeSet<u64>,
+    )> {
         use crate::xfs::replay::ckpt::{
             buf_item, changed_chunks, inode_item, stale_buf_item, ForkLog,
         };
@@ -37,8 +63,22 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             Ok(b)
         };
         let mut out = Vec::new();
-        for (off, b) in &self.inodes {
-            let old = before(*off, b.len())?;
+        let mut offs = std::collections::BTreeSet::new();
+        let (inodes, blocks, attr_blocks, invalidated) = match cur {
+            Some(c) => (&c.inodes, &c.blocks, &c.attr_blocks, c.invalidated),
+            None => (
+                &self.inodes,
+                &self.blocks,
+                &self.attr_blocks,
+                self.invalidated.len(),
+            ),
+        };
+        for (off, b) in inodes {
+            let old = match prev.and_then(|p| p.inodes.get(off)) {
+                Some(o) if o == b => continue,
+                Some(o) => o.clone(),
+                None => before(*off, b.len())?,
+            };
             let v3 = b.get(offset_of!(XfsDinode, di_version)) == Some(&3);
             let (core, dend) = fork_split(b);
             let forkoff = dend != b.len();
@@ -69,29 +109,54 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .then(|| fork(true, dend))
                 .flatten();
             out.push(inode_item(v3, data, attr));
+            offs.insert(*off);
         }
-        for (map, stamps) in [
-            (&self.blocks, [32..40, 64..68]),
-            (&self.attr_blocks, [24..32, 12..16]),
+        for (map, stamps, was) in [
+            (blocks, [32..40, 64..68], prev.map(|p| &p.blocks)),
+            (attr_blocks, [24..32, 12..16], prev.map(|p| &p.attr_blocks)),
         ] {
             for (off, b) in map {
-                let old = before(*off, b.len())?;
+                let old = match was.and_then(|w| w.get(off)) {
+                    Some(o) => o.clone(),
+                    None => before(*off, b.len())?,
+                };
                 let unlogged: &[core::ops::Range<usize>] = if v5 { &stamps } else { &[] };
-                out.extend(buf_item(b.len(), &changed_chunks(&old, b, unlogged)));
+                if let Some(it) = buf_item(b.len(), &changed_chunks(&old, b, unlogged)) {
+                    out.push(it);
+                    offs.insert(*off);
+                }
             }
         }
-        out.extend(self.invalidated.iter().map(|n| stale_buf_item(*n)));
-        Ok(out)
+        let from = prev.map_or(0, |p| p.invalidated);
+        out.extend(
+            self.invalidated
+                .iter()
+                .take(invalidated)
+                .skip(from)
+                .map(|n| stale_buf_item(*n)),
+        );
+        Ok((out, offs))
     }
 
     /// The changed inodes and bmbt blocks as (daddr, whole sectors), LSN
     /// stamped and CRCs recomputed on v5.
     pub fn into_changes(self, lsn: Lsn) -> Result<Vec<(u64, Vec<u8>)>> {
+        self.into_changes_with(|_| lsn)
+    }
+
+    /// [`Self::into_changes`], each inode and block stamped with the LSN
+    /// `lsn_of` gives for its byte offset (that of the last checkpoint
+    /// that logged it).
+    pub fn into_changes_with(self, lsn_of: impl Fn(u64) -> Lsn) -> Result<Vec<(u64, Vec<u8>)>> {
         let v5 = self.fs.geo.v5;
         let mut out = Vec::new();
         for (off, mut b) in self.blocks {
             if v5 {
-                put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_lsn), lsn.raw());
+                put_be64(
+                    &mut b,
+                    offset_of!(XfsBtreeBlockLong, bb_lsn),
+                    lsn_of(off).raw(),
+                );
                 put_crc(&mut b, XFS_BTREE_LBLOCK_CRC_OFF);
             }
             out.push((off / 512, b));
@@ -101,7 +166,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         for (off, mut b) in self.attr_blocks {
             if v5 {
-                put_be64(&mut b, offset_of!(XfsDa3Blkinfo, lsn), lsn.raw());
+                put_be64(&mut b, offset_of!(XfsDa3Blkinfo, lsn), lsn_of(off).raw());
                 put_crc(&mut b, offset_of!(XfsDa3Blkinfo, crc));
             }
             out.push((off / 512, b));
@@ -114,7 +179,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             self.base.apply_to(off, &mut base);
             keep_unflushed_bytes(&mut b, &base);
             out.push(crate::xfs::replay::inode::inode_sectors(
-                self.fs, self.base, off, b, lsn,
+                self.fs,
+                self.base,
+                off,
+                b,
+                lsn_of(off),
             )?);
         }
         Ok(out)

@@ -286,6 +286,9 @@ pub struct ForkEditor<'a, R: ReadAt> {
     /// bmbt blocks invalidated (their buffers logged as cancelled): bytes
     /// of each.
     invalidated: Vec<usize>,
+    /// The bmbt blocks invalidated since the engine last took them (AG,
+    /// block), for it to pin ([`super::defer::Engine::pin_blocks`]).
+    pub(crate) unpinned: Vec<(u32, u32)>,
 }
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
@@ -304,6 +307,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             step: 0,
             later_core_steps: 0,
             invalidated: Vec::new(),
+            unpinned: Vec::new(),
         }
     }
 
@@ -369,6 +373,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .saturating_sub(1);
         put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
         let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
+        self.unpinned.push((agno.0, agbno.0));
         let m = Rmap {
             start: agbno.0,
             len: 1,

@@ -42,6 +42,7 @@ use rmap::{rmap_convert, rmap_convert_shared, rmap_map_shared, rmap_unmap_shared
 use super::ag::refuse;
 use super::ag::{AgStore, EditResult, Neighbors, Snapshot, Tree};
 use super::alloc::RmapOwner;
+use super::ckpt::Cut;
 use crate::xfs::format::btree::{XFS_RMAP_OWN_AG, XFS_RMAP_OWN_UNKNOWN};
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Overlay;
@@ -276,6 +277,17 @@ pub struct Engine<'a, R: ReadAt> {
     /// run of free-list frees made by one fix-up counted once.
     pub dfps: u64,
     last_agfl: bool,
+    /// The transaction being built, counted from the first of the
+    /// intents' recovery.
+    pub tx: u64,
+    /// The transactions in which the kernel forced the log (a stale,
+    /// pinned buffer got again: [`AgStore::get_buf`]).
+    pub forces: Vec<u64>,
+    /// The transactions at whose start to record a [`Cut`]: those that
+    /// forced the log, found by an earlier run of the same work.
+    pub cut_at: Vec<u64>,
+    /// The cuts recorded, in order.
+    pub cuts: Vec<Cut>,
 }
 
 /// Saved state of every store.
@@ -293,7 +305,79 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             done: 0,
             dfps: 0,
             last_agfl: false,
+            tx: 0,
+            forces: Vec::new(),
+            cut_at: Vec::new(),
+            cuts: Vec::new(),
         }
+    }
+
+    /// Whether finishing `w` in a chain begins a transaction (a roll
+    /// comes before it): all but a free-list free after another.
+    pub fn starts_tx(&self, w: &Work) -> bool {
+        !(matches!(w, Work::AgflFree { .. }) && self.last_agfl)
+    }
+
+    /// Whether the transaction being built is one to record a cut at.
+    pub fn cut_due(&self) -> bool {
+        self.cut_at.contains(&self.tx)
+    }
+
+    /// The AG side of a cut: the blocks changed so far, and the chunks
+    /// written and blocks freed since the last cut.
+    pub fn take_cut(&mut self) -> crate::xfs::error::Result<Cut> {
+        let ag = self.changed()?;
+        let mut cut = Cut {
+            ag,
+            ..Cut::default()
+        };
+        for s in self.stores.values_mut() {
+            let (c, t) = s.take_cut()?;
+            cut.cancels.extend(c);
+            cut.touched.extend(t);
+        }
+        Ok(cut)
+    }
+
+    /// The AG btree blocks freed since the last cut and not in use again.
+    pub fn cancels(&self) -> crate::xfs::error::Result<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        for s in self.stores.values() {
+            out.extend(s.cancels()?);
+        }
+        Ok(out)
+    }
+
+    /// The transaction being built commits (a roll) and the next begins.
+    pub fn begin_tx(&mut self) {
+        self.tx = self.tx.saturating_add(1);
+        for s in self.stores.values_mut() {
+            s.tx = self.tx;
+        }
+    }
+
+    /// After a log force in one AG's work: the checkpoint covers every
+    /// AG, so every AG lets go of its committed busy extents and pins.
+    pub fn settle_forces(&mut self) {
+        if !self.stores.values().any(|s| s.forced) {
+            return;
+        }
+        for s in self.stores.values_mut() {
+            s.checkpoint_done();
+            s.forced = false;
+        }
+        if self.forces.last() != Some(&self.tx) {
+            self.forces.push(self.tx);
+        }
+    }
+
+    /// Blocks outside the AG btrees (bmbt blocks: AG, block) whose
+    /// buffers the transaction being built invalidated.
+    pub fn pin_blocks(&mut self, blocks: Vec<(u32, u32)>) -> EditResult<()> {
+        for (agno, agbno) in blocks {
+            self.store(agno)?.pin(agbno);
+        }
+        Ok(())
     }
 
     pub fn store(&mut self, agno: u32) -> EditResult<&mut AgStore<'a, R>> {
@@ -301,7 +385,8 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             return refuse(format!("AG {agno} is outside the filesystem"));
         }
         if !self.stores.contains_key(&agno) {
-            let s = AgStore::new(self.fs, self.base, agno)?;
+            let mut s = AgStore::new(self.fs, self.base, agno)?;
+            s.tx = self.tx;
             self.stores.insert(agno, s);
         }
         match self.stores.get_mut(&agno) {
@@ -486,9 +571,12 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                     bmbt: false,
                     unwritten: false,
                 });
+                // xfs_agfl_free_finish_item: the block goes back to free
+                // space; its buffer is not got again.
                 self.free_ag_extent(*agno, *agbno, 1, owner)?;
             }
         }
+        self.settle_forces();
         self.done = self.done.saturating_add(1);
         let agfl = matches!(w, Work::AgflFree { .. });
         if !(agfl && self.last_agfl) {
@@ -531,6 +619,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         );
         let mut guard = 0u64;
         while let Some(run) = queue.pop_front() {
+            self.begin_tx();
             let dfps = self.dfps;
             let mut created = Vec::new();
             for w in &run {
