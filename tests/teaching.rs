@@ -85,19 +85,14 @@ fn logged_inode_core_fields_sit_where_the_kernels_xfs_log_dinode_has_them() {
             "{what}.{name}: (offset, size) against xfs_log_dinode's"
         );
     };
-    macro_rules! disk {
-        ($($f:ident),* $(,)?) => {$(
-            check("XfsDinode", stringify!($f), offset_of!(XfsDinode, $f), member_size(|d: &XfsDinode| &d.$f));
-        )*};
-    }
-    macro_rules! logged {
-        ($($f:ident),* $(,)?) => {$(
-            check("XfsLogDinode", stringify!($f), offset_of!(XfsLogDinode<LE>, $f), member_size(|d: &XfsLogDinode<LE>| &d.$f));
+    macro_rules! at {
+        ($t:ty: $($f:ident),* $(,)?) => {$(
+            check(stringify!($t), stringify!($f), offset_of!($t, $f), member_size(|d: &$t| &d.$f));
         )*};
     }
     // Every member replay's copy of the logged core into the disk inode
     // (`xfs_log_dinode_to_disk`) reads.
-    disk!(
+    at!(XfsDinode:
         di_magic,
         di_mode,
         di_version,
@@ -147,7 +142,7 @@ fn logged_inode_core_fields_sit_where_the_kernels_xfs_log_dinode_has_them() {
         member_size(|d: &XfsDinodeV2| &d.di_pad),
     );
     // Every member the log item decoder reads.
-    logged!(
+    at!(XfsLogDinode<LE>:
         di_magic,
         di_mode,
         di_version,

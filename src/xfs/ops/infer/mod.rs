@@ -346,20 +346,11 @@ impl<'f, R: ReadAt> Inference<'f, R> {
                     }
                 }
                 let op = Operation {
-                    kind,
-                    ino: primary,
-                    dir: None,
-                    name: None,
-                    to_dir: None,
-                    to_name: None,
-                    path: None,
-                    to_path: None,
-                    links: Vec::new(),
                     transactions,
                     items,
                     bytes,
                     why,
-                    later_checkpoints: Vec::new(),
+                    ..new_op(kind, primary)
                 };
                 let idx = self.push(op, cp);
                 let p = Pending { kind, op: idx };
