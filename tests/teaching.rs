@@ -56,6 +56,133 @@ fn layouts() -> BTreeMap<String, BTreeMap<String, (u64, u64)>> {
     out
 }
 
+/// The size of a struct member, from a function that names it.
+fn member_size<T, F>(_: fn(&T) -> &F) -> u64 {
+    u64::try_from(std::mem::size_of::<F>()).unwrap()
+}
+
+/// Replay reads a logged inode core (`xfs_log_dinode`, in the writer's
+/// byte order) at the offsets of the on-disk `XfsDinode` (and
+/// `XfsDinodeV2` for the v2 fields), and the log item decoder reads it
+/// through `XfsLogDinode`: every member either reads must sit where the
+/// kernel's `xfs_log_dinode` has it, with the kernel's size.
+#[test]
+fn logged_inode_core_fields_sit_where_the_kernels_xfs_log_dinode_has_them() {
+    use std::mem::offset_of;
+    use xfs_explorer::xfs::format::dinode::{XfsDinode, XfsDinodeV2};
+    use xfs_explorer::xfs::format::log::{XfsLogDinode, XFS_LOG_DINODE_V2_SIZE};
+    use zerocopy::byteorder::LittleEndian as LE;
+
+    let k = layouts();
+    let ld = &k["xfs_log_dinode"];
+    let check = |what: &str, name: &str, off: usize, size: u64| {
+        let (koff, ksize) = ld
+            .get(name)
+            .unwrap_or_else(|| panic!("xfs_log_dinode has no {name}"));
+        assert_eq!(
+            (u64::try_from(off).unwrap(), size),
+            (*koff, *ksize),
+            "{what}.{name}: (offset, size) against xfs_log_dinode's"
+        );
+    };
+    macro_rules! at {
+        ($t:ty: $($f:ident),* $(,)?) => {$(
+            check(stringify!($t), stringify!($f), offset_of!($t, $f), member_size(|d: &$t| &d.$f));
+        )*};
+    }
+    // Every member replay's copy of the logged core into the disk inode
+    // (`xfs_log_dinode_to_disk`) reads.
+    at!(XfsDinode:
+        di_magic,
+        di_mode,
+        di_version,
+        di_format,
+        di_metatype,
+        di_uid,
+        di_gid,
+        di_nlink,
+        di_projid_lo,
+        di_projid_hi,
+        di_big_nextents,
+        di_atime,
+        di_mtime,
+        di_ctime,
+        di_size,
+        di_nblocks,
+        di_extsize,
+        di_nextents,
+        di_anextents,
+        di_forkoff,
+        di_aformat,
+        di_dmevmask,
+        di_dmstate,
+        di_flags,
+        di_gen,
+        di_next_unlinked,
+        di_crc,
+        di_changecount,
+        di_lsn,
+        di_flags2,
+        di_cowextsize,
+        di_pad2,
+        di_crtime,
+        di_ino,
+        di_uuid,
+    );
+    check(
+        "XfsDinodeV2",
+        "di_flushiter",
+        offset_of!(XfsDinodeV2, di_flushiter),
+        member_size(|d: &XfsDinodeV2| &d.di_flushiter),
+    );
+    check(
+        "XfsDinodeV2",
+        "di_v2_pad",
+        offset_of!(XfsDinodeV2, di_pad),
+        member_size(|d: &XfsDinodeV2| &d.di_pad),
+    );
+    // Every member the log item decoder reads.
+    at!(XfsLogDinode<LE>:
+        di_magic,
+        di_mode,
+        di_version,
+        di_format,
+        di_uid,
+        di_gid,
+        di_nlink,
+        di_big_nextents,
+        di_atime,
+        di_mtime,
+        di_ctime,
+        di_size,
+        di_nblocks,
+        di_extsize,
+        di_nextents,
+        di_anextents,
+        di_forkoff,
+        di_aformat,
+        di_flags,
+        di_gen,
+        di_next_unlinked,
+        di_changecount,
+        di_lsn,
+        di_flags2,
+        di_crtime,
+        di_ino,
+        di_uuid,
+    );
+    // A v1/v2 inode logs the core up to di_next_unlinked; a v3 one all of it.
+    assert_eq!(
+        Some(&(u64::try_from(XFS_LOG_DINODE_V2_SIZE).unwrap(), 4)),
+        ld.get("di_next_unlinked")
+    );
+    let end = ld.values().map(|(o, s)| o + s).max().unwrap();
+    assert_eq!(
+        u64::try_from(std::mem::size_of::<XfsLogDinode<LE>>()).unwrap(),
+        end
+    );
+}
+
 fn json(args: &[&str]) -> Value {
     let (ok, out, err) = run_cli(args);
     assert!(ok, "{args:?}: {err}");

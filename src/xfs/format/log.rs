@@ -110,6 +110,35 @@ pub const XFS_LI_RUD_RT: u16 = 0x124d;
 pub const XFS_LI_CUI_RT: u16 = 0x124e;
 pub const XFS_LI_CUD_RT: u16 = 0x124f;
 
+/// Every log item type above, in code order; the realtime variants (`_RT`)
+/// last.
+pub const LOG_ITEM_TYPES: [u16; 24] = [
+    XFS_LI_EFI,
+    XFS_LI_EFD,
+    XFS_LI_IUNLINK,
+    XFS_LI_INODE,
+    XFS_LI_BUF,
+    XFS_LI_DQUOT,
+    XFS_LI_QUOTAOFF,
+    XFS_LI_ICREATE,
+    XFS_LI_RUI,
+    XFS_LI_RUD,
+    XFS_LI_CUI,
+    XFS_LI_CUD,
+    XFS_LI_BUI,
+    XFS_LI_BUD,
+    XFS_LI_ATTRI,
+    XFS_LI_ATTRD,
+    XFS_LI_XMI,
+    XFS_LI_XMD,
+    XFS_LI_EFI_RT,
+    XFS_LI_EFD_RT,
+    XFS_LI_RUI_RT,
+    XFS_LI_RUD_RT,
+    XFS_LI_CUI_RT,
+    XFS_LI_CUD_RT,
+];
+
 /// `blf_flags` low bits.
 pub const XFS_BLF_INODE_BUF: u16 = 0x1;
 pub const XFS_BLF_CANCEL: u16 = 0x2;

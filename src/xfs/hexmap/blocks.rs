@@ -335,7 +335,7 @@ pub(super) fn leaf_hdr_tail(b: &[u8], out: &mut Out, v5: bool) {
     leaf_entries(b, out, first, count);
     // A leaf1 block ends with the best free space of every data block and
     // their count (xfs_dir2_leaf_tail).
-    let magic = be(b, 8, 2).unwrap_or(0);
+    let magic = be(b, offset_of!(XfsDaBlkinfo, magic), 2).unwrap_or(0);
     if magic == u64::from(XFS_DIR2_LEAF1_MAGIC) || magic == u64::from(XFS_DIR3_LEAF1_MAGIC) {
         let tail = b.len().saturating_sub(4);
         let g = "directory leaf tail";

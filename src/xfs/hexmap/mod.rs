@@ -17,7 +17,9 @@ use crate::xfs::format::attr::{
     XFS_ATTR_LEAF_MAGIC,
 };
 use crate::xfs::format::btree::XfsBtreeSblock;
-use crate::xfs::format::da::{XfsDa3NodeHdr, XfsDaNodeHdr, XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC};
+use crate::xfs::format::da::{
+    XfsDa3NodeHdr, XfsDaBlkinfo, XfsDaNodeHdr, XFS_DA3_NODE_MAGIC, XFS_DA_NODE_MAGIC,
+};
 use crate::xfs::format::dinode::{
     XfsBtreeBlockLong, XfsDinode, XfsDsymlinkHdr, XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC,
     XFS_DINODE_MAGIC, XFS_SYMLINK_MAGIC,
@@ -251,7 +253,9 @@ pub fn describe_log<R: ReadAt>(log: &crate::xfs::image::Image<R>, daddr: u64) ->
         ));
     }
     let bytes = log.read("hex view (external log)", daddr.saturating_mul(BB), BB)?;
-    let mut h = if be(&bytes, 0, 4) == Some(u64::from(XLOG_HEADER_MAGIC_NUM)) {
+    let mut h = if be(&bytes, offset_of!(XlogRecHeader, h_magicno), 4)
+        == Some(u64::from(XLOG_HEADER_MAGIC_NUM))
+    {
         log_record(daddr, bytes)
     } else {
         HexBlock {
@@ -302,8 +306,9 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
     let first = fs.read_daddr("hex view", Daddr(daddr), BB)?;
     let m32 = be(&first, 0, 4).unwrap_or(0);
     let m16 = be(&first, 0, 2).unwrap_or(0);
-    let da_magic = be(&first, 8, 2).unwrap_or(0);
-    if m32 == u64::from(XLOG_HEADER_MAGIC_NUM) {
+    let da_magic = be(&first, offset_of!(XfsDaBlkinfo, magic), 2).unwrap_or(0);
+    let rec_magic = be(&first, offset_of!(XlogRecHeader, h_magicno), 4).unwrap_or(0);
+    if rec_magic == u64::from(XLOG_HEADER_MAGIC_NUM) {
         return Ok(log_record(daddr, first));
     }
     if m16 == u64::from(XFS_DINODE_MAGIC) {

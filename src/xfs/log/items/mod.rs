@@ -1073,26 +1073,7 @@ mod tests {
 
     #[test]
     fn hostile_regions_never_panic() {
-        for t in [
-            XFS_LI_BUF,
-            XFS_LI_INODE,
-            XFS_LI_ICREATE,
-            XFS_LI_EFI,
-            XFS_LI_EFD,
-            XFS_LI_RUI,
-            XFS_LI_RUD,
-            XFS_LI_CUI,
-            XFS_LI_CUD,
-            XFS_LI_BUI,
-            XFS_LI_BUD,
-            XFS_LI_ATTRI,
-            XFS_LI_ATTRD,
-            XFS_LI_XMI,
-            XFS_LI_XMD,
-            XFS_LI_DQUOT,
-            XFS_LI_QUOTAOFF,
-            0x9999,
-        ] {
+        for t in LOG_ITEM_TYPES.into_iter().chain([0x9999]) {
             for len in [0usize, 2, 4, 15, 16, 20, 24, 52, 56, 88, 200] {
                 let mut r = vec![0xffu8; len];
                 if len >= 2 {

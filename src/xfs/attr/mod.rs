@@ -16,24 +16,46 @@
 //! ROOT = `trusted.`, SECURE = `security.`; PARENT entries are parent
 //! pointers (incompat PARENT), not Linux xattrs. INCOMPLETE entries are
 //! half-made or half-removed and are skipped.
+//!
+//! | file           | holds                                                      | kernel                                |
+//! |----------------|------------------------------------------------------------|---------------------------------------|
+//! | `mod.rs`       | namespaces, entries, values, the attr geometry, the fork of an inode | `xfs_attr.c`, `xfs_da_format.h` |
+//! | `shortform.rs` | inline (shortform) attribute lists                         | `xfs_attr_leaf.c` (shortform part)    |
+//! | `leaf.rs`      | attr leaf blocks                                           | `xfs_attr_leaf.c`                     |
+//! | `list.rs`      | every attribute of an inode, in each fork form             | `xfs_attr_list.c`                     |
+//! | `remote.rs`    | values in blocks of their own                              | `xfs_attr_remote.c`                   |
+//! | `linux.rs`     | xattr names and ACLs as Linux shows them                   | `xfs_xattr.c`, `xfs_acl.c`            |
+//!
+//! The da btree of node-form forks (node blocks, hash walk) is
+//! `crate::xfs::dabtree` (`xfs_da_btree.c`).
 
 use serde::Serialize;
-use zerocopy::FromBytes;
 
 use crate::xfs::bmap::{Fork, WhichFork};
-use crate::xfs::dabtree::{
-    blkinfo_size, node_magic, read_blkinfo, read_da_block, walk_leaves, DaBuf, DaGeometry,
-    ForkSource, InodeFork, Problems,
-};
+use crate::xfs::dabtree::{DaGeometry, InodeFork, Problems};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
 use crate::xfs::dir::ForkAt;
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::attr::*;
-use crate::xfs::fs::{be16, be32, be64, verify_v5, Fs, Owner, V5Check};
+use crate::xfs::fs::{be32, be64, Fs};
 use crate::xfs::inode::Inode;
 use crate::xfs::read::ReadAt;
 use crate::xfs::sb::Geometry;
 use crate::xfs::types::Ino;
+
+mod leaf;
+mod linux;
+mod list;
+mod remote;
+mod shortform;
+
+pub use leaf::{parse_leaf, AttrLeaf};
+pub use linux::{
+    linux_xattrs, xfs_acl_to_linux, LinuxValue, LinuxXattr, SGI_ACL_DEFAULT, SGI_ACL_FILE,
+};
+pub use list::read_attrs;
+pub use remote::{read_remote_value, read_value, remote_payload};
+pub use shortform::parse_shortform;
 
 /// The most attributes one listing holds.
 pub const MAX_ATTRS: usize = 1 << 20;
@@ -252,464 +274,6 @@ fn check_flags(ag: &AttrGeometry, flags: u8) -> Option<String> {
     None
 }
 
-/// Parse a shortform attribute list.
-pub fn parse_shortform(bytes: &[u8], ag: &AttrGeometry, at: ForkAt) -> Result<AttrListing> {
-    let owner = ag.da.owner.0;
-    let (hdr, _) = XfsAttrSfHdr::ref_from_prefix(bytes).map_err(|_| {
-        at.bad(
-            SF,
-            0,
-            format!(
-                "inode {owner}: {} bytes, too short for the header",
-                bytes.len()
-            ),
-        )
-    })?;
-    let totsize = usize::from(hdr.totsize.get());
-    if totsize < 4 || totsize > bytes.len() {
-        return Err(at.bad(
-            SF,
-            0,
-            format!(
-                "inode {owner}: totsize {totsize} (the fork holds {} bytes)",
-                bytes.len()
-            ),
-        ));
-    }
-    let mut entries = Vec::with_capacity(usize::from(hdr.count));
-    let mut problems = Vec::new();
-    let mut incomplete = 0usize;
-    let mut off = core::mem::size_of::<XfsAttrSfHdr>();
-    for i in 0..hdr.count {
-        let (e, _) = XfsAttrSfEntry::ref_from_prefix(bytes.get(off..totsize).unwrap_or(&[]))
-            .map_err(|_| {
-                at.bad(
-                    SF,
-                    off,
-                    format!(
-                        "inode {owner}: entry {i} of {} starts past totsize {totsize}",
-                        hdr.count
-                    ),
-                )
-            })?;
-        let namelen = usize::from(e.namelen);
-        let valuelen = usize::from(e.valuelen);
-        let name_off = off.saturating_add(3);
-        let value_off = name_off.saturating_add(namelen);
-        let end = value_off.saturating_add(valuelen);
-        if namelen == 0 {
-            return Err(at.bad(
-                SF,
-                off,
-                format!("inode {owner}: entry {i} has an empty name"),
-            ));
-        }
-        if end > totsize {
-            return Err(at.bad(
-                SF,
-                off,
-                format!("inode {owner}: entry {i} ends at byte {end}, past totsize {totsize}"),
-            ));
-        }
-        if let Some(p) = check_flags(ag, e.flags) {
-            problems.push(at.bad(
-                SF,
-                off.saturating_add(2),
-                format!("inode {owner}: entry {i}: {p}"),
-            ));
-        }
-        if e.flags & XFS_ATTR_INCOMPLETE != 0 {
-            incomplete = incomplete.saturating_add(1);
-        } else {
-            entries.push(AttrEntry {
-                flags: e.flags,
-                namespace: AttrNamespace::from_flags(e.flags),
-                name: bytes.get(name_off..value_off).unwrap_or(&[]).to_vec(),
-                value: AttrValue::Inline {
-                    bytes: bytes.get(value_off..end).unwrap_or(&[]).to_vec(),
-                },
-            });
-        }
-        off = end;
-    }
-    if off != totsize {
-        problems.push(at.bad(
-            SF,
-            0,
-            format!("inode {owner}: entries end at byte {off} but totsize is {totsize}"),
-        ));
-    }
-    Ok(AttrListing {
-        format: AttrFormat::Shortform,
-        entries,
-        incomplete,
-        problems,
-    })
-}
-
-/// A parsed attr leaf block.
-#[derive(Clone, Debug)]
-pub struct AttrLeaf {
-    pub forw: u32,
-    pub back: u32,
-    /// `(hashval, entry)`, INCOMPLETE ones included.
-    pub entries: Vec<(u32, AttrEntry)>,
-    pub problems: Problems,
-}
-
-fn round4(n: usize) -> usize {
-    n.saturating_add(3) & !3
-}
-
-/// Parse an attr leaf block.
-pub fn parse_leaf(buf: &DaBuf, ag: &AttrGeometry) -> Result<AttrLeaf> {
-    let owner = ag.da.owner.0;
-    let info = read_blkinfo(buf, &ag.da, LEAF)?;
-    if info.magic != ag.leaf_magic() {
-        return Err(buf.bad(
-            LEAF,
-            8,
-            format!(
-                "inode {owner} attr block {}: magic {:#06x}, expected {:#06x}",
-                buf.dablk,
-                info.magic,
-                ag.leaf_magic()
-            ),
-        ));
-    }
-    let b = &buf.bytes;
-    let bs = b.len();
-    let bi = blkinfo_size(ag.da.v5);
-    let count = usize::from(be16(b, bi).unwrap_or(0));
-    let usedbytes = usize::from(be16(b, bi.saturating_add(2)).unwrap_or(0));
-    let mut firstused = usize::from(be16(b, bi.saturating_add(4)).unwrap_or(0));
-    if ag.da.v5 && firstused == 0 {
-        // 0 stands for 65536, which does not fit in 16 bits.
-        firstused = bs;
-    }
-    let hdr = if ag.da.v5 {
-        core::mem::size_of::<XfsAttr3LeafHdr>()
-    } else {
-        core::mem::size_of::<XfsAttrLeafHdr>()
-    };
-    let table_end = hdr.saturating_add(count.saturating_mul(8));
-    if table_end > bs || table_end > firstused || firstused > bs {
-        return Err(buf.bad(
-            LEAF,
-            bi,
-            format!(
-                "inode {owner}: count {count} / firstused {firstused} do not fit a {bs}-byte block"
-            ),
-        ));
-    }
-    let mut problems = Vec::new();
-    let mut entries = Vec::with_capacity(count);
-    let mut used = 0usize;
-    let mut prev_hash = 0u32;
-    for i in 0..count {
-        let eo = hdr.saturating_add(i.saturating_mul(8));
-        let hash = be32(b, eo).unwrap_or(0);
-        let nameidx = usize::from(be16(b, eo.saturating_add(4)).unwrap_or(0));
-        let flags = b.get(eo.saturating_add(6)).copied().unwrap_or(0);
-        let bad = |d: String| buf.bad(LEAF, eo, format!("inode {owner}: entry {i}: {d}"));
-        if hash < prev_hash {
-            problems.push(bad(format!(
-                "hash {hash:#010x} is below the previous {prev_hash:#010x}"
-            )));
-        }
-        prev_hash = hash;
-        if nameidx < firstused || nameidx >= bs {
-            problems.push(bad(format!(
-                "name at byte {nameidx}, outside the name area {firstused}..{bs}"
-            )));
-            continue;
-        }
-        let (name, value, size) = if flags & XFS_ATTR_LOCAL != 0 {
-            let valuelen = usize::from(be16(b, nameidx).unwrap_or(0));
-            let namelen = usize::from(b.get(nameidx.saturating_add(2)).copied().unwrap_or(0));
-            let n0 = nameidx.saturating_add(3);
-            let v0 = n0.saturating_add(namelen);
-            let end = v0.saturating_add(valuelen);
-            if end > bs {
-                problems.push(bad(format!(
-                    "local name/value at {nameidx} ({namelen} + {valuelen} bytes) runs past the block"
-                )));
-                continue;
-            }
-            (
-                b.get(n0..v0).unwrap_or(&[]).to_vec(),
-                AttrValue::Inline {
-                    bytes: b.get(v0..end).unwrap_or(&[]).to_vec(),
-                },
-                round4(3usize.saturating_add(namelen).saturating_add(valuelen)),
-            )
-        } else {
-            let valueblk = be32(b, nameidx).unwrap_or(0);
-            let valuelen = be32(b, nameidx.saturating_add(4)).unwrap_or(0);
-            let namelen = usize::from(b.get(nameidx.saturating_add(8)).copied().unwrap_or(0));
-            let n0 = nameidx.saturating_add(9);
-            let end = n0.saturating_add(namelen);
-            if end > bs {
-                problems.push(bad(format!(
-                    "remote name at {nameidx} ({namelen} bytes) runs past the block"
-                )));
-                continue;
-            }
-            if valuelen > XFS_XATTR_SIZE_MAX {
-                problems.push(bad(format!(
-                    "remote value of {valuelen} bytes (at most {XFS_XATTR_SIZE_MAX})"
-                )));
-            }
-            if valueblk == 0 && flags & XFS_ATTR_INCOMPLETE == 0 {
-                problems.push(bad("remote value at attr block 0 (the leaf itself)".into()));
-            }
-            (
-                b.get(n0..end).unwrap_or(&[]).to_vec(),
-                AttrValue::Remote {
-                    blk: valueblk,
-                    len: valuelen,
-                },
-                round4(11usize.saturating_add(namelen)),
-            )
-        };
-        used = used.saturating_add(size);
-        if name.is_empty() {
-            problems.push(bad("empty name".into()));
-        }
-        if let Some(p) = check_flags(ag, flags) {
-            problems.push(bad(p));
-        }
-        if flags & XFS_ATTR_INCOMPLETE == 0 {
-            if let Some(want) = ag.hash(flags, &name, &value) {
-                if want != hash {
-                    problems.push(bad(format!(
-                        "hash {hash:#010x} but \"{}\" hashes to {want:#010x}",
-                        String::from_utf8_lossy(&name)
-                    )));
-                }
-            }
-        }
-        entries.push((
-            hash,
-            AttrEntry {
-                flags,
-                namespace: AttrNamespace::from_flags(flags),
-                name,
-                value,
-            },
-        ));
-    }
-    if used != usedbytes && problems.is_empty() {
-        problems.push(buf.bad(
-            LEAF,
-            bi.saturating_add(2),
-            format!("inode {owner}: usedbytes {usedbytes} but the names and values take {used}"),
-        ));
-    }
-    Ok(AttrLeaf {
-        forw: info.forw,
-        back: info.back,
-        entries,
-        problems,
-    })
-}
-
-/// List the attributes of an inode (names and inline values; remote values
-/// are not read).
-pub fn read_attrs<S: ForkSource + ?Sized>(
-    src: &S,
-    geo: &Geometry,
-    ag: &AttrGeometry,
-    fork: AttrFork<'_>,
-) -> Result<AttrListing> {
-    let owner = ag.da.owner.0;
-    match fork {
-        AttrFork::Local { bytes, at } => parse_shortform(bytes, ag, at),
-        AttrFork::Blocks => {
-            if src.runs().is_empty() {
-                // An attr fork with no blocks: nothing stored (yet).
-                return Ok(AttrListing {
-                    format: AttrFormat::Leaf,
-                    entries: Vec::new(),
-                    incomplete: 0,
-                    problems: Vec::new(),
-                });
-            }
-            let root = read_da_block(src, geo, &ag.da, LEAF, 0)?;
-            let magic = root.da_magic().unwrap_or(0);
-            let mut out = AttrListing {
-                format: AttrFormat::Leaf,
-                entries: Vec::new(),
-                incomplete: 0,
-                problems: Vec::new(),
-            };
-            let take = |leaf: AttrLeaf, out: &mut AttrListing| {
-                out.problems.extend(leaf.problems);
-                for (_, e) in leaf.entries {
-                    if e.flags & XFS_ATTR_INCOMPLETE != 0 {
-                        out.incomplete = out.incomplete.saturating_add(1);
-                    } else if out.entries.len() < MAX_ATTRS {
-                        out.entries.push(e);
-                    }
-                }
-            };
-            if magic == ag.leaf_magic() {
-                let leaf = parse_leaf(&root, ag)?;
-                if leaf.forw != 0 || leaf.back != 0 {
-                    out.problems.push(root.bad(
-                        LEAF,
-                        0,
-                        format!(
-                            "inode {owner}: the only leaf has sibling links {} / {}",
-                            leaf.forw, leaf.back
-                        ),
-                    ));
-                }
-                take(leaf, &mut out);
-                return Ok(out);
-            }
-            if magic != node_magic(ag.da.v5) {
-                return Err(root.bad(
-                    LEAF,
-                    8,
-                    format!(
-                        "inode {owner}: attr block 0 has magic {magic:#06x}, neither a leaf nor a node"
-                    ),
-                ));
-            }
-            out.format = AttrFormat::Node;
-            let leaf_magic = ag.leaf_magic();
-            let mut leaves = Vec::new();
-            let walk = walk_leaves(src, geo, &ag.da, 0, &|m| m == leaf_magic, &mut |buf| {
-                leaves.push(parse_leaf(&buf, ag)?);
-                Ok(())
-            });
-            out.problems.extend(walk);
-            for l in leaves {
-                take(l, &mut out);
-            }
-            Ok(out)
-        }
-    }
-}
-
-/// Bytes of value payload per remote block.
-pub fn remote_payload(ag: &AttrGeometry) -> u32 {
-    if ag.da.v5 {
-        ag.da
-            .fsb_size
-            .saturating_sub(u32::try_from(core::mem::size_of::<XfsAttr3RmtHdr>()).unwrap_or(0))
-    } else {
-        ag.da.fsb_size
-    }
-}
-
-/// Read a remote value of `len` bytes starting at attr fork block `blk`,
-/// checking each v5 block header (magic, offset, bytes, CRC, uuid, owner,
-/// blkno).
-pub fn read_remote_value<S: ForkSource + ?Sized>(
-    src: &S,
-    geo: &Geometry,
-    ag: &AttrGeometry,
-    blk: u32,
-    len: u32,
-) -> Result<Vec<u8>> {
-    let owner = ag.da.owner.0;
-    let err = |d: String| {
-        Error::corrupt(
-            RMT,
-            Location::Inode { ino: owner },
-            format!("inode {owner}: {d}"),
-        )
-    };
-    if len > XFS_XATTR_SIZE_MAX {
-        return Err(err(format!(
-            "value of {len} bytes (at most {XFS_XATTR_SIZE_MAX})"
-        )));
-    }
-    let per = remote_payload(ag);
-    if per == 0 {
-        return Err(err("block too small for a remote value".into()));
-    }
-    let nblocks = len.div_ceil(per);
-    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    let hdr = core::mem::size_of::<XfsAttr3RmtHdr>();
-    for i in 0..nblocks {
-        let fb = u64::from(blk).saturating_add(u64::from(i));
-        let buf = read_da_block(src, geo, &ag.da, RMT, fb)?;
-        let want_off = i.saturating_mul(per);
-        let want_bytes = len.saturating_sub(want_off).min(per);
-        let want_usize = usize::try_from(want_bytes).unwrap_or(0);
-        if ag.da.v5 {
-            let b = &buf.bytes;
-            let magic = be32(b, 0).unwrap_or(0);
-            if magic != XFS_ATTR3_RMT_MAGIC {
-                return Err(buf.bad(
-                    RMT,
-                    0,
-                    format!(
-                        "inode {owner} attr block {fb}: magic {magic:#010x}, expected {XFS_ATTR3_RMT_MAGIC:#010x}"
-                    ),
-                ));
-            }
-            let v = verify_v5(
-                b,
-                &V5Check {
-                    structure: RMT,
-                    daddr: buf.daddr,
-                    crc_off: XFS_ATTR3_RMT_CRC_OFF,
-                    uuid: &ag.da.uuid,
-                    uuid_off: 16,
-                    blkno_off: Some(40),
-                    owner: Some((32, Owner::Ino(owner))),
-                },
-            );
-            if !v.problems.is_empty() {
-                return Err(buf.bad(
-                    RMT,
-                    0,
-                    format!("inode {owner} attr block {fb}: {}", v.problems.join("; ")),
-                ));
-            }
-            let off = be32(b, 4).unwrap_or(0);
-            let bytes = be32(b, 8).unwrap_or(0);
-            if off != want_off || bytes != want_bytes {
-                return Err(buf.bad(
-                    RMT,
-                    4,
-                    format!(
-                        "inode {owner} attr block {fb}: holds bytes {off}..+{bytes} of the value, expected {want_off}..+{want_bytes}"
-                    ),
-                ));
-            }
-            let payload = b
-                .get(hdr..hdr.saturating_add(want_usize))
-                .ok_or_else(|| buf.bad(RMT, hdr, "payload past the end of the block"))?;
-            out.extend_from_slice(payload);
-        } else {
-            let payload = buf
-                .bytes
-                .get(..want_usize)
-                .ok_or_else(|| buf.bad(RMT, 0, "payload past the end of the block"))?;
-            out.extend_from_slice(payload);
-        }
-    }
-    Ok(out)
-}
-
-/// The value of an attribute: inline bytes, or its remote blocks read now.
-pub fn read_value<S: ForkSource + ?Sized>(
-    src: &S,
-    geo: &Geometry,
-    ag: &AttrGeometry,
-    e: &AttrEntry,
-) -> Result<Vec<u8>> {
-    match &e.value {
-        AttrValue::Inline { bytes } => Ok(bytes.clone()),
-        AttrValue::Remote { blk, len } => read_remote_value(src, geo, ag, *blk, *len),
-    }
-}
-
 // ---------------------------------------------------------------------------
 // On an opened filesystem
 
@@ -775,129 +339,6 @@ impl<R: ReadAt> Fs<R> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The Linux view
-
-/// `SGI_ACL_FILE`: the trusted attribute holding the access ACL.
-pub const SGI_ACL_FILE: &[u8] = b"SGI_ACL_FILE";
-/// `SGI_ACL_DEFAULT`: the trusted attribute holding a directory's default ACL.
-pub const SGI_ACL_DEFAULT: &[u8] = b"SGI_ACL_DEFAULT";
-
-/// How a Linux xattr's value comes out of the attribute it is made from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinuxValue {
-    /// The attribute's value as stored.
-    Raw,
-    /// An XFS ACL turned into the Linux `system.posix_acl_*` format.
-    PosixAcl,
-}
-
-/// One name as `listxattr` on a mounted filesystem shows it (as root).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LinuxXattr {
-    pub name: Vec<u8>,
-    /// The attribute it comes from.
-    pub entry: AttrEntry,
-    pub kind: LinuxValue,
-}
-
-/// The Linux xattr names of a listing, sorted bytewise: every user,
-/// trusted and security attribute, plus `system.posix_acl_access` /
-/// `system.posix_acl_default` for the trusted ACL attributes (listed
-/// under both names, as the kernel does). Parent pointers are not Linux
-/// xattrs.
-pub fn linux_xattrs(listing: &AttrListing) -> Vec<LinuxXattr> {
-    let mut out = Vec::new();
-    for e in &listing.entries {
-        if e.namespace == AttrNamespace::Trusted {
-            let acl = if e.name == SGI_ACL_FILE {
-                Some(&b"system.posix_acl_access"[..])
-            } else if e.name == SGI_ACL_DEFAULT {
-                Some(&b"system.posix_acl_default"[..])
-            } else {
-                None
-            };
-            if let Some(n) = acl {
-                out.push(LinuxXattr {
-                    name: n.to_vec(),
-                    entry: e.clone(),
-                    kind: LinuxValue::PosixAcl,
-                });
-            }
-        }
-        if let Some(name) = e.linux_name() {
-            out.push(LinuxXattr {
-                name,
-                entry: e.clone(),
-                kind: LinuxValue::Raw,
-            });
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
-}
-
-/// Turn an on-disk XFS ACL (`acl_cnt` be32, then {tag be32, id be32,
-/// perm be16, pad} entries) into the Linux xattr form (version 2 le32, then
-/// {tag le16, perm le16, id le32}; ids only for named users and groups).
-pub fn xfs_acl_to_linux(v: &[u8]) -> std::result::Result<Vec<u8>, String> {
-    const ACL_USER: u32 = 0x02;
-    const ACL_GROUP: u32 = 0x08;
-    const KNOWN: [u32; 6] = [0x01, ACL_USER, 0x04, ACL_GROUP, 0x10, 0x20];
-    let count = be32(v, 0).ok_or("ACL shorter than its count")?;
-    if count > XFS_ACL_MAX_ENTRIES {
-        return Err(format!("ACL count {count} (at most {XFS_ACL_MAX_ENTRIES})"));
-    }
-    let n = usize::try_from(count).map_err(|_| "ACL count too large")?;
-    let want = n.saturating_mul(12).saturating_add(4);
-    if v.len() != want {
-        return Err(format!(
-            "ACL of {} bytes, but {count} entries take {want}",
-            v.len()
-        ));
-    }
-    let mut out = Vec::with_capacity(n.saturating_mul(8).saturating_add(4));
-    out.extend_from_slice(&2u32.to_le_bytes());
-    for i in 0..n {
-        let o = i.saturating_mul(12).saturating_add(4);
-        let tag = be32(v, o).unwrap_or(0);
-        let id = be32(v, o.saturating_add(4)).unwrap_or(0);
-        let perm = be16(v, o.saturating_add(8)).unwrap_or(0);
-        if !KNOWN.contains(&tag) {
-            return Err(format!("ACL entry {i}: unknown tag {tag:#x}"));
-        }
-        out.extend_from_slice(&u16::try_from(tag).unwrap_or(0).to_le_bytes());
-        out.extend_from_slice(&perm.to_le_bytes());
-        let id = if tag == ACL_USER || tag == ACL_GROUP {
-            id
-        } else {
-            u32::MAX
-        };
-        out.extend_from_slice(&id.to_le_bytes());
-    }
-    Ok(out)
-}
-
-impl<R: ReadAt> Fs<R> {
-    /// The value `getxattr` would return for one Linux xattr.
-    pub fn linux_xattr_value(&self, inode: &Inode, x: &LinuxXattr) -> Result<Vec<u8>> {
-        let raw = self.attr_value(inode, &x.entry)?;
-        match x.kind {
-            LinuxValue::Raw => Ok(raw),
-            LinuxValue::PosixAcl => xfs_acl_to_linux(&raw).map_err(|d| {
-                Error::corrupt(
-                    "ACL",
-                    Location::Daddr {
-                        daddr: inode.location.daddr.0,
-                    },
-                    format!("inode {}: {d}", inode.ino.0),
-                )
-            }),
-        }
-    }
-}
-
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(
     clippy::unwrap_used,
@@ -910,6 +351,7 @@ impl<R: ReadAt> Fs<R> {
 )]
 mod tests {
     use super::*;
+    use crate::xfs::dabtree::{read_da_block, ForkSource};
     use crate::xfs::read::FileReader;
     use crate::xfs::testutil::*;
     use crate::xfs::types::Daddr;
