@@ -54,6 +54,7 @@ pub mod ag;
 pub mod alloc;
 pub mod attr;
 pub mod bmap;
+pub mod btree;
 pub mod buf;
 pub mod cancel;
 pub mod ckpt;

@@ -46,10 +46,8 @@
 //! | `records.rs` | `xfs_alloc.c`, `xfs_rmap.c`, `xfs_refcount.c`, `xfs_ialloc.c` (callers) | records by key: find, neighbours, insert, update, delete; record bytes |
 
 mod btree;
-mod btree_delete;
-mod btree_insert;
 mod busy;
-mod error;
+pub(super) mod error;
 mod headers;
 mod records;
 mod tree_ops;
