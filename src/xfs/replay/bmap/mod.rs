@@ -52,8 +52,6 @@
 //! | `logged.rs` | `xfs_inode_item.c`, `xfs_buf_item.c` | the logged items' sizes, the changes handed over |
 
 mod btree;
-mod btree_delete;
-mod btree_insert;
 mod logged;
 mod map;
 
@@ -73,8 +71,6 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::types::{FsBlock, Ino};
 use core::mem::offset_of;
 use std::collections::BTreeMap;
-
-const MAX_LEVELS: u16 = 9;
 
 /// One extent record (`xfs_bmbt_irec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +141,7 @@ pub struct Mapping {
 }
 
 /// Where an inode's fork lies and what it holds.
+#[derive(Clone)]
 struct ForkAt {
     /// Byte offset of the inode in the image.
     ioff: u64,
@@ -195,21 +192,6 @@ impl ForkAt {
     fn maxext(&self) -> u64 {
         u64::try_from(self.fork_len / 16).unwrap_or(0)
     }
-}
-
-/// One level of a path down a bmbt: the block (None: the root in the
-/// inode) and the index taken in it.
-#[derive(Clone, Copy, Debug)]
-struct Step {
-    block: Option<u64>,
-    idx: usize,
-}
-
-/// A bmbt leaf: where it is, its bytes and its records.
-struct Leaf {
-    off: u64,
-    bytes: Vec<u8>,
-    recs: Vec<Rec>,
 }
 
 /// An inode's extent count for its attr fork or its data fork, from the
