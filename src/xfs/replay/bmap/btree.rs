@@ -19,7 +19,7 @@ use crate::xfs::replay::ag::{EditError, EditResult, Unsupported};
 use crate::xfs::replay::alloc::RmapOwner;
 use crate::xfs::replay::btree::delete::Delete;
 use crate::xfs::replay::btree::insert::Insert;
-use crate::xfs::replay::btree::{Btree, BtreeOps, Key, Lookup, IROOT, MAX_LEVELS, NULL};
+use crate::xfs::replay::btree::{Btree, BtreeOps, Key, Lookup, IROOT, MAX_LEVELS, NO_PTR};
 use crate::xfs::replay::{put_be16, put_be32, put_be64};
 use crate::xfs::types::FsBlock;
 use core::mem::offset_of;
@@ -140,7 +140,11 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
         (Rec::parse(rec, 0).off, 0, 0)
     }
     fn key_order(&self, key: &[u8]) -> Key {
-        (be64(key, 0).unwrap_or(0), 0, 0)
+        (
+            key.first_chunk::<8>().map_or(0, |k| u64::from_be_bytes(*k)),
+            0,
+            0,
+        )
     }
     fn rec_low_key(&self, rec: &[u8]) -> Vec<u8> {
         Rec::parse(rec, 0).off.to_be_bytes().to_vec()
@@ -216,7 +220,9 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
     fn init_block(&mut self, bno: u64, level: usize, numrecs: usize) -> EditResult<()> {
         let off = self.ed.block_off("bmbt block", bno)?;
         let level = u16::try_from(level).unwrap_or(u16::MAX);
-        let b = self.ed.new_block(off, self.ino, level, numrecs, NULL, NULL);
+        let b = self
+            .ed
+            .new_block(off, self.ino, level, numrecs, NO_PTR, NO_PTR);
         self.cache.insert(bno, b);
         self.dirty.insert(bno);
         Ok(())

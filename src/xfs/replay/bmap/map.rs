@@ -177,9 +177,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.records(&f, ino)
     }
 
-    /// The records of fork `f`: its list, or its bmbt's leaves from the
-    /// leftmost along the right siblings, as many as the fork counts, in
-    /// order.
+    /// The records of fork `f`: its list, or its bmbt's records walked
+    /// from the first by the engine's cursor, as many as the fork counts,
+    /// in order.
     pub(super) fn records(&self, f: &ForkAt, ino: u64) -> EditResult<Vec<Rec>> {
         if f.format == XFS_DINODE_FMT_EXTENTS {
             return self.list(f);

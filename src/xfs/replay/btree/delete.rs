@@ -4,7 +4,7 @@
 //! root in the inode takes in its only child when the child's entries fit
 //! the fork (`xfs_btree_kill_iroot`).
 
-use super::{Cursor, IROOT, NULL};
+use super::{Cursor, IROOT, NO_PTR};
 use crate::xfs::replay::ag::error::EditResult;
 use crate::xfs::replay::btree::insert::Insert;
 
@@ -33,10 +33,10 @@ pub trait Delete: Insert {
         if numrecs > self.block_maxrecs(IROOT, level) {
             return Ok(());
         }
-        self.set_numrecs(IROOT, numrecs);
-        self.copy_entries(level, child, 1, IROOT, 1, numrecs);
+        self.set_numrecs(IROOT, numrecs)?;
+        self.copy_entries(level, child, 1, IROOT, 1, numrecs)?;
         self.free_block(child)?;
-        self.set_level(IROOT, level.saturating_sub(1));
+        self.set_level(IROOT, level.saturating_sub(1))?;
         let ptr = cur.at(level.saturating_sub(1)).ptr;
         cur.lv.truncate(level);
         cur.set(level.saturating_sub(1), IROOT, ptr);
@@ -64,10 +64,10 @@ pub trait Delete: Insert {
         }
         if ptr < numrecs {
             let count = numrecs.saturating_sub(ptr);
-            self.shift_entries(bno, level, ptr.saturating_add(1), ptr, count);
+            self.shift_entries(bno, level, ptr.saturating_add(1), ptr, count)?;
         }
         numrecs = numrecs.saturating_sub(1);
-        self.set_numrecs(bno, numrecs);
+        self.set_numrecs(bno, numrecs)?;
         let in_inode = self.iroot().is_some();
         if level.saturating_add(1) == cur.nlevels() {
             if in_inode {
@@ -83,7 +83,7 @@ pub trait Delete: Insert {
             return Ok(1);
         }
         if self.needs_key_update(ptr) {
-            self.update_keys(cur, level);
+            self.update_keys(cur, level)?;
         }
         if numrecs >= self.minrecs(level) {
             self.dec_cursor(cur, level)?;
@@ -91,18 +91,19 @@ pub trait Delete: Insert {
         }
         let rptr = self.sib(bno, true);
         let lptr = self.sib(bno, false);
-        if in_inode && rptr == NULL && lptr == NULL && level.saturating_add(2) == cur.nlevels() {
+        if in_inode && rptr == NO_PTR && lptr == NO_PTR && level.saturating_add(2) == cur.nlevels()
+        {
             self.kill_iroot(cur)?;
             self.dec_cursor(cur, level)?;
             return Ok(1);
         }
-        if rptr == NULL && lptr == NULL {
+        if rptr == NO_PTR && lptr == NO_PTR {
             return Err(self.damaged(Some(bno), "a block below the root with no siblings".into()));
         }
         let mut t = cur.clone();
         let mut rrecs = 0usize;
         let mut lrecs = 0usize;
-        if rptr != NULL {
+        if rptr != NO_PTR {
             if !self.lastrec(&mut t, level) {
                 return Err(self.cursor_lost(bno));
             }
@@ -117,7 +118,7 @@ pub trait Delete: Insert {
                 return Ok(1);
             }
             rrecs = self.numrecs(right);
-            if lptr != NULL {
+            if lptr != NO_PTR {
                 if !self.firstrec(&mut t, level) {
                     return Err(self.cursor_lost(right));
                 }
@@ -126,7 +127,7 @@ pub trait Delete: Insert {
                 }
             }
         }
-        if lptr != NULL {
+        if lptr != NO_PTR {
             if !self.firstrec(&mut t, level) {
                 return Err(self.cursor_lost(bno));
             }
@@ -146,10 +147,10 @@ pub trait Delete: Insert {
             lrecs = self.numrecs(left);
         }
         let max = self.maxrecs(level);
-        let (left, right) = if lptr != NULL && lrecs.saturating_add(numrecs) <= max {
+        let (left, right) = if lptr != NO_PTR && lrecs.saturating_add(numrecs) <= max {
             self.load(lptr, Some(level))?;
             (lptr, bno)
-        } else if rptr != NULL && rrecs.saturating_add(numrecs) <= max {
+        } else if rptr != NO_PTR && rrecs.saturating_add(numrecs) <= max {
             self.load(rptr, Some(level))?;
             (bno, rptr)
         } else {
@@ -158,13 +159,13 @@ pub trait Delete: Insert {
         };
         let rrecs = self.numrecs(right);
         let lrecs = self.numrecs(left);
-        self.copy_entries(level, right, 1, left, lrecs.saturating_add(1), rrecs);
-        self.set_numrecs(left, lrecs.saturating_add(rrecs));
+        self.copy_entries(level, right, 1, left, lrecs.saturating_add(1), rrecs)?;
+        self.set_numrecs(left, lrecs.saturating_add(rrecs))?;
         let rr = self.sib(right, true);
-        self.set_sib(left, true, rr);
-        if rr != NULL {
+        self.set_sib(left, true, rr)?;
+        if rr != NO_PTR {
             self.load(rr, Some(level))?;
-            self.set_sib(rr, false, left);
+            self.set_sib(rr, false, left)?;
         }
         self.free_block(right)?;
         if bno != left {
@@ -195,7 +196,7 @@ pub trait Delete: Insert {
             level = level.saturating_add(1);
         }
         if joined && self.overlapping() {
-            self.updkeys(cur, 0, true);
+            self.updkeys(cur, 0, true)?;
         }
         if i == 0 {
             for lev in 1..cur.nlevels() {

@@ -4,7 +4,7 @@
 //! splits (`xfs_btree_new_root`); a root in the inode that is full moves
 //! into a new block under it (`xfs_btree_new_iroot`).
 
-use super::{Btree, Cursor, CursorLevel, IROOT, NULL};
+use super::{Btree, Cursor, CursorLevel, IROOT, NO_PTR};
 use crate::xfs::replay::ag::error::{refuse, EditResult};
 
 /// A block split off: its pointer, its keys, and the cursor for the
@@ -18,7 +18,7 @@ pub trait Insert: Btree {
     fn lshift(&mut self, cur: &mut Cursor, level: usize) -> EditResult<bool> {
         let rb = cur.at(level).bno;
         let lb = self.sib(rb, false);
-        if lb == NULL || cur.at(level).ptr <= 1 {
+        if lb == NO_PTR || cur.at(level).ptr <= 1 {
             return Ok(false);
         }
         self.load(lb, Some(level))?;
@@ -29,19 +29,19 @@ pub trait Insert: Btree {
         let mut rrecs = self.numrecs(rb);
         lrecs = lrecs.saturating_add(1);
         rrecs = rrecs.saturating_sub(1);
-        self.copy_entries(level, rb, 1, lb, lrecs, 1);
-        self.set_numrecs(lb, lrecs);
-        self.set_numrecs(rb, rrecs);
-        self.shift_entries(rb, level, 2, 1, rrecs);
+        self.copy_entries(level, rb, 1, lb, lrecs, 1)?;
+        self.set_numrecs(lb, lrecs)?;
+        self.set_numrecs(rb, rrecs)?;
+        self.shift_entries(rb, level, 2, 1, rrecs)?;
         if self.overlapping() {
             let mut t = cur.clone();
             if !self.firstrec(&mut t, level) {
                 return Err(self.cursor_lost(rb));
             }
             self.decrement_level(&mut t, level)?;
-            self.update_keys(&t, level);
+            self.update_keys(&t, level)?;
         }
-        self.update_keys(cur, level);
+        self.update_keys(cur, level)?;
         let p = cur.at(level).ptr.saturating_sub(1);
         cur.set_ptr(level, p);
         Ok(true)
@@ -52,7 +52,7 @@ pub trait Insert: Btree {
     fn rshift(&mut self, cur: &mut Cursor, level: usize) -> EditResult<bool> {
         let lb = cur.at(level).bno;
         let rb = self.sib(lb, true);
-        if rb == NULL {
+        if rb == NO_PTR {
             return Ok(false);
         }
         let lrecs = self.numrecs(lb);
@@ -64,19 +64,19 @@ pub trait Insert: Btree {
         if rrecs == self.maxrecs(level) {
             return Ok(false);
         }
-        self.shift_entries(rb, level, 1, 2, rrecs);
-        self.copy_entries(level, lb, lrecs, rb, 1, 1);
-        self.set_numrecs(lb, lrecs.saturating_sub(1));
-        self.set_numrecs(rb, rrecs.saturating_add(1));
+        self.shift_entries(rb, level, 1, 2, rrecs)?;
+        self.copy_entries(level, lb, lrecs, rb, 1, 1)?;
+        self.set_numrecs(lb, lrecs.saturating_sub(1))?;
+        self.set_numrecs(rb, rrecs.saturating_add(1))?;
         let mut t = cur.clone();
         if !self.lastrec(&mut t, level) {
             return Err(self.cursor_lost(lb));
         }
         self.increment_level(&mut t, level)?;
         if self.overlapping() {
-            self.update_keys(cur, level);
+            self.update_keys(cur, level)?;
         }
-        self.update_keys(&t, level);
+        self.update_keys(&t, level)?;
         Ok(true)
     }
 
@@ -95,20 +95,20 @@ pub trait Insert: Btree {
         }
         let src = lrecs.saturating_sub(rrecs).saturating_add(1);
         lrecs = lrecs.saturating_sub(rrecs);
-        self.set_numrecs(lb, lrecs);
-        self.set_numrecs(rb, rrecs);
-        self.copy_entries(level, lb, src, rb, 1, rrecs);
+        self.set_numrecs(lb, lrecs)?;
+        self.set_numrecs(rb, rrecs)?;
+        self.copy_entries(level, lb, src, rb, 1, rrecs)?;
         let key = self.get_keys(rb);
         let rr = self.sib(lb, true);
-        self.set_sib(rb, true, rr);
-        self.set_sib(rb, false, lb);
-        self.set_sib(lb, true, rb);
-        if rr != NULL {
+        self.set_sib(rb, true, rr)?;
+        self.set_sib(rb, false, lb)?;
+        self.set_sib(lb, true, rb)?;
+        if rr != NO_PTR {
             self.load(rr, Some(level))?;
-            self.set_sib(rr, false, rb);
+            self.set_sib(rr, false, rb)?;
         }
         if self.overlapping() {
-            self.update_keys(cur, level);
+            self.update_keys(cur, level)?;
         }
         let ptr = cur.at(level).ptr;
         if ptr > lrecs.saturating_add(1) {
@@ -138,7 +138,7 @@ pub trait Insert: Btree {
         let block = cur.at(top).bno;
         let (left, right, nptr) = {
             let rs = self.sib(block, true);
-            if rs != NULL {
+            if rs != NO_PTR {
                 self.load(rs, Some(top))?;
                 (block, rs, 1)
             } else {
@@ -150,10 +150,10 @@ pub trait Insert: Btree {
         self.init_block(nb, cur.nlevels(), 2)?;
         let lk = self.get_keys(left);
         let rk = self.get_keys(right);
-        self.put_key(nb, 1, &lk);
-        self.put_key(nb, 2, &rk);
-        self.put_ptr(nb, 1, left);
-        self.put_ptr(nb, 2, right);
+        self.put_key(nb, 1, &lk)?;
+        self.put_key(nb, 2, &rk)?;
+        self.put_ptr(nb, 1, left)?;
+        self.put_ptr(nb, 2, right)?;
         cur.lv.push(CursorLevel { bno: nb, ptr: nptr });
         Ok(true)
     }
@@ -169,10 +169,10 @@ pub trait Insert: Btree {
         };
         let n = self.numrecs(IROOT);
         self.init_block(nb, level, n)?;
-        self.copy_entries(level, IROOT, 1, nb, 1, n);
-        self.set_level(IROOT, level.saturating_add(1));
-        self.set_numrecs(IROOT, 1);
-        self.put_ptr(IROOT, 1, nb);
+        self.copy_entries(level, IROOT, 1, nb, 1, n)?;
+        self.set_level(IROOT, level.saturating_add(1))?;
+        self.set_numrecs(IROOT, 1)?;
+        self.put_ptr(IROOT, 1, nb)?;
         let ptr = cur.at(level).ptr;
         cur.set(level, nb, ptr);
         cur.lv.push(CursorLevel { bno: IROOT, ptr: 1 });
@@ -218,7 +218,7 @@ pub trait Insert: Btree {
                 return Ok(false);
             }
             let ok = self.new_root(cur)?;
-            *ptrp = NULL;
+            *ptrp = NO_PTR;
             return Ok(ok);
         }
         let mut ptr = cur.at(level).ptr;
@@ -228,7 +228,7 @@ pub trait Insert: Btree {
         let mut optr = ptr;
         let old_bn = cur.at(level).bno;
         let mut numrecs = self.numrecs(old_bn);
-        let mut nptr = NULL;
+        let mut nptr = NO_PTR;
         let mut ncur: Option<Cursor> = None;
         let mut lkey: Vec<u8> = Vec::new();
         if numrecs == self.block_maxrecs(old_bn, level) {
@@ -250,22 +250,22 @@ pub trait Insert: Btree {
         let bno = cur.at(level).bno;
         numrecs = self.numrecs(bno);
         let tail = numrecs.saturating_add(1).saturating_sub(ptr);
-        self.shift_entries(bno, level, ptr, ptr.saturating_add(1), tail);
+        self.shift_entries(bno, level, ptr, ptr.saturating_add(1), tail)?;
         if level > 0 {
-            self.put_key(bno, ptr, key);
-            self.put_ptr(bno, ptr, *ptrp);
+            self.put_key(bno, ptr, key)?;
+            self.put_ptr(bno, ptr, *ptrp)?;
         } else {
-            self.put_rec(bno, ptr, rec);
+            self.put_rec(bno, ptr, rec)?;
         }
         numrecs = numrecs.saturating_add(1);
-        self.set_numrecs(bno, numrecs);
+        self.set_numrecs(bno, numrecs)?;
         if bno != old_bn {
             lkey = self.get_keys(bno);
         } else if self.needs_key_update(optr) {
-            self.update_keys(cur, level);
+            self.update_keys(cur, level)?;
         }
         *ptrp = nptr;
-        if nptr != NULL {
+        if nptr != NO_PTR {
             *key = lkey;
             *curp = ncur;
         }
@@ -279,7 +279,7 @@ pub trait Insert: Btree {
             return refuse(format!("{}: a record of {} bytes", self.name(), rec.len()));
         }
         let mut key = self.rec_low_key(rec);
-        let mut nptr = NULL;
+        let mut nptr = NO_PTR;
         let mut pcur = cur;
         let mut level = 0usize;
         loop {
@@ -294,7 +294,7 @@ pub trait Insert: Btree {
             if let Some(n) = ncur {
                 pcur = n;
             }
-            if nptr == NULL || level > super::MAX_LEVELS.saturating_add(1) {
+            if nptr == NO_PTR || level > super::MAX_LEVELS.saturating_add(1) {
                 break;
             }
         }

@@ -34,11 +34,14 @@ pub mod insert;
 mod tests;
 
 use super::ag::error::{refuse, EditError, EditResult};
+use crate::xfs::format::btree::XfsBtreeSblock;
+use crate::xfs::format::dinode::{XfsBmdrBlock, XfsBtreeBlockLong, XFS_BMDR_SIZE};
 use crate::xfs::fs::{be16, be32, be64};
+use core::mem::offset_of;
 use std::cmp::Ordering;
 
 /// The null block pointer (`NULLAGBLOCK` / `NULLFSBLOCK` widened).
-pub const NULL: u64 = u64::MAX;
+pub const NO_PTR: u64 = u64::MAX;
 
 /// The root in the inode fork, addressed as a block.
 pub const IROOT: u64 = u64::MAX - 1;
@@ -171,10 +174,10 @@ impl Cursor {
         self.lv.len()
     }
     pub fn at(&self, level: usize) -> CursorLevel {
-        self.lv
-            .get(level)
-            .copied()
-            .unwrap_or(CursorLevel { bno: NULL, ptr: 0 })
+        self.lv.get(level).copied().unwrap_or(CursorLevel {
+            bno: NO_PTR,
+            ptr: 0,
+        })
     }
     pub fn set_ptr(&mut self, level: usize, ptr: usize) {
         if let Some(l) = self.lv.get_mut(level) {
@@ -209,14 +212,15 @@ pub trait Btree: BtreeOps {
     fn shape(&self, bno: u64) -> Shape {
         match (bno, self.iroot()) {
             (IROOT, Some((at, dmax))) => Shape {
-                level_at: at,
-                numrecs_at: at.saturating_add(2),
-                base: at.saturating_add(4),
+                level_at: at.saturating_add(offset_of!(XfsBmdrBlock, bb_level)),
+                numrecs_at: at.saturating_add(offset_of!(XfsBmdrBlock, bb_numrecs)),
+                base: at.saturating_add(XFS_BMDR_SIZE),
                 node_max: dmax,
             },
             _ => Shape {
-                level_at: 4,
-                numrecs_at: 6,
+                // The short and long headers share these fields' places.
+                level_at: offset_of!(XfsBtreeSblock, bb_level),
+                numrecs_at: offset_of!(XfsBtreeSblock, bb_numrecs),
                 base: self.hdr_len(),
                 node_max: self.maxrecs(1),
             },
@@ -240,21 +244,28 @@ pub trait Btree: BtreeOps {
         usize::from(be16(self.block(bno), self.shape(bno).level_at).unwrap_or(0))
     }
 
-    fn set_numrecs(&mut self, bno: u64, n: usize) {
+    fn set_numrecs(&mut self, bno: u64, n: usize) -> EditResult<()> {
         let at = self.shape(bno).numrecs_at;
-        self.put_bytes(bno, at, &u16::try_from(n).unwrap_or(0).to_be_bytes());
+        let Ok(n) = u16::try_from(n) else {
+            return Err(self.damaged(Some(bno), format!("{n} entries")));
+        };
+        self.put_bytes(bno, at, &n.to_be_bytes())
     }
 
-    fn set_level(&mut self, bno: u64, level: usize) {
+    fn set_level(&mut self, bno: u64, level: usize) -> EditResult<()> {
         let at = self.shape(bno).level_at;
-        self.put_bytes(bno, at, &u16::try_from(level).unwrap_or(0).to_be_bytes());
+        let Ok(level) = u16::try_from(level) else {
+            return Err(self.damaged(Some(bno), format!("level {level}")));
+        };
+        self.put_bytes(bno, at, &level.to_be_bytes())
     }
 
     fn sib_off(&self, right: bool) -> usize {
         match (right, self.long_ptrs()) {
-            (false, _) => 8,
-            (true, false) => 12,
-            (true, true) => 16,
+            (false, false) => offset_of!(XfsBtreeSblock, bb_leftsib),
+            (true, false) => offset_of!(XfsBtreeSblock, bb_rightsib),
+            (false, true) => offset_of!(XfsBtreeBlockLong, bb_leftsib),
+            (true, true) => offset_of!(XfsBtreeBlockLong, bb_rightsib),
         }
     }
 
@@ -262,10 +273,10 @@ pub trait Btree: BtreeOps {
     fn ptr_read(&self, bno: u64, off: usize) -> u64 {
         let b = self.block(bno);
         if self.long_ptrs() {
-            be64(b, off).unwrap_or(NULL)
+            be64(b, off).unwrap_or(NO_PTR)
         } else {
             match be32(b, off) {
-                Some(u32::MAX) | None => NULL,
+                Some(u32::MAX) | None => NO_PTR,
                 Some(p) => u64::from(p),
             }
         }
@@ -281,15 +292,15 @@ pub trait Btree: BtreeOps {
 
     fn sib(&self, bno: u64, right: bool) -> u64 {
         if bno == IROOT {
-            return NULL;
+            return NO_PTR;
         }
         self.ptr_read(bno, self.sib_off(right))
     }
 
-    fn set_sib(&mut self, bno: u64, right: bool, v: u64) {
+    fn set_sib(&mut self, bno: u64, right: bool, v: u64) -> EditResult<()> {
         let off = self.sib_off(right);
         let p = self.ptr_bytes(v);
-        self.put_bytes(bno, off, &p);
+        self.put_bytes(bno, off, &p)
     }
 
     fn rec_off(&self, bno: u64, i: usize) -> usize {
@@ -331,20 +342,36 @@ pub trait Btree: BtreeOps {
         self.ptr_read(bno, self.ptr_off(bno, i))
     }
 
-    fn put_bytes(&mut self, bno: u64, off: usize, data: &[u8]) {
+    /// Write `data` at `off` of block `bno` (logged); a write that does not
+    /// fit the block is an error naming it, never a silent skip.
+    fn put_bytes(&mut self, bno: u64, off: usize, data: &[u8]) -> EditResult<()> {
         self.logged(bno, off, data.len());
-        if let Some(b) = self.block_mut(bno) {
-            if let Some(d) = b.get_mut(off..off.saturating_add(data.len())) {
-                d.copy_from_slice(data);
-            }
-        }
+        let end = off.saturating_add(data.len());
+        let dst = self.block_mut(bno).and_then(|b| b.get_mut(off..end));
+        let Some(d) = dst else {
+            let have = self.block(bno).len();
+            return Err(self.damaged(
+                Some(bno),
+                format!("a write of bytes {off}..{end} does not fit its {have} bytes"),
+            ));
+        };
+        d.copy_from_slice(data);
+        Ok(())
     }
 
     /// Move `count` entries of `len` bytes from slot `from` to slot `to`
     /// (1-based) inside one array starting at `base` (memmove).
-    fn shift(&mut self, bno: u64, base: usize, len: usize, from: usize, to: usize, count: usize) {
+    fn shift(
+        &mut self,
+        bno: u64,
+        base: usize,
+        len: usize,
+        from: usize,
+        to: usize,
+        count: usize,
+    ) -> EditResult<()> {
         if count == 0 {
-            return;
+            return Ok(());
         }
         let src = base.saturating_add(from.saturating_sub(1).saturating_mul(len));
         let dst = base.saturating_add(to.saturating_sub(1).saturating_mul(len));
@@ -352,28 +379,42 @@ pub trait Btree: BtreeOps {
         let lo = src.min(dst);
         let end = src.max(dst).saturating_add(n);
         self.logged(bno, lo, end.saturating_sub(lo));
-        if let Some(b) = self.block_mut(bno) {
-            if end <= b.len() {
+        match self.block_mut(bno) {
+            Some(b) if end <= b.len() => {
                 b.copy_within(src..src.saturating_add(n), dst);
+                Ok(())
+            }
+            _ => {
+                let have = self.block(bno).len();
+                Err(self.damaged(
+                    Some(bno),
+                    format!("a shift of bytes {lo}..{end} does not fit its {have} bytes"),
+                ))
             }
         }
     }
 
     /// Shift entries (records, or keys and pointers) of a block.
-    fn shift_entries(&mut self, bno: u64, level: usize, from: usize, to: usize, count: usize) {
+    fn shift_entries(
+        &mut self,
+        bno: u64,
+        level: usize,
+        from: usize,
+        to: usize,
+        count: usize,
+    ) -> EditResult<()> {
         let base = self.shape(bno).base;
         if level == 0 {
-            self.shift(bno, base, self.rec_len(), from, to, count);
+            self.shift(bno, base, self.rec_len(), from, to, count)
         } else {
-            self.shift(bno, base, self.key_len(), from, to, count);
+            self.shift(bno, base, self.key_len(), from, to, count)?;
             let pbase = self.ptr_off(bno, 1);
-            self.shift(bno, pbase, self.ptr_len(), from, to, count);
+            self.shift(bno, pbase, self.ptr_len(), from, to, count)
         }
     }
 
     /// Copy `count` entries from slot `from` of `src` to slot `to` of
     /// `dst` (records, or keys then pointers).
-    #[allow(clippy::too_many_arguments)]
     fn copy_entries(
         &mut self,
         level: usize,
@@ -382,9 +423,9 @@ pub trait Btree: BtreeOps {
         dst: u64,
         to: usize,
         count: usize,
-    ) {
+    ) -> EditResult<()> {
         if count == 0 {
-            return;
+            return Ok(());
         }
         let mut arrays = Vec::with_capacity(2);
         if level == 0 {
@@ -397,35 +438,40 @@ pub trait Btree: BtreeOps {
             arrays.push((self.ptr_off(src, from), self.ptr_off(dst, to), len));
         }
         for (s, d, len) in arrays {
-            let n = count.saturating_mul(len);
-            let data = self
-                .block(src)
-                .get(s..s.saturating_add(n))
-                .unwrap_or(&[])
-                .to_vec();
-            self.put_bytes(dst, d, &data);
+            let end = s.saturating_add(count.saturating_mul(len));
+            let Some(data) = self.block(src).get(s..end).map(<[u8]>::to_vec) else {
+                let have = self.block(src).len();
+                return Err(self.damaged(
+                    Some(src),
+                    format!("a read of bytes {s}..{end} does not fit its {have} bytes"),
+                ));
+            };
+            self.put_bytes(dst, d, &data)?;
         }
+        Ok(())
     }
 
-    fn put_rec(&mut self, bno: u64, i: usize, rec: &[u8]) {
+    fn put_rec(&mut self, bno: u64, i: usize, rec: &[u8]) -> EditResult<()> {
         let o = self.rec_off(bno, i);
-        let r = rec.get(..self.rec_len()).unwrap_or(rec).to_vec();
-        self.put_bytes(bno, o, &r);
+        let Some(r) = rec.get(..self.rec_len()) else {
+            return refuse(format!("{}: a record of {} bytes", self.name(), rec.len()));
+        };
+        self.put_bytes(bno, o, r)
     }
 
-    fn put_key(&mut self, bno: u64, i: usize, key: &[u8]) {
+    fn put_key(&mut self, bno: u64, i: usize, key: &[u8]) -> EditResult<()> {
         if i == 0 || i > self.shape(bno).node_max {
-            return;
+            return Err(self.damaged(Some(bno), format!("no key slot {i}")));
         }
         let o = self.key_off(bno, i);
         let k = key.get(..self.key_len()).unwrap_or(key).to_vec();
-        self.put_bytes(bno, o, &k);
+        self.put_bytes(bno, o, &k)
     }
 
-    fn put_ptr(&mut self, bno: u64, i: usize, p: u64) {
+    fn put_ptr(&mut self, bno: u64, i: usize, p: u64) -> EditResult<()> {
         let o = self.ptr_off(bno, i);
         let b = self.ptr_bytes(p);
-        self.put_bytes(bno, o, &b);
+        self.put_bytes(bno, o, &b)
     }
 
     /// Bytes of a low (or high) key.
@@ -485,7 +531,13 @@ pub trait Btree: BtreeOps {
             return Err(self.damaged(None, format!("height {nlevels} is not 1..={MAX_LEVELS}")));
         }
         let mut cur = Cursor {
-            lv: vec![CursorLevel { bno: NULL, ptr: 0 }; nlevels],
+            lv: vec![
+                CursorLevel {
+                    bno: NO_PTR,
+                    ptr: 0
+                };
+                nlevels
+            ],
         };
         let mut bno = root;
         let mut diff = Ordering::Greater;
@@ -541,7 +593,7 @@ pub trait Btree: BtreeOps {
         let n = self.numrecs(leaf);
         if dir != Lookup::Le && diff == Ordering::Less {
             keyno = keyno.saturating_add(1);
-            if dir == Lookup::Ge && keyno > n && self.sib(leaf, true) != NULL {
+            if dir == Lookup::Ge && keyno > n && self.sib(leaf, true) != NO_PTR {
                 cur.set_ptr(0, keyno);
                 if !self.increment_level(&mut cur, 0)? {
                     return Err(
@@ -579,7 +631,7 @@ pub trait Btree: BtreeOps {
         if ptr <= self.numrecs(l.bno) {
             return Ok(true);
         }
-        if self.sib(l.bno, true) == NULL {
+        if self.sib(l.bno, true) == NO_PTR {
             return Ok(false);
         }
         let mut lev = level.saturating_add(1);
@@ -615,7 +667,7 @@ pub trait Btree: BtreeOps {
         if l.ptr > 1 {
             return Ok(true);
         }
-        if self.sib(l.bno, false) == NULL {
+        if self.sib(l.bno, false) == NO_PTR {
             return Ok(false);
         }
         let mut lev = level.saturating_add(1);
@@ -663,10 +715,9 @@ pub trait Btree: BtreeOps {
 
     /// `xfs_btree_update_keys`: the keys above `level` describe the
     /// blocks under them again.
-    fn update_keys(&mut self, cur: &Cursor, level: usize) {
+    fn update_keys(&mut self, cur: &Cursor, level: usize) -> EditResult<()> {
         if self.overlapping() {
-            self.updkeys(cur, level, false);
-            return;
+            return self.updkeys(cur, level, false);
         }
         let key = self.get_keys(cur.at(level).bno);
         let mut lev = level.saturating_add(1);
@@ -674,16 +725,17 @@ pub trait Btree: BtreeOps {
         while ptr == 1 && lev < cur.nlevels() {
             let l = cur.at(lev);
             ptr = l.ptr;
-            self.put_key(l.bno, ptr, &key);
+            self.put_key(l.bno, ptr, &key)?;
             lev = lev.saturating_add(1);
         }
+        Ok(())
     }
 
     /// `__xfs_btree_updkeys` (overlapping trees): low and high keys up to
     /// the root, stopping where they already agree unless `force`.
-    fn updkeys(&mut self, cur: &Cursor, level: usize, force: bool) {
+    fn updkeys(&mut self, cur: &Cursor, level: usize, force: bool) -> EditResult<()> {
         if level.saturating_add(1) >= cur.nlevels() {
-            return;
+            return Ok(());
         }
         let hk = self.half_key();
         let mut key = self.get_keys(cur.at(level).bno);
@@ -700,13 +752,14 @@ pub trait Btree: BtreeOps {
             if !force && same {
                 break;
             }
-            self.put_key(l.bno, l.ptr, &key);
+            self.put_key(l.bno, l.ptr, &key)?;
             if lev.saturating_add(1) >= cur.nlevels() {
                 break;
             }
             key = self.get_keys(l.bno);
             lev = lev.saturating_add(1);
         }
+        Ok(())
     }
 
     fn needs_key_update(&self, ptr: usize) -> bool {
@@ -722,9 +775,9 @@ pub trait Btree: BtreeOps {
         if rec.len() != self.rec_len() {
             return refuse(format!("{}: a record of {} bytes", self.name(), rec.len()));
         }
-        self.put_rec(l.bno, l.ptr, rec);
+        self.put_rec(l.bno, l.ptr, rec)?;
         if self.needs_key_update(l.ptr) {
-            self.update_keys(cur, 0);
+            self.update_keys(cur, 0)?;
         }
         self.after_edit()
     }

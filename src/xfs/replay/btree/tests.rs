@@ -89,11 +89,11 @@ impl Mem {
         };
         let leaf = m.alloc_block(0).unwrap().unwrap();
         m.init_block(leaf, 0, 1).unwrap();
-        m.put_rec(leaf, 1, &brec(first));
-        m.set_level(IROOT, 1);
-        m.set_numrecs(IROOT, 1);
-        m.put_key(IROOT, 1, &first.to_be_bytes());
-        m.put_ptr(IROOT, 1, leaf);
+        m.put_rec(leaf, 1, &brec(first)).unwrap();
+        m.set_level(IROOT, 1).unwrap();
+        m.set_numrecs(IROOT, 1).unwrap();
+        m.put_key(IROOT, 1, &first.to_be_bytes()).unwrap();
+        m.put_ptr(IROOT, 1, leaf).unwrap();
         m
     }
 }
@@ -272,8 +272,8 @@ fn check(m: &mut Mem) -> (Vec<Vec<u64>>, Vec<Key>) {
                 assert!(n >= m.minrecs(level), "block {b}: {n} entries");
             }
             if b != root {
-                let left = if i == 0 { NULL } else { blocks[i - 1] };
-                let right = blocks.get(i + 1).copied().unwrap_or(NULL);
+                let left = if i == 0 { NO_PTR } else { blocks[i - 1] };
+                let right = blocks.get(i + 1).copied().unwrap_or(NO_PTR);
                 assert_eq!(m.sib(b, false), left, "left sibling of {b}");
                 assert_eq!(m.sib(b, true), right, "right sibling of {b}");
             }
@@ -480,8 +480,8 @@ fn bmbt_root_moves_into_a_block_and_back_into_the_inode() {
     assert_eq!(levels[1], vec![node]);
     assert_eq!(m.numrecs(node), 3, "two from the root and the new leaf's");
     assert_eq!(m.key_order(&m.key_at(IROOT, 1)), (0, 0, 0));
-    assert_eq!(m.sib(node, false), NULL);
-    assert_eq!(m.sib(node, true), NULL);
+    assert_eq!(m.sib(node, false), NO_PTR);
+    assert_eq!(m.sib(node, true), NO_PTR);
 
     // Delete from the right end: leaves join, the node loses entries, and
     // once the node (the root's only child, no siblings) holds no more
