@@ -44,7 +44,8 @@
 //! | `xfs_bmap_item.c`, `xfs_bmap.c`, `xfs_bmap_btree.c` | `bmap/` |
 //! | `xfs_attr_item.c`, `xfs_attr*.c`, `xfs_da_btree.c` | `attr/` |
 //! | `xfs_exchmaps_item.c`, `xfs_exchmaps.c` | `xmiedit.rs` |
-//! | `xfs_btree.c`, `xfs_*_btree.c`, AG headers, `xfs_extent_busy.c` | `ag/` |
+//! | `xfs_btree.c` (the generic btree: cursor, insert, delete) | `btree/` |
+//! | `xfs_*_btree.c` (AG trees' ops), AG headers, `xfs_extent_busy.c` | `ag/` |
 //! | `xfs_alloc.c` (free list, free extents), `xfs_rmap.c` (AG owners) | `alloc.rs` |
 //! | `xfs_inode.c` (`xfs_inactive`, unlinked lists) | `unlinked.rs` |
 //! | `xfs_refcount.c` (CoW leftovers) | `cow.rs` |
@@ -54,6 +55,7 @@ pub mod ag;
 pub mod alloc;
 pub mod attr;
 pub mod bmap;
+pub mod btree;
 pub mod buf;
 pub mod cancel;
 pub mod ckpt;

@@ -40,16 +40,12 @@
 //! | `headers.rs` | `xfs_alloc.c`, `xfs_ialloc.c` | AGF and AGI fields and roots, the AG free list |
 //! | `busy.rs` | `xfs_extent_busy.c` | busy extents: inserted, trimmed out, reused |
 //! | `tree_ops.rs` | `xfs_alloc_btree.c`, `xfs_ialloc_btree.c`, `xfs_rmap_btree.c`, `xfs_refcount_btree.c` | each tree's sizes, keys, root, magic and block allocation |
-//! | `btree.rs` | `xfs_btree.c` | blocks read and checked, entries, the cursor, lookup, key updates |
-//! | `btree_insert.rs` | `xfs_btree.c` (insert) | shifts, splits, a new root |
-//! | `btree_delete.rs` | `xfs_btree.c` (delete) | borrow, join, the root killed |
+//! | `btree.rs` | `xfs_btree.c` (the AG cursor's part) | blocks read and checked, each tree's ops for the engine (`replay/btree/`), the cursor API |
 //! | `records.rs` | `xfs_alloc.c`, `xfs_rmap.c`, `xfs_refcount.c`, `xfs_ialloc.c` (callers) | records by key: find, neighbours, insert, update, delete; record bytes |
 
 mod btree;
-mod btree_delete;
-mod btree_insert;
 mod busy;
-mod error;
+pub(super) mod error;
 mod headers;
 mod records;
 mod tree_ops;

@@ -44,14 +44,6 @@ impl Tree {
             Tree::Refcount | Tree::Ino | Tree::Fino => 4,
         }
     }
-    /// Bytes of a low (or high) key.
-    pub(super) fn half_key(self) -> usize {
-        if self.overlapping() {
-            self.key_len() / 2
-        } else {
-            self.key_len()
-        }
-    }
     pub fn overlapping(self) -> bool {
         self == Tree::Rmap
     }

@@ -1,32 +1,303 @@
-//! The bmbt's blocks as `xfs_bmap_btree.c` lays them out: block headers,
-//! the root in the inode, node keys and pointers, the walk from the root to
-//! the leaf that holds an offset, leaf writes and the first key carried up,
-//! new blocks allocated near the inode.
+//! The bmbt on the generic engine (`replay/btree/`), as `xfs_bmap_btree.c`
+//! describes it to `xfs_btree.c`: long pointers, the root in the inode fork
+//! (sized by the fork, `xfs_bmdr_maxrecs`), blocks allocated near a hint
+//! through the AG allocator with one more block in di_nblocks and the core
+//! logged (`xfs_bmbt_alloc_block`), freed later with one less
+//! (`xfs_bmbt_free_block`: the buffer invalidated, the free deferred); and
+//! the record edits of `xfs_bmap.c` on it (a mapping into a hole, a piece
+//! unmapped), by the kernel's cursor steps.
 
-use super::{recs_of, Alloc, ForkAt, ForkEditor, Leaf, Rec, Step, MAX_LEVELS};
+use super::map::{contiguity, hole_check};
+use super::{Alloc, ForkAt, ForkEditor, Rec};
 use crate::xfs::format::dinode::XfsBtreeBlockLong;
 use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::{XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::EditResult;
+use crate::xfs::replay::ag::{EditError, EditResult, Unsupported};
 use crate::xfs::replay::alloc::RmapOwner;
+use crate::xfs::replay::btree::delete::Delete;
+use crate::xfs::replay::btree::insert::Insert;
+use crate::xfs::replay::btree::{Btree, BtreeOps, Key, Lookup, IROOT, MAX_LEVELS, NO_PTR};
 use crate::xfs::replay::{put_be16, put_be32, put_be64};
 use crate::xfs::types::FsBlock;
 use core::mem::offset_of;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One inode fork's bmbt as the engine sees it. Blocks are read through
+/// the editor and kept here while an edit runs; [`Bmbt::into_effects`]
+/// hands back what the edit wrote, freed and logged first, so that a
+/// refused edit leaves nothing behind.
+pub(super) struct Bmbt<'e, 'a, 'x, R: ReadAt> {
+    ed: &'e ForkEditor<'a, R>,
+    f: &'e mut ForkAt,
+    ino: u64,
+    alloc: Option<&'e mut Alloc<'x>>,
+    /// Blocks read or written: fsblock -> bytes.
+    cache: BTreeMap<u64, Vec<u8>>,
+    dirty: BTreeSet<u64>,
+    freed: Vec<u64>,
+    /// How the inode is first logged (see `ForkEditor::first_log`).
+    first_log: Option<bool>,
+    hdr: usize,
+    bs: usize,
+    root_max: usize,
+}
+
+/// What a bmbt edit did, to apply to the editor.
+pub(super) struct Effects {
+    writes: Vec<(u64, Vec<u8>)>,
+    freed: Vec<u64>,
+    first_log: Option<bool>,
+}
+
+impl<'e, 'a, 'x, R: ReadAt> Bmbt<'e, 'a, 'x, R> {
+    pub(super) fn new(
+        ed: &'e ForkEditor<'a, R>,
+        f: &'e mut ForkAt,
+        alloc: Option<&'e mut Alloc<'x>>,
+    ) -> Self {
+        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
+        let (hdr, bs) = ed.hdr_bs();
+        let root_max = f.fork_len.saturating_sub(4) / 16;
+        Bmbt {
+            ed,
+            f,
+            ino,
+            alloc,
+            cache: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            freed: Vec::new(),
+            first_log: ed.first_log,
+            hdr,
+            bs,
+            root_max,
+        }
+    }
+
+    pub(super) fn into_effects(self) -> Effects {
+        let mut cache = self.cache;
+        let writes = self
+            .dirty
+            .iter()
+            .filter_map(|b| cache.remove(b).map(|d| (*b, d)))
+            .collect();
+        Effects {
+            writes,
+            freed: self.freed,
+            first_log: self.first_log,
+        }
+    }
+
+    /// The record the cursor points at.
+    fn rec(&self, cur: &crate::xfs::replay::btree::Cursor) -> Option<Rec> {
+        self.get_rec(cur).map(|r| Rec::parse(&r, 0))
+    }
+
+    /// A cursor at the record starting at `off` (`xfs_bmbt_lookup_eq`).
+    fn find(&mut self, off: u64) -> EditResult<crate::xfs::replay::btree::Cursor> {
+        let (cur, ok) = self.lookup(Lookup::Eq, (off, 0, 0))?;
+        if !ok {
+            return refuse(format!(
+                "inode {}: bmbt keys do not lead to the record at {off}",
+                self.ino
+            ));
+        }
+        Ok(cur)
+    }
+}
+
+fn rec_bytes(r: Rec) -> Vec<u8> {
+    let mut b = vec![0u8; 16];
+    r.put(&mut b, 0);
+    b
+}
+
+impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
+    fn name(&self) -> &'static str {
+        "bmbt"
+    }
+    fn what(&self) -> String {
+        format!("inode {}: bmbt", self.ino)
+    }
+    fn rec_len(&self) -> usize {
+        16
+    }
+    fn key_len(&self) -> usize {
+        8
+    }
+    fn long_ptrs(&self) -> bool {
+        true
+    }
+    fn hdr_len(&self) -> usize {
+        self.hdr
+    }
+    fn block_len(&self) -> usize {
+        self.bs
+    }
+    fn rec_key(&self, rec: &[u8]) -> Key {
+        (Rec::parse(rec, 0).off, 0, 0)
+    }
+    fn key_order(&self, key: &[u8]) -> Key {
+        (
+            key.first_chunk::<8>().map_or(0, |k| u64::from_be_bytes(*k)),
+            0,
+            0,
+        )
+    }
+    fn rec_low_key(&self, rec: &[u8]) -> Vec<u8> {
+        Rec::parse(rec, 0).off.to_be_bytes().to_vec()
+    }
+    fn root(&mut self) -> EditResult<(u64, usize)> {
+        let root = self.f.fork_off;
+        let level = be16(&self.f.bytes, root).unwrap_or(0);
+        let n = usize::from(be16(&self.f.bytes, root.saturating_add(2)).unwrap_or(0));
+        let levels = usize::from(level).saturating_add(1);
+        if level == 0 || levels > MAX_LEVELS || n == 0 || n > self.root_max {
+            return refuse(format!(
+                "inode {}: bmbt root with level {level} and {n} records",
+                self.ino
+            ));
+        }
+        Ok((IROOT, levels))
+    }
+    fn set_root(&mut self, _ptr: u64, _inc: i64) -> EditResult<()> {
+        refuse(format!(
+            "inode {}: the bmbt root lives in the inode",
+            self.ino
+        ))
+    }
+    fn iroot(&self) -> Option<(usize, usize)> {
+        Some((self.f.fork_off, self.root_max))
+    }
+    fn load(&mut self, bno: u64, level: Option<usize>) -> EditResult<()> {
+        if bno == IROOT || self.cache.contains_key(&bno) {
+            return Ok(());
+        }
+        let lvl = level.map_or(Ok(None), |l| u16::try_from(l).map(Some));
+        let Ok(lvl) = lvl else {
+            return refuse(format!("inode {}: bmbt level {level:?}", self.ino));
+        };
+        let maxrecs = self.maxrecs(level.unwrap_or(0));
+        let (_, b, _) = self.ed.bmbt_block(self.ino, bno, lvl, maxrecs)?;
+        // xfs_btree_check_lblock_siblings: a block is not its own sibling.
+        for (what, at) in [
+            ("left", offset_of!(XfsBtreeBlockLong, bb_leftsib)),
+            ("right", offset_of!(XfsBtreeBlockLong, bb_rightsib)),
+        ] {
+            if be64(&b, at) == Some(bno) {
+                return refuse(format!(
+                    "inode {}: bmbt block {bno} is its own {what} sibling: the sibling pointers loop",
+                    self.ino
+                ));
+            }
+        }
+        self.cache.insert(bno, b);
+        Ok(())
+    }
+    fn block(&self, bno: u64) -> &[u8] {
+        if bno == IROOT {
+            return &self.f.bytes;
+        }
+        self.cache.get(&bno).map(|b| b.as_slice()).unwrap_or(&[])
+    }
+    fn block_mut(&mut self, bno: u64) -> Option<&mut [u8]> {
+        if bno == IROOT {
+            return Some(&mut self.f.bytes);
+        }
+        self.dirty.insert(bno);
+        self.cache.get_mut(&bno).map(|b| b.as_mut_slice())
+    }
+    fn logged(&mut self, bno: u64, _off: usize, _len: usize) {
+        // A block's log is found later by comparing its bytes; the root
+        // logs the inode (its fork root only, when nothing else of it was
+        // logged before in the transaction).
+        if bno == IROOT {
+            self.first_log.get_or_insert(false);
+        }
+    }
+    fn init_block(&mut self, bno: u64, level: usize, numrecs: usize) -> EditResult<()> {
+        let off = self.ed.block_off("bmbt block", bno)?;
+        let level = u16::try_from(level).unwrap_or(u16::MAX);
+        let b = self
+            .ed
+            .new_block(off, self.ino, level, numrecs, NO_PTR, NO_PTR);
+        self.cache.insert(bno, b);
+        self.dirty.insert(bno);
+        Ok(())
+    }
+    fn alloc_block(&mut self, hint: u64) -> EditResult<Option<u64>> {
+        let g = self.ed.fs.geo;
+        if !g.v5 {
+            return refuse("a bmbt block on a v4 filesystem is not made by this tool".into());
+        }
+        let (agno, agbno) = g.split_fsb(FsBlock(hint));
+        let owner = RmapOwner {
+            owner: self.ino,
+            offset: 0,
+            attr_fork: self.f.attr,
+            bmbt_block: true,
+        };
+        let Some(alloc) = self.alloc.as_mut() else {
+            return refuse(format!("inode {}: a bmbt block in a read", self.ino));
+        };
+        let Some(new) = alloc(agno.0, agbno.0, owner)? else {
+            return refuse(format!("AG {}: no free block for a new bmbt block", agno.0));
+        };
+        self.first_log.get_or_insert(true);
+        let at = offset_of!(XfsDinode, di_nblocks);
+        let nb = be64(&self.f.bytes, at).unwrap_or(0).saturating_add(1);
+        put_be64(&mut self.f.bytes, at, nb);
+        let fsb = u64::from(agno.0)
+            .checked_shl(u32::from(g.agblklog))
+            .unwrap_or(0)
+            | u64::from(new);
+        Ok(Some(fsb))
+    }
+    fn free_block(&mut self, bno: u64) -> EditResult<()> {
+        self.first_log.get_or_insert(true);
+        self.cache.remove(&bno);
+        self.dirty.remove(&bno);
+        self.freed.push(bno);
+        Ok(())
+    }
+    fn damaged(&self, bno: Option<u64>, msg: String) -> EditError {
+        let at = match bno {
+            Some(IROOT) => "bmbt root".to_string(),
+            Some(b) => format!("bmbt block {b}"),
+            None => "bmbt".to_string(),
+        };
+        EditError::Unsupported(Unsupported(format!("inode {}: {at}: {msg}", self.ino)))
+    }
+}
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
-    /// xfs_bmbt_alloc_block: one block for `f`'s bmbt in AG `agno` near
-    /// `hint` (the allocator adds its reverse mapping); di_nblocks grows by
-    /// one and the inode core is logged. The block and its byte offset.
+    /// The changes of a bmbt edit: blocks written, then blocks freed (their
+    /// buffers invalidated, di_nblocks - 1, the frees deferred).
+    pub(super) fn apply(&mut self, f: &mut ForkAt, e: Effects) -> EditResult<()> {
+        for (fsb, b) in e.writes {
+            let off = self.block_off("bmbt block", fsb)?;
+            self.blocks.insert(off, b);
+        }
+        self.first_log = e.first_log;
+        for fsb in e.freed {
+            let off = self.block_off("bmbt block", fsb)?;
+            self.let_go_of(f, off, fsb, true);
+        }
+        Ok(())
+    }
+
+    /// xfs_bmbt_alloc_block for a new leaf made outside the engine (the
+    /// list turned into a bmbt): one block in AG `agno` near `hint` (the
+    /// allocator adds its reverse mapping); di_nblocks grows by one and
+    /// the inode core is logged. The block and its byte offset.
     pub(super) fn alloc_bmbt_block(
         &mut self,
         f: &mut ForkAt,
         ino: u64,
         agno: u32,
         hint: u32,
-        what: &str,
         alloc: &mut Alloc<'_>,
     ) -> EditResult<(u64, u64)> {
         let owner = RmapOwner {
@@ -36,7 +307,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bmbt_block: true,
         };
         let Some(agbno) = alloc(agno, hint, owner)? else {
-            return refuse(format!("AG {agno}: no free block for the new bmbt {what}"));
+            return refuse(format!("AG {agno}: no free block for the new bmbt leaf"));
         };
         self.first_log.get_or_insert(true);
         let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
@@ -50,13 +321,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok((fsb, self.block_off("bmbt block", fsb)?))
     }
 
-    /// A new v5 bmbt leaf at byte offset `off` (a zeroed buffer, as the
-    /// kernel gets one): header with `n` records and the siblings given.
-    pub(super) fn new_leaf(&self, off: u64, ino: u64, n: usize, left: u64, right: u64) -> Vec<u8> {
-        self.new_block(off, ino, 0, n, left, right)
-    }
-
-    /// A new v5 bmbt block of `level` (see [`Self::new_leaf`]).
+    /// A new v5 bmbt block at byte offset `off` (a zeroed buffer, as the
+    /// kernel gets one): header of `level` with `n` records and the
+    /// siblings given.
     pub(super) fn new_block(
         &self,
         off: u64,
@@ -90,94 +357,6 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         b
     }
 
-    /// The key/pointer array of a bmbt node block holding `maxrecs`.
-    pub(super) fn node_pairs(&self, maxrecs: usize) -> Pairs {
-        let (hdr, _) = self.hdr_bs();
-        Pairs {
-            count_at: 6,
-            keys: hdr,
-            max: maxrecs,
-        }
-    }
-
-    /// The key/pointer array of `f`'s root in the inode.
-    pub(super) fn root_pairs(&self, f: &ForkAt) -> Pairs {
-        let (_, _, root_max) = self.bmbt_geometry(f);
-        Pairs {
-            count_at: f.fork_off.saturating_add(2),
-            keys: f.fork_off.saturating_add(4),
-            max: root_max,
-        }
-    }
-
-    /// The entries (key, pointer) of a bmbt node block.
-    pub(super) fn node_entries(&self, b: &[u8], maxrecs: usize) -> Vec<(u64, u64)> {
-        self.node_pairs(maxrecs).read(b)
-    }
-
-    /// Write a node block's entries (count, keys, pointers; what lay past
-    /// them stays) and carry a changed first key up `path` (which ends
-    /// with the node's step).
-    pub(super) fn write_node(
-        &mut self,
-        f: &mut ForkAt,
-        path: &[Step],
-        off: u64,
-        mut b: Vec<u8>,
-        entries: &[(u64, u64)],
-    ) -> EditResult<()> {
-        let (hdr, maxrecs, _) = self.bmbt_geometry(f);
-        let old_first = be64(&b, hdr).unwrap_or(0);
-        self.node_pairs(maxrecs).write(&mut b, entries);
-        self.blocks.insert(off, b);
-        match entries.first() {
-            Some((first, _)) if *first != old_first => self.carry_first_key(f, path, *first),
-            _ => Ok(()),
-        }
-    }
-
-    /// The path to the bmbt block at byte `off`, `level` levels above the
-    /// leaves, whose first key is `first` (reached by sibling pointers),
-    /// checked to end there.
-    pub(super) fn path_to_level(
-        &self,
-        f: &ForkAt,
-        ino: u64,
-        level: usize,
-        first: u64,
-        off: u64,
-    ) -> EditResult<Vec<Step>> {
-        let (mut path, _) = self.descend(f, ino, first)?;
-        path.truncate(path.len().saturating_sub(level));
-        if path.last().and_then(|s| s.block) != Some(off) {
-            return refuse(format!(
-                "inode {ino}: bmbt keys do not lead to the level {level} block whose first key is {first}"
-            ));
-        }
-        Ok(path)
-    }
-
-    /// A sibling node block (`right` or left) of the node `b` at `level`,
-    /// checked: its byte offset, bytes and entries.
-    #[allow(clippy::type_complexity)]
-    pub(super) fn node_sibling(
-        &self,
-        ino: u64,
-        b: &[u8],
-        level: usize,
-        right: bool,
-        maxrecs: usize,
-    ) -> EditResult<Option<(u64, Vec<u8>, Vec<(u64, u64)>)>> {
-        let sib = be64(b, if right { 16 } else { 8 }).unwrap_or(u64::MAX);
-        if sib == u64::MAX {
-            return Ok(None);
-        }
-        let lvl = u16::try_from(level).unwrap_or(u16::MAX);
-        let (off, sb, _) = self.bmbt_block(ino, sib, lvl, maxrecs)?;
-        let e = self.node_entries(&sb, maxrecs);
-        Ok(Some((off, sb, e)))
-    }
-
     /// bmbt block header bytes and block size.
     pub(super) fn hdr_bs(&self) -> (usize, usize) {
         (
@@ -194,13 +373,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         (hdr, bs.saturating_sub(hdr) / 16, root_max)
     }
 
-    /// A bmbt block of inode `ino` read and checked (magic, level, record
-    /// count, owner): its byte offset, bytes and record count.
+    /// A bmbt block of inode `ino` read and checked (magic, level when
+    /// given, record count, owner): its byte offset, bytes and record
+    /// count.
     pub(super) fn bmbt_block(
         &self,
         ino: u64,
         fsb: u64,
-        level: u16,
+        level: Option<u16>,
         maxrecs: usize,
     ) -> EditResult<(u64, Vec<u8>, usize)> {
         let (_, bs) = self.hdr_bs();
@@ -214,7 +394,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let lvl = be16(&b, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(u16::MAX);
         let nr = usize::from(be16(&b, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0));
-        if magic != want_magic || lvl != level || nr == 0 || nr > maxrecs {
+        if magic != want_magic || level.is_some_and(|l| l != lvl) || nr == 0 || nr > maxrecs {
             return refuse(format!(
                 "inode {ino}: bmbt block {fsb}: magic {magic:#x} level {lvl} records {nr}"
             ));
@@ -239,308 +419,234 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
     }
 
-    /// Walk from the root to the leaf whose range holds `key`: the path
-    /// (ending with the leaf's step) and the leaf with its records.
-    pub(super) fn descend(&self, f: &ForkAt, ino: u64, key: u64) -> EditResult<(Vec<Step>, Leaf)> {
-        let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
-        let root = f.fork_off;
-        let level = be16(&f.bytes, root).unwrap_or(0);
-        let n = usize::from(be16(&f.bytes, root.saturating_add(2)).unwrap_or(0));
-        if level == 0 || level > MAX_LEVELS || n == 0 || n > root_max {
-            return refuse(format!(
-                "inode {ino}: bmbt root with level {level} and {n} records"
-            ));
-        }
-        // The last key <= `key`, else the first.
-        let pick = |b: &[u8], keys: usize, n: usize| -> usize {
-            (0..n)
-                .rev()
-                .find(|&j| {
-                    be64(b, keys.saturating_add(j.saturating_mul(8))).unwrap_or(u64::MAX) <= key
-                })
-                .unwrap_or(0)
-        };
-        let i = pick(&f.bytes, root.saturating_add(4), n);
-        let mut ptr = be64(
-            &f.bytes,
-            root.saturating_add(4)
-                .saturating_add(root_max.saturating_mul(8))
-                .saturating_add(i.saturating_mul(8)),
-        )
-        .unwrap_or(0);
-        let mut path = vec![Step {
-            block: None,
-            idx: i,
-        }];
-        // Levels below the root, each checked; at most MAX_LEVELS.
-        for want in (0..level).rev() {
-            let (off, b, nr) = self.bmbt_block(ino, ptr, want, maxrecs)?;
-            if want == 0 {
-                path.push(Step {
-                    block: Some(off),
-                    idx: 0,
-                });
-                let recs = recs_of(&b, hdr, nr);
-                return Ok((
-                    path,
-                    Leaf {
-                        off,
-                        bytes: b,
-                        recs,
-                    },
-                ));
-            }
-            let i = pick(&b, hdr, nr);
-            path.push(Step {
-                block: Some(off),
-                idx: i,
-            });
-            ptr = be64(
-                &b,
-                hdr.saturating_add(maxrecs.saturating_mul(8))
-                    .saturating_add(i.saturating_mul(8)),
-            )
-            .unwrap_or(0);
-        }
-        refuse(format!("inode {ino}: bmbt without a leaf"))
-    }
-
-    /// A sibling leaf of `leaf` (`right` or left), checked, or `None` at
-    /// the end of its level.
-    pub(super) fn sibling(
-        &self,
-        ino: u64,
-        leaf: &[u8],
-        right: bool,
-        maxrecs: usize,
-    ) -> EditResult<Option<Leaf>> {
-        let (hdr, _) = self.hdr_bs();
-        let sib = be64(leaf, if right { 16 } else { 8 }).unwrap_or(u64::MAX);
-        if sib == u64::MAX {
-            return Ok(None);
-        }
-        let (off, b, nr) = self.bmbt_block(ino, sib, 0, maxrecs)?;
-        let recs = recs_of(&b, hdr, nr);
-        Ok(Some(Leaf {
-            off,
-            bytes: b,
-            recs,
-        }))
-    }
-
-    /// The path down to a leaf reached by sibling pointers (first record
-    /// at `first`, at byte offset `off`), checked to end there.
-    pub(super) fn path_to(
-        &self,
-        f: &ForkAt,
-        ino: u64,
-        first: u64,
-        off: u64,
-    ) -> EditResult<Vec<Step>> {
-        let (path, _) = self.descend(f, ino, first)?;
-        if path.last().and_then(|s| s.block) != Some(off) {
-            return refuse(format!(
-                "inode {ino}: bmbt keys do not lead to the sibling leaf whose first record is at {first}"
-            ));
-        }
-        Ok(path)
-    }
-
-    /// The path to, and the leaf of, the leaf whose first record is `r`.
-    pub(super) fn leaf_led_by(
-        &self,
-        f: &ForkAt,
-        ino: u64,
-        r: Rec,
-    ) -> EditResult<(Vec<Step>, Leaf)> {
-        let (path, leaf) = self.descend(f, ino, r.off)?;
-        if leaf.recs.first() != Some(&r) {
-            return refuse(format!(
-                "inode {ino}: bmbt keys do not lead to the record at {}",
-                r.off
-            ));
-        }
-        Ok((path, leaf))
-    }
-
-    /// Write a leaf's records back (count and records), and the keys above
-    /// it when its first record's offset changed.
-    pub(super) fn put_leaf(
-        &mut self,
-        f: &mut ForkAt,
-        path: &[Step],
-        off: u64,
-        b: Vec<u8>,
-        recs: &[Rec],
-    ) -> EditResult<()> {
-        let (_, maxrecs, _) = self.bmbt_geometry(f);
-        if recs.len() > maxrecs {
-            return refuse(
-                "the bmbt leaf is full: the kernel splits it, which this tool does not".into(),
-            );
-        }
-        if recs.is_empty() {
-            return refuse("the bmbt leaf would be empty".into());
-        }
-        let old_n = usize::from(be16(&b, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0));
-        let siblings = be64(&b, offset_of!(XfsBtreeBlockLong, bb_leftsib)) != Some(u64::MAX)
-            || be64(&b, offset_of!(XfsBtreeBlockLong, bb_rightsib)) != Some(u64::MAX);
-        if recs.len() < old_n && recs.len() < maxrecs / 2 && siblings {
-            return refuse(
-                "the bmbt leaf falls below half full: the kernel joins or rebalances it, which this tool does not"
-                    .into(),
-            );
-        }
-        self.write_leaf(f, path, off, b, recs)
-    }
-
-    /// [`Self::put_leaf`] without the checks.
-    pub(super) fn write_leaf(
-        &mut self,
-        f: &mut ForkAt,
-        path: &[Step],
-        off: u64,
-        mut b: Vec<u8>,
-        recs: &[Rec],
-    ) -> EditResult<()> {
-        let (hdr, _, _) = self.bmbt_geometry(f);
-        let old_first = Rec::parse(&b, hdr).off;
-        put_be16(
-            &mut b,
-            offset_of!(XfsBtreeBlockLong, bb_numrecs),
-            u16::try_from(recs.len()).unwrap_or(u16::MAX),
-        );
-        for (i, r) in recs.iter().enumerate() {
-            r.put(&mut b, hdr.saturating_add(i.saturating_mul(16)));
-        }
-        // What lay past the records stays as it was, as in the kernel.
-        self.blocks.insert(off, b);
-        let first = recs.first().map_or(old_first, |r| r.off);
-        if first != old_first {
-            self.carry_first_key(f, path, first)?;
-        }
-        Ok(())
-    }
-
-    /// A record updated in place at index `i` of the leaf at the end of
-    /// `path` whose start stays `first`: at the leaf's first record,
-    /// `xfs_btree_update` passes the key up all the same, logging the
-    /// parent's key slot (the root in the inode logs the root alone, before
-    /// anything else of the inode: no change count bump on an inode whose
-    /// count has risen since it was loaded).
-    pub(super) fn first_record_updated(
-        &mut self,
-        f: &mut ForkAt,
-        path: &[Step],
-        i: usize,
-        first: u64,
-    ) -> EditResult<()> {
-        if i == 0 {
-            self.carry_first_key(f, path, first)?;
-        }
-        Ok(())
-    }
-
-    /// The key of the block at the end of `path` becomes `first` in each
-    /// parent while the block is its parent's first child (a key in the
-    /// root in the inode logs the root).
-    pub(super) fn carry_first_key(
-        &mut self,
-        f: &mut ForkAt,
-        path: &[Step],
-        first: u64,
-    ) -> EditResult<()> {
-        let (hdr, _, _) = self.bmbt_geometry(f);
-        let (_, bs) = self.hdr_bs();
-        for lvl in (0..path.len().saturating_sub(1)).rev() {
-            let Some(step) = path.get(lvl).copied() else {
-                break;
-            };
-            match step.block {
-                None => {
-                    let at = f
-                        .fork_off
-                        .saturating_add(4)
-                        .saturating_add(step.idx.saturating_mul(8));
-                    put_be64(&mut f.bytes, at, first);
-                    self.first_log.get_or_insert(false);
-                }
-                Some(boff) => {
-                    let mut nb = self.read("bmbt block", boff, bs)?;
-                    put_be64(
-                        &mut nb,
-                        hdr.saturating_add(step.idx.saturating_mul(8)),
-                        first,
-                    );
-                    self.blocks.insert(boff, nb);
-                }
-            }
-            if step.idx != 0 {
-                break;
+    /// The record of a bmbt fork that holds file block `off`, else the
+    /// next one (`xfs_bmapi_read`'s look-up).
+    pub(super) fn btree_record_at(&self, f: &ForkAt, off: u64) -> EditResult<Option<Rec>> {
+        let mut f = f.clone();
+        let mut t = Bmbt::new(self, &mut f, None);
+        let (mut cur, found) = t.lookup(Lookup::Le, (off, 0, 0))?;
+        if found {
+            if let Some(r) = t.rec(&cur).filter(|r| r.end() > off) {
+                return Ok(Some(r));
             }
         }
-        Ok(())
-    }
-
-    /// The block pointer the parent of the last step of `path` holds for it.
-    pub(super) fn child_ptr(&self, f: &ForkAt, path: &[Step]) -> EditResult<u64> {
-        let (_, maxrecs, _) = self.bmbt_geometry(f);
-        let (_, bs) = self.hdr_bs();
-        let Some(parent) = path.len().checked_sub(2).and_then(|i| path.get(i)) else {
-            return refuse("a bmbt block without a parent".into());
-        };
-        Ok(match parent.block {
-            None => be64(&f.bytes, self.root_pairs(f).ptr_at(parent.idx)).unwrap_or(0),
-            Some(poff) => {
-                let pb = self.read("bmbt block", poff, bs)?;
-                be64(&pb, self.node_pairs(maxrecs).ptr_at(parent.idx)).unwrap_or(0)
-            }
+        Ok(if t.increment_level(&mut cur, 0)? {
+            t.rec(&cur)
+        } else {
+            None
         })
     }
-}
 
-/// Where a bmbt key/pointer array lies: a node block and the root in the
-/// inode share its layout (a count, then `max` keys, then `max` pointers)
-/// in different places.
-#[derive(Clone, Copy)]
-pub(super) struct Pairs {
-    pub(super) count_at: usize,
-    pub(super) keys: usize,
-    pub(super) max: usize,
-}
-
-impl Pairs {
-    pub(super) fn key_at(self, k: usize) -> usize {
-        self.keys.saturating_add(k.saturating_mul(8))
-    }
-
-    pub(super) fn ptr_at(self, k: usize) -> usize {
-        self.key_at(self.max.saturating_add(k))
-    }
-
-    /// The entries (key, pointer) the count says, at most `max`.
-    pub(super) fn read(self, b: &[u8]) -> Vec<(u64, u64)> {
-        let n = usize::from(be16(b, self.count_at).unwrap_or(0)).min(self.max);
-        (0..n)
-            .map(|k| {
-                (
-                    be64(b, self.key_at(k)).unwrap_or(0),
-                    be64(b, self.ptr_at(k)).unwrap_or(0),
-                )
-            })
-            .collect()
-    }
-
-    /// The count and entries written (what lay past them stays).
-    pub(super) fn write(self, b: &mut [u8], entries: &[(u64, u64)]) {
-        put_be16(
-            b,
-            self.count_at,
-            u16::try_from(entries.len()).unwrap_or(u16::MAX),
-        );
-        for (k, (key, ptr)) in entries.iter().enumerate() {
-            put_be64(b, self.key_at(k), *key);
-            put_be64(b, self.ptr_at(k), *ptr);
+    /// The records of a bmbt fork in order, at most `limit` (more is
+    /// refused).
+    pub(super) fn btree_records(&self, f: &ForkAt, limit: usize) -> EditResult<Vec<Rec>> {
+        let mut f = f.clone();
+        let mut t = Bmbt::new(self, &mut f, None);
+        let ino = t.ino;
+        let (mut cur, mut more) = t.lookup(Lookup::Ge, (0, 0, 0))?;
+        let mut recs = Vec::new();
+        while more {
+            let Some(r) = t.rec(&cur) else { break };
+            if recs.len() >= limit {
+                return refuse(format!(
+                    "inode {ino}: the bmbt leaves hold more than the {limit} records the fork counts"
+                ));
+            }
+            recs.push(r);
+            more = t.increment_level(&mut cur, 0)?;
         }
+        Ok(recs)
+    }
+
+    /// xfs_bmap_add_extent_hole_real on a bmbt: `new` joins its left and
+    /// right neighbours when contiguous (both: the right record deleted,
+    /// the cursor back on the left, which grows), else goes in as a record
+    /// of its own (xfs_btree_insert). A fork whose extents fit the inode
+    /// again after a merge becomes a list.
+    pub(super) fn map_btree(
+        &mut self,
+        f: &mut ForkAt,
+        new: Rec,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<()> {
+        let n = f.nextents;
+        let (effects, count) = {
+            let mut t = Bmbt::new(self, f, Some(alloc));
+            let (mut cur, found) = t.lookup(Lookup::Le, (new.off, 0, 0))?;
+            let left = if found { t.rec(&cur) } else { None };
+            let right = if t.increment_level(&mut cur, 0)? {
+                t.rec(&cur)
+            } else {
+                None
+            };
+            hole_check(left, right, new)?;
+            let count = match contiguity(left, right, new) {
+                (true, true) => {
+                    let (Some(l), Some(r)) = (left, right) else {
+                        return refuse("a merge without its neighbours".into());
+                    };
+                    let mut cur = t.find(r.off)?;
+                    t.delete_at(&mut cur)?;
+                    t.decrement_level(&mut cur, 0)?;
+                    let grown = Rec {
+                        len: l.len.saturating_add(new.len).saturating_add(r.len),
+                        ..l
+                    };
+                    t.update_at(&cur, &rec_bytes(grown))?;
+                    n.saturating_sub(1)
+                }
+                (true, false) => {
+                    let Some(l) = left else {
+                        return refuse("a merge without its neighbour".into());
+                    };
+                    let cur = t.find(l.off)?;
+                    let grown = Rec {
+                        len: l.len.saturating_add(new.len),
+                        ..l
+                    };
+                    t.update_at(&cur, &rec_bytes(grown))?;
+                    n
+                }
+                (false, true) => {
+                    let Some(r) = right else {
+                        return refuse("a merge without its neighbour".into());
+                    };
+                    let cur = t.find(r.off)?;
+                    let grown = Rec {
+                        off: new.off,
+                        start: new.start,
+                        len: new.len.saturating_add(r.len),
+                        unwritten: r.unwritten,
+                    };
+                    t.update_at(&cur, &rec_bytes(grown))?;
+                    n
+                }
+                (false, false) => {
+                    let (cur, _) = t.lookup(Lookup::Eq, (new.off, 0, 0))?;
+                    t.insert_at(cur, &rec_bytes(new))?;
+                    n.saturating_add(1)
+                }
+            };
+            if count < n && count <= t.f.maxext() {
+                // Fine: xfs_bmapi_remap turns the bmbt back into a list.
+            } else if count <= t.f.maxext() {
+                return refuse(
+                    "the extents fit the inode again: the kernel converts the bmbt back to a list, which this tool does not"
+                        .into(),
+                );
+            }
+            (t.into_effects(), count)
+        };
+        self.apply(f, effects)?;
+        f.nextents_set(count)?;
+        if count < n && f.nextents <= f.maxext() {
+            // xfs_bmapi_remap ends with xfs_bmap_btree_to_extents.
+            self.btree_to_extents(f)?;
+        }
+        Ok(())
+    }
+
+    /// One step of [`Self::unmap_btree`] (xfs_bmap_del_extent_real): the
+    /// last record that overlaps `[off, end)` loses the overlap, which is
+    /// returned: it is deleted, trimmed at one end, or cut to its front
+    /// with its back inserted after it (the cursor moved on to the next
+    /// record first, as the kernel does).
+    pub(super) fn unmap_btree_one(
+        &mut self,
+        f: &mut ForkAt,
+        off: u64,
+        end: u64,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<Option<Rec>> {
+        let n = f.nextents;
+        let last = end.saturating_sub(1);
+        let (effects, piece, count) = {
+            let mut t = Bmbt::new(self, f, Some(alloc));
+            let (mut cur, found) = t.lookup(Lookup::Le, (last, 0, 0))?;
+            let Some(r) = t.rec(&cur).filter(|_| found) else {
+                return Ok(None);
+            };
+            if r.end() <= off {
+                return Ok(None);
+            }
+            let (front, piece, back) = r.cut(off, end);
+            let count = match (front.len > 0, back.len > 0) {
+                (false, false) => {
+                    t.delete_at(&mut cur)?;
+                    n.saturating_sub(1)
+                }
+                (true, false) => {
+                    t.update_at(&cur, &rec_bytes(front))?;
+                    n
+                }
+                (false, true) => {
+                    t.update_at(&cur, &rec_bytes(back))?;
+                    n
+                }
+                (true, true) => {
+                    t.update_at(&cur, &rec_bytes(front))?;
+                    t.increment_level(&mut cur, 0)?;
+                    t.insert_at(cur, &rec_bytes(back))?;
+                    n.saturating_add(1)
+                }
+            };
+            (t.into_effects(), piece, count)
+        };
+        self.apply(f, effects)?;
+        f.nextents_set(count)?;
+        Ok(Some(piece))
+    }
+
+    /// __xfs_bunmapi (REMAP) on a bmbt: the records in the range, last
+    /// first ([`Self::unmap_btree_one`]), a step (transaction) each; a
+    /// tree that fits the inode again becomes a list, and what is left of
+    /// the range goes on on the list.
+    pub(super) fn unmap_btree(
+        &mut self,
+        f: &mut ForkAt,
+        off: u64,
+        len: u64,
+        alloc: &mut Alloc<'_>,
+    ) -> EditResult<Vec<Rec>> {
+        let mut pieces = Vec::new();
+        let mut end = off.saturating_add(len);
+        // Each step removes one piece; at most one per record the fork has.
+        let limit = f.nextents.saturating_add(1);
+        let mut first_step_log = None;
+        while end > off && u64::try_from(pieces.len()).unwrap_or(u64::MAX) < limit {
+            let step = pieces.len();
+            self.step = step;
+            if step > 0 {
+                self.first_log = None;
+            }
+            match self.unmap_btree_one(f, off, end, alloc)? {
+                Some(p) => {
+                    end = p.off;
+                    pieces.push(p);
+                }
+                None => break,
+            }
+            if step == 0 {
+                first_step_log = self.first_log;
+            } else if self.first_log != Some(false) {
+                self.later_core_steps = self.later_core_steps.saturating_add(1);
+            }
+            if f.nextents <= f.maxext() {
+                // xfs_bmap_wants_extents at the end of the step; what is
+                // left of the range goes on on the list, a step (which logs
+                // the core) per extent.
+                self.btree_to_extents(f)?;
+                if end > off {
+                    let later = self.later_core_steps;
+                    let more = self.unmap(f, off, end.saturating_sub(off), alloc)?;
+                    self.later_core_steps =
+                        later.saturating_add(u64::try_from(more.len()).unwrap_or(u64::MAX));
+                    pieces.extend(more);
+                }
+                break;
+            }
+        }
+        self.first_log = first_step_log;
+        Ok(pieces)
     }
 }

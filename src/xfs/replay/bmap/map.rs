@@ -93,8 +93,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let agno = u32::try_from(ino.checked_shr(shift).unwrap_or(0)).unwrap_or(u32::MAX);
         let agino_mask = 1u64.checked_shl(shift).unwrap_or(0).saturating_sub(1);
         let hint = u32::try_from((ino & agino_mask) >> g.inopblog).unwrap_or(0);
-        let (fsb, off) = self.alloc_bmbt_block(f, ino, agno, hint, "leaf", alloc)?;
-        let mut b = self.new_leaf(off, ino, recs.len(), u64::MAX, u64::MAX);
+        let (fsb, off) = self.alloc_bmbt_block(f, ino, agno, hint, alloc)?;
+        let mut b = self.new_block(off, ino, 0, recs.len(), u64::MAX, u64::MAX);
         for (k, r) in recs.iter().enumerate() {
             r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)));
         }
@@ -135,16 +135,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let f = self.fork(ino, attr)?;
         let next = match f.format {
             XFS_DINODE_FMT_EXTENTS => self.list(&f)?.into_iter().find(|r| r.end() > off),
-            XFS_DINODE_FMT_BTREE => {
-                let (_, maxrecs, _) = self.bmbt_geometry(&f);
-                let (_, leaf) = self.descend(&f, ino, off)?;
-                match leaf.recs.iter().find(|r| r.end() > off) {
-                    Some(r) => Some(*r),
-                    None => self
-                        .sibling(ino, &leaf.bytes, true, maxrecs)?
-                        .and_then(|l| l.recs.first().copied()),
-                }
-            }
+            XFS_DINODE_FMT_BTREE => self.btree_record_at(&f, off)?,
             t => {
                 return refuse(format!(
                     "inode {ino}: {} fork of format {t} has no mappings to read: the kernel fails the mount",
@@ -186,9 +177,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.records(&f, ino)
     }
 
-    /// The records of fork `f`: its list, or its bmbt's leaves from the
-    /// leftmost along the right siblings, as many as the fork counts, in
-    /// order.
+    /// The records of fork `f`: its list, or its bmbt's records walked
+    /// from the first by the engine's cursor, as many as the fork counts,
+    /// in order.
     pub(super) fn records(&self, f: &ForkAt, ino: u64) -> EditResult<Vec<Rec>> {
         if f.format == XFS_DINODE_FMT_EXTENTS {
             return self.list(f);
@@ -199,25 +190,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 f.format
             ));
         }
-        let (_, maxrecs, _) = self.bmbt_geometry(f);
-        let (_, mut leaf) = self.descend(f, ino, 0)?;
-        let mut recs = std::mem::take(&mut leaf.recs);
         let limit = usize::try_from(f.nextents).unwrap_or(usize::MAX);
-        let mut seen = std::collections::BTreeSet::from([leaf.off]);
-        while let Some(mut next) = self.sibling(ino, &leaf.bytes, true, maxrecs)? {
-            if !seen.insert(next.off) {
-                return refuse(format!(
-                    "inode {ino}: the bmbt leaves' sibling pointers loop"
-                ));
-            }
-            if recs.len() >= limit {
-                return refuse(format!(
-                    "inode {ino}: the bmbt leaves hold more than the {limit} records the fork counts"
-                ));
-            }
-            recs.append(&mut next.recs);
-            leaf = next;
-        }
+        let recs = self.btree_records(f, limit)?;
         if recs.len() != limit {
             return refuse(format!(
                 "inode {ino}: the bmbt leaves hold {} records, the fork counts {limit}",
@@ -442,7 +416,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .saturating_add(root_max.saturating_mul(8)),
         )
         .unwrap_or(0);
-        let (loff, b, nr) = self.bmbt_block(ino, fsb, 0, maxrecs)?;
+        let (loff, b, nr) = self.bmbt_block(ino, fsb, Some(0), maxrecs)?;
         let recs = recs_of(&b, hdr, nr);
         if u64::try_from(recs.len()).unwrap_or(u64::MAX) != f.nextents {
             return refuse(format!(

@@ -18,23 +18,14 @@
 //! The fork is edited where it lives: the record list in the inode for
 //! the extents format (a list that outgrows the inode becomes a one-leaf
 //! bmbt, the leaf allocated near the inode as xfs_bmap_extents_to_btree
-//! does); for a bmbt, the leaf that holds the record (the keys above it
-//! follow a new first record; a full leaf passes a record to a sibling,
-//! and when both siblings are full it splits, the new leaf allocated near
-//! it and added to the root in the inode; a mapping contiguous with the
-//! first record of the next leaf merges into it there). An unmap that
+//! does); for a bmbt, by the kernel's cursor steps on the one btree engine
+//! (`replay/btree/`: shifts, splits, a root in the inode that moves into a
+//! block and back, borrows and joins at every level). An unmap that
 //! leaves a one-leaf bmbt's records fitting the inode turns the fork back
 //! into a list (the leaf freed afterwards); a cut that overflows a full
-//! list makes a bmbt.
-//! A leaf that a delete leaves below half full borrows a record from a
-//! sibling that can spare one, else joins one (xfs_btree_delrec).
-//! A split whose root in the inode is full moves the root into a new node
-//! block (the tree grows a level, xfs_btree_new_iroot). An unmap of several
-//! extents whose fork goes back to a list on the way goes on on the list.
-//! A leaf under a node block splits too, the node taking the new key and
-//! pointer. Refused, with the reason: a split whose node is full, or two
-//! or more levels under the root; a borrow or join under a node block; a
-//! mapping that is not into a hole.
+//! list makes a bmbt. An unmap of several extents whose fork goes back to
+//! a list on the way goes on on the list. Refused, with the reason: a
+//! mapping that is not into a hole; a bmbt block on a v4 filesystem.
 //!
 //! Changed inodes and bmbt blocks are kept here, not in the overlay, until
 //! [`ForkEditor::into_changes`] hands them over (stamped with the LSN of
@@ -46,14 +37,10 @@
 //! |---|---|---|
 //! | `mod.rs` | `xfs_bmap_item.c` | the intent finished (`xfs_bmap_finish_one`), the editor and its inodes, deferred frees of let-go blocks |
 //! | `map.rs` | `xfs_bmap.c` | a mapping into a hole, a range unmapped, the list in the inode, list to bmbt and back |
-//! | `btree.rs` | `xfs_bmap_btree.c` | bmbt blocks and the root in the inode, the walk to a leaf, leaf and node writes |
-//! | `btree_insert.rs` | `xfs_btree.c` (insert) | shifts to a sibling, leaf splits, the key added above, a new root block |
-//! | `btree_delete.rs` | `xfs_btree.c` (delete) | borrow from or join a sibling, the entry taken out above, the root back into the inode |
+//! | `btree.rs` | `xfs_bmap_btree.c`, `xfs_bmap.c` (bmbt steps) | the bmbt's ops for the engine (`replay/btree/`: root in the inode, long pointers, blocks and di_nblocks), the cursor steps of a mapping and of an unmap |
 //! | `logged.rs` | `xfs_inode_item.c`, `xfs_buf_item.c` | the logged items' sizes, the changes handed over |
 
 mod btree;
-mod btree_delete;
-mod btree_insert;
 mod logged;
 mod map;
 
@@ -73,8 +60,6 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::types::{FsBlock, Ino};
 use core::mem::offset_of;
 use std::collections::BTreeMap;
-
-const MAX_LEVELS: u16 = 9;
 
 /// One extent record (`xfs_bmbt_irec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +130,7 @@ pub struct Mapping {
 }
 
 /// Where an inode's fork lies and what it holds.
+#[derive(Clone)]
 struct ForkAt {
     /// Byte offset of the inode in the image.
     ioff: u64,
@@ -195,21 +181,6 @@ impl ForkAt {
     fn maxext(&self) -> u64 {
         u64::try_from(self.fork_len / 16).unwrap_or(0)
     }
-}
-
-/// One level of a path down a bmbt: the block (None: the root in the
-/// inode) and the index taken in it.
-#[derive(Clone, Copy, Debug)]
-struct Step {
-    block: Option<u64>,
-    idx: usize,
-}
-
-/// A bmbt leaf: where it is, its bytes and its records.
-struct Leaf {
-    off: u64,
-    bytes: Vec<u8>,
-    recs: Vec<Rec>,
 }
 
 /// An inode's extent count for its attr fork or its data fork, from the
