@@ -15,11 +15,16 @@ use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-/// Chunk size of the worker's block cache: each `FileReaderSync` call costs
-/// about a millisecond, so reads are large.
-const WEB_CHUNK: u64 = 1 << 20;
+/// Chunk size of the worker's block cache. A `FileReaderSync` call costs
+/// about half a millisecond plus 4 ms per MiB (Chromium, BENCHMARKS.md):
+/// 1 MiB chunks made each scattered metadata read cost 4-5 ms and let
+/// only 64 places of the disk stay cached, so replay, which reads all over
+/// the disk, reread the same megabytes (123 GB read to replay an 800 MiB
+/// log). Sequential reads are made large by the reader's read-ahead
+/// instead (`blob_reader`).
+const WEB_CHUNK: u64 = 64 << 10;
 /// Chunks kept (64 MiB at most).
-const WEB_CACHE_CHUNKS: usize = 64;
+const WEB_CACHE_CHUNKS: usize = 1024;
 
 thread_local! {
     /// The opened file's layers and partition table (to open another
