@@ -5,7 +5,8 @@
 //! `FileReaderSync` moves about 200-270 MiB/s in 1 MiB reads and 450-590
 //! MiB/s in 8 MiB reads (Chromium; the bytes cross from the browser
 //! process): reads of 64 KiB and more that continue one another (the log's
-//! windows, a long file, cache chunks in a row) are therefore read ahead,
+//! windows, which overlap, a long file, cache chunks in a row) are
+//! therefore read ahead,
 //! 1 MiB for the first that continues, then 2, 4 and [`READ_AHEAD`] as the
 //! run goes on (so a scattered pair of neighbours costs little), and the
 //! rest kept for the next reads.
@@ -28,7 +29,8 @@ pub struct BlobReader {
     blob: Blob,
     len: u64,
     reader: FileReaderSync,
-    /// Where the previous read ended.
+    /// Where the previous read started and ended.
+    last_start: Cell<u64>,
     last_end: Cell<u64>,
     /// Reads in a row that continued the previous one.
     streak: Cell<u32>,
@@ -54,7 +56,8 @@ impl BlobReader {
             blob,
             len,
             reader,
-            last_end: Cell::new(u64::MAX),
+            last_start: Cell::new(u64::MAX),
+            last_end: Cell::new(0),
             streak: Cell::new(0),
             ahead: RefCell::new(None),
         })
@@ -134,13 +137,19 @@ impl ReadAt for BlobReader {
         let end = offset
             .checked_add(want)
             .ok_or_else(|| ReadError("range overflows".into()))?;
-        let sequential = offset == self.last_end.get() && want >= SEQUENTIAL_MIN;
+        // Continuing: starting after the previous read's start and no
+        // further than its end (the log's windows overlap by the record
+        // that straddles the previous window's end).
+        let sequential = offset > self.last_start.get()
+            && offset <= self.last_end.get()
+            && want >= SEQUENTIAL_MIN;
         let streak = if sequential {
             self.streak.get().saturating_add(1)
         } else {
             0
         };
         self.streak.set(streak);
+        self.last_start.set(offset);
         self.last_end.set(end);
         if self.copy_ahead(offset, buf) {
             return Ok(());
