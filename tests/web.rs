@@ -77,6 +77,12 @@ fn blob_reader_reads_ahead_without_changing_what_it_reads() {
         reads.push((at, 64 << 10));
         at += 64 << 10;
     }
+    // Windows with scattered small reads in between (as replay reads
+    // metadata between the log's windows).
+    for i in 0..30 {
+        reads.push(((6 << 20) + i * (200 << 10), 300 << 10));
+        reads.push(((i * 7 * 4096 + 512) % (len - 4096), 4096));
+    }
     reads.push((len - (100 << 10), 100 << 10));
     reads.push((512, 70_000));
     for (off, n) in reads {

@@ -140,13 +140,22 @@ impl ReadAt for BlobReader {
         // Continuing: starting after the previous read's start and no
         // further than its end (the log's windows overlap by the record
         // that straddles the previous window's end).
-        let sequential = offset > self.last_start.get()
-            && offset <= self.last_end.get()
+        // Or continuing what was read ahead, though other reads came in
+        // between (replay and the operations analysis read scattered
+        // metadata between the log's windows).
+        let continues_ahead = self.ahead.borrow().as_ref().is_some_and(|(start, arr)| {
+            offset > *start && offset <= start.saturating_add(u64::from(arr.length()))
+        });
+        let sequential = ((offset > self.last_start.get() && offset <= self.last_end.get())
+            || continues_ahead)
             && want >= SEQUENTIAL_MIN;
         let streak = if sequential {
             self.streak.get().saturating_add(1)
-        } else {
+        } else if want >= SEQUENTIAL_MIN {
             0
+        } else {
+            // A small read in between leaves the run as it was.
+            self.streak.get()
         };
         self.streak.set(streak);
         self.last_start.set(offset);
