@@ -29,7 +29,8 @@ pub struct BlobReader {
     blob: Blob,
     len: u64,
     reader: FileReaderSync,
-    /// Where the previous read started and ended.
+    /// Where the previous read of [`SEQUENTIAL_MIN`] bytes or more started
+    /// and ended (small reads in between do not break a run).
     last_start: Cell<u64>,
     last_end: Cell<u64>,
     /// Reads in a row that continued the previous one.
@@ -158,8 +159,10 @@ impl ReadAt for BlobReader {
             self.streak.get()
         };
         self.streak.set(streak);
-        self.last_start.set(offset);
-        self.last_end.set(end);
+        if want >= SEQUENTIAL_MIN {
+            self.last_start.set(offset);
+            self.last_end.set(end);
+        }
         if self.copy_ahead(offset, buf) {
             return Ok(());
         }
