@@ -1,6 +1,9 @@
 // Time the worker's log decode in headless Chromium: open IMAGE in the page
 // at DIST (served on PORT), go to #/log, and read the decode time the
-// worker reports. Usage: node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
+// worker reports; with REPLAY=1 also turn replay on and time it. The
+// worker's own spans per request (reads, copies into wasm, encoding,
+// postMessage; src/web/timing.rs) are printed as they come.
+// Usage: [REPLAY=1] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
 import { chromium } from '@playwright/test';
 import { spawn } from 'node:child_process';
 
@@ -14,9 +17,11 @@ const browser = await chromium.launch({
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
 });
 const times = [];
+const replays = [];
 try {
   for (let i = 0; i < runs; i++) {
     const page = await browser.newPage();
+    page.on('console', (m) => { if (m.text().startsWith('timing ')) console.log(`  worker ${m.text()}`); });
     await page.goto(`http://127.0.0.1:${port}/`);
     await page.getByText('Ready.').waitFor();
     await page.getByTestId('image-input').setInputFiles(image);
@@ -30,6 +35,14 @@ try {
     const tx = await page.getByTestId('log-transactions').innerText();
     times.push(ms);
     console.log(`run ${i + 1}: worker decode ${ms} ms, page wall ${wall} ms, ${tx} transactions`);
+    if (process.env.REPLAY === '1') {
+      const r0 = Date.now();
+      await page.getByTestId('replay-toggle').click();
+      await page.getByTestId('replay-summary').waitFor({ timeout: 900_000 });
+      const rw = Date.now() - r0;
+      replays.push(rw);
+      console.log(`run ${i + 1}: replay on, page wall ${rw} ms`);
+    }
     await page.close();
   }
 } finally {
@@ -38,3 +51,7 @@ try {
 }
 times.sort((a, b) => a - b);
 console.log(`median worker decode: ${times[Math.floor(times.length / 2)]} ms`);
+if (replays.length) {
+  replays.sort((a, b) => a - b);
+  console.log(`median replay (page wall): ${replays[Math.floor(replays.length / 2)]} ms`);
+}

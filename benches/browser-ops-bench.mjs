@@ -17,6 +17,7 @@ const browser = await chromium.launch({
 try {
   for (let i = 0; i < runs; i++) {
     const page = await browser.newPage();
+    page.on('console', (m) => { if (m.text().startsWith('timing ')) console.log(`  worker ${m.text()}`); });
     await page.goto(`http://127.0.0.1:${port}/`);
     await page.getByText('Ready.').waitFor();
     await page.getByTestId('image-input').setInputFiles(image);

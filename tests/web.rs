@@ -56,6 +56,43 @@ fn blob_reader_reads_exact_ranges() {
 }
 
 #[wasm_bindgen_test]
+fn blob_reader_reads_ahead_without_changing_what_it_reads() {
+    // Reads that continue one another (overlapping windows, as the log's
+    // are, then back-to-back ones) are served from bytes read ahead; every
+    // read must still return exactly the file's bytes at its offset,
+    // including across the end of what was read ahead, back at the start,
+    // and at the end of the file.
+    let len: usize = 20 << 20;
+    let head = image_head(len);
+    let reader = BlobReader::new(blob_of(&head)).unwrap();
+    let mut reads: Vec<(usize, usize)> = Vec::new();
+    let mut at = 4096;
+    while at + (300 << 10) <= len {
+        reads.push((at, 300 << 10));
+        at += 200 << 10;
+    }
+    reads.push((0, 4096));
+    let mut at = 1 << 20;
+    for _ in 0..40 {
+        reads.push((at, 64 << 10));
+        at += 64 << 10;
+    }
+    // Windows with scattered small reads in between (as replay reads
+    // metadata between the log's windows).
+    for i in 0..30 {
+        reads.push(((6 << 20) + i * (200 << 10), 300 << 10));
+        reads.push(((i * 7 * 4096 + 512) % (len - 4096), 4096));
+    }
+    reads.push((len - (100 << 10), 100 << 10));
+    reads.push((512, 70_000));
+    for (off, n) in reads {
+        let mut buf = vec![0u8; n];
+        reader.read_exact_at(off as u64, &mut buf).unwrap();
+        assert!(buf == head[off..off + n], "read of {n} bytes at {off}");
+    }
+}
+
+#[wasm_bindgen_test]
 fn superblock_in_a_worker_equals_xfs_db() {
     let head = image_head(1 << 20);
     let img = Image::with_cache(BlobReader::new(blob_of(&head)).unwrap(), 1 << 20, 4);

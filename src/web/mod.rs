@@ -12,5 +12,6 @@ pub mod ops_views;
 pub mod protocol;
 pub mod route;
 pub mod state;
+pub mod timing;
 pub mod views;
 pub mod worker;

@@ -4,7 +4,7 @@
 
 use crate::web::blob_reader::{BlobReader, Disk};
 use crate::web::protocol::{AgsView, ChoosePartition, Opened, Request, Response};
-use crate::web::{log_views, ops_views, views};
+use crate::web::{log_views, ops_views, timing, views};
 use crate::xfs::container::{self, Layout};
 use crate::xfs::fs::Fs;
 use crate::xfs::image::Image;
@@ -15,11 +15,16 @@ use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-/// Chunk size of the worker's block cache: each `FileReaderSync` call costs
-/// about a millisecond, so reads are large.
-const WEB_CHUNK: u64 = 1 << 20;
+/// Chunk size of the worker's block cache. A `FileReaderSync` call costs
+/// about half a millisecond plus 4 ms per MiB (Chromium, BENCHMARKS.md):
+/// 1 MiB chunks made each scattered metadata read cost 4-5 ms and let
+/// only 64 places of the disk stay cached, so replay, which reads all over
+/// the disk, reread the same megabytes (123 GB read to replay an 800 MiB
+/// log). Sequential reads are made large by the reader's read-ahead
+/// instead (`blob_reader`).
+const WEB_CHUNK: u64 = 64 << 10;
 /// Chunks kept (64 MiB at most).
-const WEB_CACHE_CHUNKS: usize = 64;
+const WEB_CACHE_CHUNKS: usize = 1024;
 
 thread_local! {
     /// The opened file's layers and partition table (to open another
@@ -54,11 +59,19 @@ type StoredDiff = (crate::xfs::replay::diff::ReplayDiff, f64, (u64, u64));
 const DIFF_INODE_LIMIT: usize = 1_000_000;
 
 fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
-    match crate::web::protocol::to_js(resp) {
+    let t0 = timing::now();
+    let encoded = crate::web::protocol::to_js(resp);
+    let t1 = timing::now();
+    match encoded {
         Ok(v) => {
             if let Err(e) = scope.post_message(&v) {
                 web_sys::console::error_2(&"worker: postMessage failed".into(), &e);
             }
+            let t2 = timing::now();
+            timing::add(|s| {
+                s.encode_ms += t1 - t0;
+                s.post_ms += t2 - t1;
+            });
         }
         Err(e) => web_sys::console::error_1(&format!("worker: encode: {e}").into()),
     }
@@ -870,7 +883,24 @@ fn ags(fs: &Fs<Disk>) -> Response {
     Response::Ags(Box::new(AgsView { ags }))
 }
 
+/// A name for the requests whose time is worth a look.
+fn timed_name(req: &Request) -> &'static str {
+    match req {
+        Request::Open { .. } | Request::OpenPair { .. } => "open",
+        Request::Log => "log",
+        Request::LogRows { .. } => "log rows",
+        Request::LogTransaction { .. } => "log transaction",
+        Request::SetReplay { .. } => "replay",
+        Request::ReplayDiff => "replay diff",
+        Request::Ops => "ops",
+        _ => "request",
+    }
+}
+
 fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
+    let name = timed_name(&req);
+    timing::take();
+    let t0 = timing::now();
     let resp = match req {
         Request::Open { blob, name } => {
             post(
@@ -1019,6 +1049,7 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
         Request::OpsTimeline { start, skip } => ops_timeline(scope, start, skip),
     };
     post(scope, &resp);
+    timing::report(name, timing::now() - t0, &timing::take());
     post(
         scope,
         &Response::Memory {
