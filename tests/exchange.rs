@@ -185,6 +185,56 @@ fn the_unfinished_intents_are_the_ones_xfs_logprint_6_13_shows() {
     }
 }
 
+/// The blocks outside the log where `rec` differs from `dirty`, each with
+/// the sha256 of its bytes in `rec` after `prepare` (which may set fields
+/// apart).
+fn changed_block_hashes(
+    o: &Blocks,
+    dirty: &[u8],
+    rec: &[u8],
+    prepare: impl Fn(&mut Vec<u8>),
+) -> BTreeMap<u64, String> {
+    let mut out = BTreeMap::new();
+    for (i, (a, b)) in dirty
+        .chunks(o.blocksize)
+        .zip(rec.chunks(o.blocksize))
+        .enumerate()
+    {
+        let i = i as u64;
+        if (o.log.0..=o.log.1).contains(&i) || a == b {
+            continue;
+        }
+        let mut b = b.to_vec();
+        prepare(&mut b);
+        out.insert(i, format!("{:x}", Sha256::digest(&b)));
+    }
+    out
+}
+
+/// The blocks whose hashes differ between the two maps (or that only one
+/// has); fails the test with the first ones.
+fn assert_same_blocks(
+    name: &str,
+    kernel: &BTreeMap<u64, String>,
+    ours: &BTreeMap<u64, String>,
+    what: &str,
+) {
+    let differing: Vec<u64> = kernel
+        .keys()
+        .chain(ours.keys())
+        .copied()
+        .collect::<BTreeSet<u64>>()
+        .into_iter()
+        .filter(|b| kernel.get(b) != ours.get(b))
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{name}: {} blocks differ from the kernel's recovered copy{what}, first {:?}",
+        differing.len(),
+        &differing[..differing.len().min(10)]
+    );
+}
+
 #[test]
 fn an_exchange_cut_short_is_finished_byte_for_byte_as_the_kernel_finishes_it() {
     for name in ONE_CHECKPOINT {
@@ -205,15 +255,7 @@ fn an_exchange_cut_short_is_finished_byte_for_byte_as_the_kernel_finishes_it() {
         rec[240..248].copy_from_slice(&db_number(&sb, "lsn").to_be_bytes());
         let crc = u32::try_from(db_number(&sb, "crc")).unwrap();
         rec[224..228].copy_from_slice(&crc.to_be_bytes());
-        let bs = o.blocksize;
-        let mut ours = BTreeMap::new();
-        for (i, (a, b)) in dirty.chunks(bs).zip(rec.chunks(bs)).enumerate() {
-            let i = i as u64;
-            if (o.log.0..=o.log.1).contains(&i) || a == b {
-                continue;
-            }
-            ours.insert(i, format!("{:x}", Sha256::digest(b)));
-        }
+        let ours = changed_block_hashes(&o, &dirty, &rec, |_| {});
         let kernel: BTreeMap<u64, String> = o
             .hashes
             .iter()
@@ -223,20 +265,7 @@ fn an_exchange_cut_short_is_finished_byte_for_byte_as_the_kernel_finishes_it() {
         // The exchange changed blocks outside the log: inodes, bmbt leaves,
         // AG headers (and reverse-mapping leaves with the rmapbt).
         assert!(kernel.len() > 10, "{name}: {} blocks", kernel.len());
-        let differing: Vec<u64> = kernel
-            .keys()
-            .chain(ours.keys())
-            .copied()
-            .collect::<BTreeSet<u64>>()
-            .into_iter()
-            .filter(|b| kernel.get(b) != ours.get(b))
-            .collect();
-        assert!(
-            differing.is_empty(),
-            "{name}: {} blocks differ from the kernel's recovered copy, first {:?}",
-            differing.len(),
-            &differing[..differing.len().min(10)]
-        );
+        assert_same_blocks(name, &kernel, &ours, "");
     }
 }
 
@@ -341,23 +370,15 @@ fn an_exchange_that_reuses_freed_blocks_forces_the_log_where_the_kernel_does() {
         let o = blocks_oracle(name);
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();
-        let bs = o.blocksize;
-        let mut ours = BTreeMap::new();
-        for (i, (a, b)) in dirty.chunks(bs).zip(rec.chunks(bs)).enumerate() {
-            let i = i as u64;
-            if (o.log.0..=o.log.1).contains(&i) || a == b {
-                continue;
-            }
-            let mut b = b.to_vec();
-            let (lsn, crc) = stamp_fields(&b, 512, 512);
+        let ours = changed_block_hashes(&o, &dirty, &rec, |b| {
+            let (lsn, crc) = stamp_fields(b, 512, 512);
             for at in lsn {
                 b[at..at + 8].fill(0);
             }
             for at in crc {
                 b[at..at + 4].fill(0);
             }
-            ours.insert(i, format!("{:x}", Sha256::digest(&b)));
-        }
+        });
         let kernel: BTreeMap<u64, String> = oracle(name, "recovered-masked.txt")
             .lines()
             .map(|l| {
@@ -369,20 +390,7 @@ fn an_exchange_that_reuses_freed_blocks_forces_the_log_where_the_kernel_does() {
             })
             .collect();
         assert!(kernel.len() > 30, "{name}: {} blocks", kernel.len());
-        let differing: Vec<u64> = kernel
-            .keys()
-            .chain(ours.keys())
-            .copied()
-            .collect::<BTreeSet<u64>>()
-            .into_iter()
-            .filter(|b| kernel.get(b) != ours.get(b))
-            .collect();
-        assert!(
-            differing.is_empty(),
-            "{name}: {} blocks differ from the kernel's recovered copy (stamps aside), first {:?}",
-            differing.len(),
-            &differing[..differing.len().min(10)]
-        );
+        assert_same_blocks(name, &kernel, &ours, " (stamps aside)");
     }
 }
 
