@@ -60,7 +60,7 @@ pub fn counters<R: ReadAt>(fs: &Fs<R>, ov: &Overlay) -> Result<(Counters, Vec<Un
             .ok_or_else(|| {
                 Error::corrupt(
                     "AG headers",
-                    Location::Daddr { daddr: 0 },
+                    Location::Ag { agno },
                     format!("AG {agno} lies outside the filesystem"),
                 )
             })?;

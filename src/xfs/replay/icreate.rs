@@ -17,7 +17,10 @@ use zerocopy::FromBytes;
 fn bad(what: &str, ic: &IcreateItem) -> Error {
     Error::corrupt(
         "log icreate item",
-        Location::Daddr { daddr: 0 },
+        Location::AgBlock {
+            agno: ic.ag,
+            agbno: ic.agbno,
+        },
         format!(
             "{what} (ag {}, agbno {}, count {}, isize {}, length {})",
             ic.ag, ic.agbno, ic.count, ic.isize, ic.length

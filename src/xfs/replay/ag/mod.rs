@@ -244,7 +244,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             .ok_or_else(|| {
                 Error::corrupt(
                     "AG btree",
-                    Location::Daddr { daddr: 0 },
+                    Location::AgBlock {
+                        agno: self.agno,
+                        agbno,
+                    },
                     format!("AG {} block {agbno} is outside the filesystem", self.agno),
                 )
             })
@@ -511,6 +514,16 @@ mod tests {
         for i in 0..n {
             s.put_freelist(b + i).ok().unwrap();
         }
+    }
+
+    #[test]
+    fn a_block_outside_the_filesystem_is_named_by_its_ag_and_block() {
+        let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
+        let ov = Overlay::default();
+        let s = AgStore::new(&fs, &ov, AG).unwrap();
+        let e = s.ag_byte(u32::MAX).unwrap_err().to_string();
+        assert!(e.contains(&format!("AG {AG} block {}", u32::MAX)), "{e}");
+        assert!(!e.contains("daddr"), "{e}");
     }
 
     #[test]
