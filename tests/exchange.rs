@@ -341,8 +341,9 @@ fn kernel_forces(name: &str) -> (Vec<u64>, Vec<(u64, u64)>) {
 /// aside, byte for byte the kernel's recovered copy
 /// (`NAME.recovered-masked.txt`, made by `stamp_masked.py` from that
 /// copy). Which LSN each block carries follows from the checkpoints'
-/// sizes; those are not yet exact (the bmbt's logged ranges are taken
-/// from the bytes that changed), so the LSN fields are not compared.
+/// sizes: each checkpoint takes as many log blocks as the kernel's (its
+/// records in the trace), and tests/replay.rs compares the export with the
+/// LSN and CRC fields too.
 #[test]
 fn an_exchange_that_reuses_freed_blocks_forces_the_log_where_the_kernel_does() {
     for name in FORCED {
@@ -367,6 +368,17 @@ fn an_exchange_that_reuses_freed_blocks_forces_the_log_where_the_kernel_does() {
         // The intents' work is one checkpoint more than the forces, then
         // two superblock checkpoints, as the kernel's mount wrote.
         assert_eq!(ckpts.len(), forces.len() + 1 + 2, "{name}: {ckpts:?}");
+        // Each checkpoint of the work starts where the kernel's did and
+        // takes as many log blocks.
+        let ours: Vec<(u64, u64)> = forced
+            .iter()
+            .chain([&intents["checkpoint"]])
+            .map(|c| {
+                let at = c["lsn"]["block"].as_u64().unwrap();
+                (at, c["blocks"].as_u64().unwrap())
+            })
+            .collect();
+        assert_eq!(ours, ckpts[..forced.len() + 1], "{name}");
         let o = blocks_oracle(name);
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();

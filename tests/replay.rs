@@ -262,14 +262,12 @@ fn blocks_differing_from_the_kernels(
 fn exported_image_has_the_kernels_recovered_blocks() {
     // Images whose recovery the kernel split with log forces in the
     // middle of the intents' work (those with a `recovered-masked.txt`
-    // oracle) are compared with their LSN and CRC stamps set apart, in
-    // tests/exchange.rs: the checkpoints' sizes are not yet exact there.
-    let masked = fixtures_with("recovered-masked.txt");
-    let names: Vec<String> = fixtures_with("recovered-blocks.txt")
-        .into_iter()
-        .filter(|n| !masked.contains(n))
-        .collect();
-    assert!(names.len() >= 8, "{names:?}");
+    // oracle) are among them: every checkpoint's size, and so every LSN
+    // stamped, is the kernel's.
+    let names: Vec<String> = fixtures_with("recovered-blocks.txt");
+    let forced = fixtures_with("recovered-masked.txt");
+    assert!(forced.iter().all(|n| names.contains(n)), "{forced:?}");
+    assert!(names.len() >= 10, "{names:?}");
     let mut exact = Vec::new();
     for name in &names {
         let o = blocks_oracle(name);
@@ -314,6 +312,10 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         }
     }
     assert!(exact.len() >= 8, "byte-identical: {exact:?}");
+    assert!(
+        forced.iter().all(|n| exact.contains(n)),
+        "byte-identical: {exact:?}, forced: {forced:?}"
+    );
     // Unlinked inodes freed in a chunk that stays, reflinked or not: the
     // inodes' freed cores (di_changecount included) and every AG block,
     // stale bytes of btree blocks included, are the kernel's.

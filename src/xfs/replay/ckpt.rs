@@ -12,8 +12,7 @@
 //!   regions, and a commit operation (no payload);
 //! * a buffer is logged as its format (the fixed part and one 32-bit word
 //!   of dirty bitmap per 32 chunks of 128 bytes) and one region per run of
-//!   dirty chunks, the dirty chunks being those logged in any transaction
-//!   of the checkpoint; a buffer freed is logged as its format alone;
+//!   dirty chunks; a buffer freed is logged as its format alone;
 //! * an inode is logged as its format, its core, and each fork whose
 //!   records were logged, whole;
 //! * a done item for each intent found in the log (a done item and an
@@ -23,21 +22,26 @@
 //!   record, header included, is rounded up to the log stripe unit (512
 //!   bytes without one).
 //!
-//! Which chunks of a buffer the kernel logs is taken here as the chunks
-//! whose bytes changed (the LSN and CRC fields aside, which the kernel
-//! writes only when the buffer goes to disk).
+//! Which chunks of a buffer are dirty: those the transactions wrote
+//! (`xfs_trans_log_buf`, noted by each btree write whether or not the
+//! bytes changed), for the AG headers those whose bytes changed (the LSN
+//! and CRC fields aside, which the kernel writes only when the buffer goes
+//! to disk). A buffer item's dirty map, like an inode item's logged
+//! fields, only grows until the buffer or inode is written back, which
+//! recovery does not do: a later checkpoint that logs the buffer again
+//! logs every chunk dirtied since the first, in earlier checkpoints too.
+//! Invalidating the buffer (`xfs_trans_binval`) clears its map.
 //!
 //! A log force can also come in the middle of the intents' work: when a
 //! transaction gets the buffer of a block that an earlier transaction of
 //! the checkpoint being built freed, the buffer is stale and still pinned,
 //! and `xfs_buf_lock` forces the log and waits for it. The work is then
 //! several checkpoints, cut where the forces came ([`Cut`]): each holds
-//! what its transactions changed, the intents still pending at its end,
-//! and the done items of those pending at its start; each block carries
-//! the LSN of the last checkpoint that logged it. Those sizes are not yet
-//! exact after a first force (bmbt chunks and inode forks are taken from
-//! the bytes that changed between two cuts, not from what each
-//! transaction logged).
+//! the buffers and inodes its transactions logged, the done items of the
+//! intents pending at the force before and finished since, and the
+//! intents logged since and still pending at its end (an intent pending
+//! at both forces is in neither); each block carries the LSN of the last
+//! checkpoint that logged it.
 
 use crate::xfs::format::log::{
     XfsBufLogFormat, XfsEfiLogFormat, XfsExtent64, XfsInodeLogFormat, XfsLogDinode,
@@ -151,6 +155,12 @@ pub struct ForkCut {
     pub blocks: std::collections::BTreeMap<u64, Vec<u8>>,
     pub attr_blocks: std::collections::BTreeMap<u64, Vec<u8>>,
     pub invalidated: usize,
+    /// The chunks of bmbt blocks logged since the cut before (byte offset
+    /// -> chunks).
+    pub touched: std::collections::BTreeMap<u64, BTreeSet<usize>>,
+    /// The inode forks logged whole since the cut before (the inode's
+    /// byte offset, whether the attr fork).
+    pub forks_logged: BTreeSet<(u64, bool)>,
 }
 
 /// Where the kernel forced its log in the middle of the intents' work
@@ -165,9 +175,20 @@ pub struct Cut {
     /// AG btree blocks invalidated since the last cut (daddr, sectors).
     pub cancels: Vec<(u64, u64)>,
     pub forks: ForkCut,
-    /// The deferred ops whose intents are logged and not yet done: (the
-    /// intent's kind, its work items).
-    pub live: Vec<(ItemKind, usize)>,
+    /// The deferred ops whose intents are logged and not yet done.
+    pub live: Vec<LiveIntent>,
+}
+
+/// An intent logged and not yet done at a log force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveIntent {
+    /// Which intent (numbered in the order the work logged them): one
+    /// still pending at the next force is neither done nor logged again
+    /// in the checkpoint between.
+    pub id: u64,
+    pub kind: ItemKind,
+    /// Its work items.
+    pub extents: usize,
 }
 
 /// Bytes of a buffer's format region: the fixed part and the bitmap words.
@@ -345,6 +366,9 @@ pub struct Checkpoint {
     pub records: u32,
     /// 512-byte log blocks, record headers and padding included.
     pub blocks: u64,
+    /// Where the checkpoint's first record is written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lsn: Option<Lsn>,
     /// For a checkpoint a log force wrote in the middle of the work: the
     /// transactions committed before the force (counted from the first
     /// of the intents' recovery).

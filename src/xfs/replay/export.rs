@@ -382,8 +382,9 @@ pub fn plan<R: ReadAt>(
     let mut later = rep.head;
     let mut notes = Vec::new();
     if !intents.logged.is_empty() {
-        let c = super::ckpt::checkpoint(&intents.logged, w);
+        let mut c = super::ckpt::checkpoint(&intents.logged, w);
         let start = intents.last_start.unwrap_or(rep.head);
+        c.lsn = Some(start);
         later = super::ckpt::advance(start, c.blocks, loc.len_bbs);
         if intents.forced.is_empty() {
             notes.push(format!(

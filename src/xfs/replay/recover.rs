@@ -462,9 +462,14 @@ pub fn finish_all<R: ReadAt>(
 
 /// The log items of AG work between two states (`prev`, changed blocks
 /// by daddr, empty for the replayed image; `changes`, the blocks changed
-/// now): the blocks whose chunks changed or were written (`touched`), and
-/// the btree blocks freed (`stale`, cancelled buffers). Also the daddrs
-/// of the blocks logged.
+/// now), and the daddrs of the blocks logged:
+///
+/// * a btree block written since `prev` (`touched`) is logged with every
+///   chunk its buffer item holds dirty: those written since it was last
+///   invalidated, over earlier checkpoints too;
+/// * any other block (the AG headers) is logged if its bytes changed since
+///   `prev`, with the chunks changed since the replayed image;
+/// * a btree block freed (`stale`) is logged as a cancelled buffer.
 fn ag_logged<R: ReadAt>(
     fs: &Fs<R>,
     ov: &Overlay,
@@ -477,20 +482,23 @@ fn ag_logged<R: ReadAt>(
     let mut out = Vec::new();
     let mut daddrs = std::collections::BTreeSet::new();
     for (daddr, data) in changes {
-        let len = u64::try_from(data.len()).unwrap_or(0);
-        let before = match prev.get(daddr) {
-            Some(b) => b.clone(),
-            None => super::counters::read(fs, ov, "logged block", daddr.saturating_mul(512), len)?,
+        let dirty = match touched.iter().find(|(d, _)| d == daddr) {
+            Some((_, t)) => t.clone(),
+            None => {
+                if prev.get(daddr) == Some(data) {
+                    continue;
+                }
+                let len = u64::try_from(data.len()).unwrap_or(0);
+                let before =
+                    super::counters::read(fs, ov, "logged block", daddr.saturating_mul(512), len)?;
+                let unlogged = if fs.geo.v5 {
+                    super::ag::ag_stamp(data).unlogged()
+                } else {
+                    Vec::new()
+                };
+                changed_chunks(&before, data, &unlogged)
+            }
         };
-        let unlogged = if fs.geo.v5 {
-            super::ag::ag_stamp(data).unlogged()
-        } else {
-            Vec::new()
-        };
-        let mut dirty = changed_chunks(&before, data, &unlogged);
-        for (_, t) in touched.iter().filter(|(d, _)| d == daddr) {
-            dirty.extend(t.iter().copied());
-        }
         if let Some(it) = buf_item(data.len(), &dirty) {
             out.push(it);
             daddrs.insert(*daddr);
@@ -528,6 +536,7 @@ fn split_at_cuts<R: ReadAt>(
     };
     let mut prev_ag: std::collections::BTreeMap<u64, Vec<u8>> = std::collections::BTreeMap::new();
     let mut prev_forks: Option<&super::ckpt::ForkCut> = None;
+    let mut prev_live: Vec<super::ckpt::LiveIntent> = Vec::new();
     let mut done: Vec<super::ckpt::Item> = intents
         .iter()
         .map(|u| done_item(u.kind, u.extents.len()))
@@ -553,13 +562,24 @@ fn split_at_cuts<R: ReadAt>(
         for o in offs {
             split.fork_last.insert(o, k);
         }
-        if let Some(c) = cut {
-            items.extend(c.live.iter().map(|(kind, n)| intent_item(*kind, *n)));
-            done = c
-                .live
+        // The intents pending at the force before and done since, and
+        // those logged since and pending at this one; one pending at both
+        // is in neither.
+        let live: &[super::ckpt::LiveIntent] = cut.map_or(&[], |c| &c.live);
+        let has = |l: &[super::ckpt::LiveIntent], id: u64| l.iter().any(|x| x.id == id);
+        items.extend(
+            prev_live
                 .iter()
-                .map(|(kind, n)| done_item(*kind, *n))
-                .collect();
+                .filter(|p| !has(live, p.id))
+                .map(|p| done_item(p.kind, p.extents)),
+        );
+        items.extend(
+            live.iter()
+                .filter(|c| !has(&prev_live, c.id))
+                .map(|c| intent_item(c.kind, c.extents)),
+        );
+        prev_live = live.to_vec();
+        if let Some(c) = cut {
             prev_ag = c.ag.iter().cloned().collect();
             prev_forks = Some(&c.forks);
         }
@@ -569,9 +589,8 @@ fn split_at_cuts<R: ReadAt>(
 }
 
 /// The log items of the intents' checkpoint that the AG work makes: a
-/// done item per intent, the AG headers and btree blocks changed (the
-/// chunks written, and any whose bytes changed), the btree blocks freed
-/// (cancelled buffers).
+/// done item per intent, then the AG blocks as [`ag_logged`] logs them
+/// from the replayed image.
 fn logged<R: ReadAt>(
     fs: &Fs<R>,
     ov: &Overlay,
@@ -580,30 +599,13 @@ fn logged<R: ReadAt>(
     touched: &[(u64, std::collections::BTreeSet<usize>)],
     stale: &[(u64, u64)],
 ) -> Result<Vec<super::ckpt::Item>> {
-    use super::ckpt::{buf_item, changed_chunks, done_item, stale_buf_item};
+    use super::ckpt::done_item;
     let mut out: Vec<_> = intents
         .iter()
         .map(|u| done_item(u.kind, u.extents.len()))
         .collect();
-    for (daddr, data) in changes {
-        let len = u64::try_from(data.len()).unwrap_or(0);
-        let before = super::counters::read(fs, ov, "logged block", daddr.saturating_mul(512), len)?;
-        let unlogged = if fs.geo.v5 {
-            super::ag::ag_stamp(data).unlogged()
-        } else {
-            Vec::new()
-        };
-        let mut dirty = changed_chunks(&before, data, &unlogged);
-        for (_, t) in touched.iter().filter(|(d, _)| d == daddr) {
-            dirty.extend(t.iter().copied());
-        }
-        out.extend(buf_item(data.len(), &dirty));
-    }
-    for (_, n) in stale {
-        out.push(stale_buf_item(
-            usize::try_from(n.saturating_mul(512)).unwrap_or(0),
-        ));
-    }
+    let none = std::collections::BTreeMap::new();
+    out.extend(ag_logged(fs, ov, &none, changes, touched, stale)?.0);
     Ok(out)
 }
 
@@ -670,6 +672,7 @@ pub fn recover_in<R: ReadAt>(
                         for (it, at_tx) in items.iter().zip(&forces) {
                             let mut c = super::ckpt::checkpoint(it, w);
                             c.after_transactions = Some(*at_tx);
+                            c.lsn = Some(at);
                             lsns.push(at);
                             at = super::ckpt::advance(at, c.blocks, len);
                             rep.forced.push(c);

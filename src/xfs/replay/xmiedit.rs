@@ -46,6 +46,7 @@
 
 use super::ag::{refuse, EditResult};
 use super::bmap::{ForkEditor, Mapping, Rec};
+use super::ckpt::LiveIntent;
 use super::defer::{Engine, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::dabtree::DaBuf;
@@ -771,8 +772,8 @@ fn roll<R: ReadAt>(forks: &mut ForkEditor<'_, R>, tx: &mut Tx, held: [u64; 2]) -
 /// lists still pending.
 pub(super) fn begin_tx<R: ReadAt>(
     engine: &mut Engine<'_, R>,
-    forks: &ForkEditor<'_, R>,
-    live: impl FnOnce() -> Vec<(ItemKind, usize)>,
+    forks: &mut ForkEditor<'_, R>,
+    live: impl FnOnce() -> Vec<LiveIntent>,
 ) -> EditResult<()> {
     engine.begin_tx();
     if engine.cut_due() {
@@ -784,24 +785,34 @@ pub(super) fn begin_tx<R: ReadAt>(
     Ok(())
 }
 
+/// A deferred op waiting in the chain, with the number of the intent
+/// that logged it: an op put back after a step (an exchange going on) is
+/// logged again as a new intent, so it gets a new number.
+type Queued = (u64, Task);
+
 /// The intents logged and not done while `current` and `queue` wait: one
-/// per deferred op (a run of free-list frees is one EFI).
-fn live_intents(current: Option<&Work>, queue: &VecDeque<Task>) -> Vec<(ItemKind, usize)> {
+/// per deferred op (a run of free-list frees is one EFI), each with its
+/// number.
+fn live_intents(current: Option<(u64, &Work)>, queue: &VecDeque<Queued>) -> Vec<LiveIntent> {
     let agfl = |w: &Work| matches!(w, Work::AgflFree { .. });
     let pending = current
-        .map(|w| (work_intent(w), agfl(w)))
+        .map(|(id, w)| (id, work_intent(w), agfl(w)))
         .into_iter()
-        .chain(queue.iter().map(|t| match t {
-            Task::Work(w) => (work_intent(w), agfl(w)),
-            Task::Bmap(_) => (XFS_LI_BUI, false),
-            Task::Exchange(_) => (XFS_LI_XMI, false),
+        .chain(queue.iter().map(|(id, t)| match t {
+            Task::Work(w) => (*id, work_intent(w), agfl(w)),
+            Task::Bmap(_) => (*id, XFS_LI_BUI, false),
+            Task::Exchange(_) => (*id, XFS_LI_XMI, false),
         }));
-    let mut out: Vec<(ItemKind, usize)> = Vec::new();
+    let mut out: Vec<LiveIntent> = Vec::new();
     let mut last_agfl = false;
-    for (kind, is_agfl) in pending {
+    for (id, kind, is_agfl) in pending {
         match out.last_mut() {
-            Some(l) if is_agfl && last_agfl => l.1 = l.1.saturating_add(1),
-            _ => out.push((ItemKind(kind), 1)),
+            Some(l) if is_agfl && last_agfl => l.extents = l.extents.saturating_add(1),
+            _ => out.push(LiveIntent {
+                id,
+                kind: ItemKind(kind),
+                extents: 1,
+            }),
         }
         last_agfl = is_agfl;
     }
@@ -826,18 +837,28 @@ pub fn run_chain<R: ReadAt>(
     tasks: Vec<Task>,
     held: [u64; 2],
 ) -> EditResult<()> {
-    let mut queue: VecDeque<Task> = tasks.into();
+    let mut next_id = 0u64;
+    let mut number = |t: Task| {
+        next_id = next_id.saturating_add(1);
+        (next_id, t)
+    };
+    let mut queue: VecDeque<Queued> = tasks.into_iter().map(&mut number).collect();
     let mut tx = Tx::new();
     let mut guard = 0u64;
-    while let Some(t) = queue.pop_front() {
+    while let Some((id, t)) = queue.pop_front() {
         guard = guard.saturating_add(1);
         if guard > 1 << 24 {
             return refuse("the exchange's deferred work does not end".into());
         }
+        let own = |kind: u16| LiveIntent {
+            id,
+            kind: ItemKind(kind),
+            extents: 1,
+        };
         match t {
             Task::Work(w) => {
                 if engine.starts_tx(&w) {
-                    begin_tx(engine, forks, || live_intents(Some(&w), &queue))?;
+                    begin_tx(engine, forks, || live_intents(Some((id, &w)), &queue))?;
                 }
                 let (more, rolled) = engine.finish_in_chain(&w)?;
                 if rolled {
@@ -845,13 +866,13 @@ pub fn run_chain<R: ReadAt>(
                 }
                 engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
                 for n in more.into_iter().rev() {
-                    queue.push_front(Task::Work(n));
+                    queue.push_front(number(Task::Work(n)));
                 }
             }
             Task::Bmap(b) => {
                 roll(forks, &mut tx, held)?;
                 begin_tx(engine, forks, || {
-                    let mut l = vec![(ItemKind(XFS_LI_BUI), 1)];
+                    let mut l = vec![own(XFS_LI_BUI)];
                     l.extend(live_intents(None, &queue));
                     l
                 })?;
@@ -870,23 +891,23 @@ pub fn run_chain<R: ReadAt>(
                 engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
                 let more: Vec<Work> = more.into_iter().flatten().collect();
                 for n in more.into_iter().rev() {
-                    queue.push_front(Task::Work(n));
+                    queue.push_front(number(Task::Work(n)));
                 }
             }
             Task::Exchange(mut ex) => {
                 roll(forks, &mut tx, held)?;
                 begin_tx(engine, forks, || {
-                    let mut l = vec![(ItemKind(XFS_LI_XMI), 1)];
+                    let mut l = vec![own(XFS_LI_XMI)];
                     l.extend(live_intents(None, &queue));
                     l
                 })?;
                 let (tasks, again) = step(forks, &mut tx, &mut ex)?;
                 engine.pin_blocks(std::mem::take(&mut forks.unpinned))?;
                 if again {
-                    queue.push_front(Task::Exchange(ex));
+                    queue.push_front(number(Task::Exchange(ex)));
                 }
                 for t in tasks.into_iter().rev() {
-                    queue.push_front(t);
+                    queue.push_front(number(t));
                 }
             }
         }

@@ -292,6 +292,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 
     /// Note bytes `off..off + len` of block `bno` as logged.
     pub(super) fn touch(&mut self, bno: u32, off: usize, len: usize) {
+        self.logged_since.insert(bno);
         self.touched
             .entry(bno)
             .or_default()

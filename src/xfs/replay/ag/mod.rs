@@ -81,6 +81,7 @@ pub struct Snapshot {
     agfl_dirty: bool,
     dirty: BTreeSet<u32>,
     touched: BTreeMap<u32, BTreeSet<usize>>,
+    logged_since: BTreeSet<u32>,
     stale: BTreeSet<u32>,
     deferred: Vec<(u32, u64)>,
     busy: Vec<BusyExtent>,
@@ -124,8 +125,13 @@ pub struct AgStore<'a, R: ReadAt> {
     dirty: BTreeSet<u32>,
     /// The 128-byte chunks of each btree block written, whether or not
     /// their bytes end up different: the ranges the kernel logs
-    /// (`xfs_trans_log_buf`), a shift's whole span included.
+    /// (`xfs_trans_log_buf`), a shift's whole span included. They add up
+    /// over log forces, as a buffer item's dirty map does until the
+    /// buffer is written back; invalidating the buffer clears them.
     touched: BTreeMap<u32, BTreeSet<usize>>,
+    /// The btree blocks written since the last log force: those the
+    /// checkpoint being built logs.
+    logged_since: BTreeSet<u32>,
     /// Btree blocks freed in this session (`xfs_trans_binval`): whatever
     /// an earlier session wrote to them is not written either.
     stale: BTreeSet<u32>,
@@ -184,6 +190,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl_dirty: false,
             dirty: BTreeSet::new(),
             touched: BTreeMap::new(),
+            logged_since: BTreeSet::new(),
             stale: BTreeSet::new(),
             deferred: Vec::new(),
             busy: Vec::new(),
@@ -276,6 +283,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             agfl_dirty: self.agfl_dirty,
             dirty: self.dirty.clone(),
             touched: self.touched.clone(),
+            logged_since: self.logged_since.clone(),
             stale: self.stale.clone(),
             deferred: self.deferred.clone(),
             busy: self.busy.clone(),
@@ -295,6 +303,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.agfl_dirty = s.agfl_dirty;
         self.dirty = s.dirty;
         self.touched = s.touched;
+        self.logged_since = s.logged_since;
         self.stale = s.stale;
         self.deferred = s.deferred;
         self.busy = s.busy;
@@ -317,13 +326,14 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// At a log force: the btree blocks freed since the last one and not
-    /// in use again (daddr, sectors), and the chunks written since, which
-    /// start afresh.
+    /// in use again (daddr, sectors), and the blocks written since with
+    /// their dirty chunks ([`Self::touched`]); the next checkpoint starts
+    /// with none written.
     pub fn take_cut(&mut self) -> Result<(Vec<(u64, u64)>, Touched)> {
         let cancels = self.cancels()?;
         let touched = self.touched()?;
         self.cancels.clear();
-        self.touched.clear();
+        self.logged_since.clear();
         Ok((cancels, touched))
     }
 
@@ -338,10 +348,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         Ok(out)
     }
 
-    /// The chunks of each changed btree block written (by daddr).
+    /// The changed btree blocks written since the last log force, each
+    /// with the chunks its buffer item holds dirty (by daddr).
     pub fn touched(&self) -> Result<Vec<(u64, BTreeSet<usize>)>> {
         let mut out = Vec::new();
-        for b in &self.dirty {
+        for b in self.dirty.intersection(&self.logged_since) {
             if let Some(t) = self.touched.get(b) {
                 out.push((self.ag_byte(*b)? / 512, t.clone()));
             }

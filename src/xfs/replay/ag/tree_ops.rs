@@ -234,8 +234,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 
     /// `free_block`: the block leaves the tree.
     pub(super) fn free_block(&mut self, tree: Tree, bno: u32) -> EditResult<()> {
-        // xfs_trans_binval: the block's changes are not written.
+        // xfs_trans_binval: the block's changes are not written, and its
+        // buffer item's dirty map is cleared.
         self.dirty.remove(&bno);
+        self.touched.remove(&bno);
         self.stale.insert(bno);
         self.cancels.insert(bno);
         self.pin(bno);

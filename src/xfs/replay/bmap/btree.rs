@@ -40,6 +40,12 @@ pub(super) struct Bmbt<'e, 'a, 'x, R: ReadAt> {
     freed: Vec<u64>,
     /// How the inode is first logged (see `ForkEditor::first_log`).
     first_log: Option<bool>,
+    /// The 128-byte chunks of each block this edit logged
+    /// (`xfs_trans_log_buf`): fsblock -> chunks.
+    touched: BTreeMap<u64, BTreeSet<usize>>,
+    /// Whether the edit logged the root in the inode (`xfs_trans_log_inode`
+    /// with the fork's broot flag).
+    root_logged: bool,
     hdr: usize,
     bs: usize,
     root_max: usize,
@@ -50,6 +56,8 @@ pub(super) struct Effects {
     writes: Vec<(u64, Vec<u8>)>,
     freed: Vec<u64>,
     first_log: Option<bool>,
+    touched: BTreeMap<u64, BTreeSet<usize>>,
+    root_logged: bool,
 }
 
 impl<'e, 'a, 'x, R: ReadAt> Bmbt<'e, 'a, 'x, R> {
@@ -70,6 +78,8 @@ impl<'e, 'a, 'x, R: ReadAt> Bmbt<'e, 'a, 'x, R> {
             dirty: BTreeSet::new(),
             freed: Vec::new(),
             first_log: ed.first_log,
+            touched: BTreeMap::new(),
+            root_logged: false,
             hdr,
             bs,
             root_max,
@@ -87,6 +97,8 @@ impl<'e, 'a, 'x, R: ReadAt> Bmbt<'e, 'a, 'x, R> {
             writes,
             freed: self.freed,
             first_log: self.first_log,
+            touched: self.touched,
+            root_logged: self.root_logged,
         }
     }
 
@@ -209,12 +221,17 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
         self.dirty.insert(bno);
         self.cache.get_mut(&bno).map(|b| b.as_mut_slice())
     }
-    fn logged(&mut self, bno: u64, _off: usize, _len: usize) {
-        // A block's log is found later by comparing its bytes; the root
-        // logs the inode (its fork root only, when nothing else of it was
-        // logged before in the transaction).
+    fn logged(&mut self, bno: u64, off: usize, len: usize) {
+        // The root logs the inode (its fork root only, when nothing else
+        // of it was logged before in the transaction).
         if bno == IROOT {
             self.first_log.get_or_insert(false);
+            self.root_logged = true;
+        } else {
+            self.touched
+                .entry(bno)
+                .or_default()
+                .extend(crate::xfs::replay::ckpt::chunks_of(off, len));
         }
     }
     fn init_block(&mut self, bno: u64, level: usize, numrecs: usize) -> EditResult<()> {
@@ -279,6 +296,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         for (fsb, b) in e.writes {
             let off = self.block_off("bmbt block", fsb)?;
             self.blocks.insert(off, b);
+        }
+        for (fsb, chunks) in e.touched {
+            let off = self.block_off("bmbt block", fsb)?;
+            self.logged_since.insert(off);
+            self.touched.entry(off).or_default().extend(chunks);
+        }
+        if e.root_logged {
+            self.fork_logged(f);
         }
         self.first_log = e.first_log;
         for fsb in e.freed {

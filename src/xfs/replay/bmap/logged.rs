@@ -27,14 +27,29 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(self.logged_between(None, None)?.0)
     }
 
-    /// What this editor has changed so far, for a cut at a log force.
-    pub fn cut(&self) -> crate::xfs::replay::ckpt::ForkCut {
+    /// What this editor has changed so far, for a cut at a log force,
+    /// and what it logged since the cut before (taken: the force writes
+    /// it, so the next checkpoint starts with nothing logged).
+    pub fn cut(&mut self) -> crate::xfs::replay::ckpt::ForkCut {
+        let touched = self.since_cut();
+        self.logged_since.clear();
         crate::xfs::replay::ckpt::ForkCut {
             inodes: self.inodes.clone(),
             blocks: self.blocks.clone(),
             attr_blocks: self.attr_blocks.clone(),
             invalidated: self.invalidated.len(),
+            touched,
+            forks_logged: self.forks_logged.clone(),
         }
+    }
+
+    /// The bmbt blocks logged since the last cut, each with the chunks its
+    /// buffer item holds dirty.
+    fn since_cut(&self) -> std::collections::BTreeMap<u64, std::collections::BTreeSet<usize>> {
+        self.logged_since
+            .iter()
+            .filter_map(|o| self.touched.get(o).map(|t| (*o, t.clone())))
+            .collect()
     }
 
     /// The log items of the checkpoint that the changes from `prev` to
@@ -64,25 +79,38 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let mut out = Vec::new();
         let mut offs = std::collections::BTreeSet::new();
-        let (inodes, blocks, attr_blocks, invalidated) = match cur {
-            Some(c) => (&c.inodes, &c.blocks, &c.attr_blocks, c.invalidated),
+        let now = self.since_cut();
+        let (inodes, blocks, attr_blocks, invalidated, touched, forks_logged) = match cur {
+            Some(c) => (
+                &c.inodes,
+                &c.blocks,
+                &c.attr_blocks,
+                c.invalidated,
+                &c.touched,
+                &c.forks_logged,
+            ),
             None => (
                 &self.inodes,
                 &self.blocks,
                 &self.attr_blocks,
                 self.invalidated.len(),
+                &now,
+                &self.forks_logged,
             ),
         };
         for (off, b) in inodes {
-            let old = match prev.and_then(|p| p.inodes.get(off)) {
-                Some(o) if o == b => continue,
-                Some(o) => o.clone(),
-                None => before(*off, b.len())?,
-            };
+            // An inode is in the checkpoint if a transaction of it logged
+            // the inode (its core changes each time).
+            if prev.and_then(|p| p.inodes.get(off)) == Some(b) {
+                continue;
+            }
+            let orig = before(*off, b.len())?;
             let v3 = b.get(offset_of!(XfsDinode, di_version)) == Some(&3);
             let (core, dend) = fork_split(b);
             let forkoff = dend != b.len();
-            let changed = |r: core::ops::Range<usize>| b.get(r.clone()) != old.get(r);
+            // The forks logged since the inode item was made: the kernel
+            // logs the fields its item holds, over earlier checkpoints too.
+            let changed = |r: core::ops::Range<usize>| b.get(r.clone()) != orig.get(r);
             let fork = |attr: bool, at: usize| -> Option<ForkLog> {
                 let format = b
                     .get(if attr {
@@ -104,16 +132,32 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     _ => None,
                 }
             };
-            let data = changed(core..dend).then(|| fork(false, core)).flatten();
-            let attr = (forkoff && changed(dend..b.len()))
-                .then(|| fork(true, dend))
+            let data = (changed(core..dend) || forks_logged.contains(&(*off, false)))
+                .then(|| fork(false, core))
                 .flatten();
+            let attr = (forkoff
+                && (changed(dend..b.len()) || forks_logged.contains(&(*off, true))))
+            .then(|| fork(true, dend))
+            .flatten();
             out.push(inode_item(v3, data, attr));
             offs.insert(*off);
         }
-        for (map, stamps, was) in [
-            (blocks, [32..40, 64..68], prev.map(|p| &p.blocks)),
-            (attr_blocks, [24..32, 12..16], prev.map(|p| &p.attr_blocks)),
+        let none = std::collections::BTreeMap::new();
+        for (map, stamps, was, logged, is_bmbt) in [
+            (
+                blocks,
+                [32..40, 64..68],
+                prev.map(|p| &p.blocks),
+                touched,
+                true,
+            ),
+            (
+                attr_blocks,
+                [24..32, 12..16],
+                prev.map(|p| &p.attr_blocks),
+                &none,
+                false,
+            ),
         ] {
             for (off, b) in map {
                 let old = match was.and_then(|w| w.get(off)) {
@@ -121,7 +165,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     None => before(*off, b.len())?,
                 };
                 let unlogged: &[core::ops::Range<usize>] = if v5 { &stamps } else { &[] };
-                if let Some(it) = buf_item(b.len(), &changed_chunks(&old, b, unlogged)) {
+                // A bmbt block logs the chunks its buffer item holds dirty
+                // (each write is noted); an attr block those that changed.
+                let dirty = match logged.get(off) {
+                    Some(t) => t.clone(),
+                    None if is_bmbt => continue,
+                    None => changed_chunks(&old, b, unlogged),
+                };
+                if let Some(it) = buf_item(b.len(), &dirty) {
                     out.push(it);
                     offs.insert(*off);
                 }

@@ -98,7 +98,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         for (k, r) in recs.iter().enumerate() {
             r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)));
         }
+        // The new leaf's header and records, and the root in the inode.
+        self.block_logged(off, 0, hdr.saturating_add(recs.len().saturating_mul(16)));
         self.blocks.insert(off, b);
+        self.fork_logged(f);
         // The root in the inode: level 1, one key, one pointer.
         let root = f.fork_off;
         put_be16(&mut f.bytes, root, 1);
@@ -317,7 +320,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         Ok(recs)
     }
 
-    pub(super) fn put_list(&self, f: &mut ForkAt, recs: &[Rec]) -> EditResult<()> {
+    pub(super) fn put_list(&mut self, f: &mut ForkAt, recs: &[Rec]) -> EditResult<()> {
         let n = u64::try_from(recs.len()).unwrap_or(u64::MAX);
         if n > f.maxext() {
             return refuse(format!(
@@ -330,6 +333,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 f.fork_off.saturating_add(i.saturating_mul(16)),
             );
         }
+        // XFS_ILOG_DEXT (or AEXT): the list is logged whole.
+        self.fork_logged(f);
         f.nextents_set(n)
     }
 

@@ -235,6 +235,18 @@ pub struct ForkEditor<'a, R: ReadAt> {
     attr_blocks: BTreeMap<u64, Vec<u8>>,
     /// Blocks written as they are (remote attr values: no LSN to stamp).
     raw_blocks: BTreeMap<u64, Vec<u8>>,
+    /// The chunks of each bmbt block logged (byte offset -> chunks): what
+    /// the kernel's buffer item holds dirty, over log forces too, until
+    /// the buffer is written back. Invalidating a buffer clears them.
+    touched: BTreeMap<u64, std::collections::BTreeSet<usize>>,
+    /// The bmbt blocks logged since the last cut (byte offsets): those
+    /// the checkpoint being built logs.
+    logged_since: std::collections::BTreeSet<u64>,
+    /// The inode forks logged whole (the inode's byte offset, whether the
+    /// attr fork): an extent list or a bmbt root logged by a transaction,
+    /// whether or not its bytes changed. The inode item keeps them until
+    /// the inode is flushed, which recovery does not do.
+    forks_logged: std::collections::BTreeSet<(u64, bool)>,
     /// Intents' extents finished.
     pub done: u64,
     /// Inodes whose change count has risen since they were loaded: their
@@ -271,6 +283,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             blocks: BTreeMap::new(),
             attr_blocks: BTreeMap::new(),
             raw_blocks: BTreeMap::new(),
+            touched: BTreeMap::new(),
+            logged_since: std::collections::BTreeSet::new(),
+            forks_logged: std::collections::BTreeSet::new(),
             done: 0,
             bumped: std::collections::BTreeSet::new(),
             first_log: None,
@@ -337,6 +352,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     fn let_go_of(&mut self, f: &mut ForkAt, off: u64, fsb: u64, before_rmaps: bool) {
         let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
         self.blocks.remove(&off);
+        // xfs_trans_binval clears the buffer's dirty map.
+        self.touched.remove(&off);
         self.invalidated
             .push(usize::try_from(self.fs.geo.blocksize).unwrap_or(0));
         let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
@@ -397,6 +414,21 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 t
             })
             .collect()
+    }
+
+    /// The fork `f` logged whole by the transaction under way (an extent
+    /// list, or a bmbt root in the inode).
+    fn fork_logged(&mut self, f: &ForkAt) {
+        self.forks_logged.insert((f.ioff, f.attr));
+    }
+
+    /// Chunks `off..off + len` of the bmbt block at byte offset `at` logged.
+    fn block_logged(&mut self, at: u64, off: usize, len: usize) {
+        self.logged_since.insert(at);
+        self.touched
+            .entry(at)
+            .or_default()
+            .extend(crate::xfs::replay::ckpt::chunks_of(off, len));
     }
 
     /// Keep a changed attribute leaf block until [`Self::into_changes`].
