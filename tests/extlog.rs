@@ -20,32 +20,13 @@ use common::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const NAME: &str = "extlog";
 
 /// The decompressed external log device of the fixture, made on first use.
 fn log_device() -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{NAME}.log"));
-    let src = fixtures_dir().join(format!("{NAME}.log.zst"));
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(o), Some(s)) = (modified(&out), modified(&src)) {
-        if o >= s {
-            return out;
-        }
-    }
-    let input = std::fs::File::open(&src).unwrap();
-    let mut dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(input)).unwrap();
-    let tmp = dir.join(format!("{NAME}.log.{}.tmp", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).unwrap();
-    std::io::copy(&mut dec, &mut f).unwrap();
-    drop(f);
-    std::fs::rename(&tmp, &out).unwrap();
-    out
+    decompressed(&format!("{NAME}.log"))
 }
 
 fn paths() -> (String, String) {

@@ -23,12 +23,20 @@ fn external_log(path: &Path, sb: &Superblock) -> Result<Option<Value>, String> {
     let mut m = Map::new();
     m.insert("external".into(), Value::Bool(true));
     m.insert("logblocks".into(), Value::from(sb.logblocks));
-    let Some(l) = super::logdev_path() else {
-        m.insert("device".into(), Value::Null);
-        return Ok(Some(Value::Object(m)));
-    };
-    m.insert("device".into(), Value::from(l.display().to_string()));
     let fs = super::fs_of(path, super::open_raw_image(path)?)?;
+    match (super::logdev_path(), &fs.logdev) {
+        (Some(l), _) => {
+            m.insert("device".into(), Value::from(l.display().to_string()));
+        }
+        // A metadump holding the log device (xfs_metadump -v 2 -l).
+        (None, Some(_)) => {
+            m.insert("device".into(), Value::from("held in the metadump"));
+        }
+        (None, None) => {
+            m.insert("device".into(), Value::Null);
+            return Ok(Some(Value::Object(m)));
+        }
+    }
     m.insert(
         "device_bytes".into(),
         Value::from(fs.logdev.as_ref().map_or(0, |d| d.len())),

@@ -413,7 +413,8 @@ pub(crate) fn logdev_path() -> Option<&'static Path> {
 pub(crate) fn fs_of(path: &Path, img: Image<Disk>) -> Result<crate::xfs::fs::Fs<Disk>, String> {
     let fs = crate::xfs::fs::Fs::open(img).map_err(|e| format!("{}: {e}", path.display()))?;
     let Some(l) = logdev_path() else {
-        return Ok(fs);
+        // A metadump may hold the external log device itself.
+        return Ok(crate::xfs::container::with_embedded_log(fs));
     };
     if !fs.has_external_log() {
         return Err(format!(

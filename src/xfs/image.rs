@@ -318,6 +318,11 @@ impl<R: ReadAt> Image<R> {
         self.len
     }
 
+    /// The reader under the chokepoint.
+    pub fn reader(&self) -> &R {
+        &self.reader
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -42,12 +42,18 @@ pub fn oracle(name: &str, suffix: &str) -> String {
 
 /// The decompressed image of fixture `name`, made on first use.
 pub fn image(name: &str) -> PathBuf {
+    decompressed(&format!("{name}.img"))
+}
+
+/// Fixture file `file` (`FILE.zst` in the fixtures), decompressed on first
+/// use.
+pub fn decompressed(file: &str) -> PathBuf {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let out = out_dir.join(format!("{name}.img"));
-    let src = fixtures_dir().join(format!("{name}.img.zst"));
+    let out = out_dir.join(file);
+    let src = fixtures_dir().join(format!("{file}.zst"));
     // Reuse an earlier decompression only if it is newer than the
     // compressed fixture (a regenerated fixture must not meet a stale copy).
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
@@ -58,7 +64,7 @@ pub fn image(name: &str) -> PathBuf {
     }
     let input = std::fs::File::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let mut dec = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(input)).unwrap();
-    let tmp = out_dir.join(format!("{name}.img.{}.tmp", std::process::id()));
+    let tmp = out_dir.join(format!("{file}.{}.tmp", std::process::id()));
     let mut f = std::fs::File::create(&tmp).unwrap();
     std::io::copy(&mut dec, &mut f).unwrap();
     drop(f);

@@ -9,7 +9,10 @@
 //! (512-byte units), followed by that many blocks; the last index block
 //! holds fewer, or none. Version 2 (`XMD2`): a 24-byte header, then extents:
 //! an address (device in bits 54-55, daddr below) and a length in sectors,
-//! followed by the sectors.
+//! followed by the sectors. Device 0 is the data device; device 1 an
+//! external log device (`xfs_metadump -l`), read as a second view
+//! ([`Metadump::read_log_at`]) of `sb_logblocks` blocks; device 2 the
+//! realtime device, whose extents are not read.
 
 use super::bytes::{be16, be32, be64, byte, to_u64};
 use crate::xfs::error::{Error, Location, Result};
@@ -38,6 +41,8 @@ const DADDR_MASK: u64 = (1 << DEVICE_SHIFT) - 1;
 /// Separate runs of sectors indexed at most (a real dump's runs are
 /// fewer: metadata is dumped extent by extent).
 const MAX_RUNS: usize = 4 << 20;
+/// Bytes of the superblock read for the geometry (up to sb_logblocks).
+const SB_READ: usize = 128;
 /// The file is scanned in pieces of this size.
 const SCAN_PIECE: u64 = 1 << 20;
 
@@ -55,6 +60,10 @@ pub struct MetadumpInfo {
     pub full_blocks: Option<bool>,
     /// Bytes of the filesystem the dump holds.
     pub bytes_held: u64,
+    /// Bytes of an external log device the dump holds (version 2 with
+    /// `-l`; 0 otherwise).
+    #[serde(default)]
+    pub log_bytes_held: u64,
     /// The filesystem's size (sb_dblocks * sb_blocksize).
     pub fs_size: u64,
     /// The size of the dump file.
@@ -68,6 +77,10 @@ pub struct Metadump<V: ReadAt> {
     info: MetadumpInfo,
     /// Byte offset in the filesystem -> (length, byte offset in the file).
     runs: BTreeMap<u64, (u64, u64)>,
+    /// The same for the external log device, and its size (0: no
+    /// external log in the dump).
+    log_runs: BTreeMap<u64, (u64, u64)>,
+    log_size: u64,
 }
 
 /// Whether `head` starts with a metadump magic.
@@ -196,9 +209,10 @@ impl<V: ReadAt> Metadump<V> {
             .to_vec();
         let mut notes = Vec::new();
         let mut runs = Runs::default();
+        let mut log_runs = Runs::default();
         let info = match be32(&head, 0) {
             MAGIC_V1 => Self::index_v1(&mut scan, &head, &mut runs)?,
-            MAGIC_V2 => Self::index_v2(&mut scan, &head, &mut runs, &mut notes)?,
+            MAGIC_V2 => Self::index_v2(&mut scan, &head, [&mut runs, &mut log_runs], &mut notes)?,
             m => return Err(corrupt(0, format!("magic {m:#010x} is not a metadump's"))),
         };
         drop(scan);
@@ -209,13 +223,13 @@ impl<V: ReadAt> Metadump<V> {
                 "the dump does not start with the primary superblock (daddr 0)",
             )
         })?;
-        let mut s = [0u8; 16];
-        if sb.0 < 16 {
+        let mut s = [0u8; SB_READ];
+        if sb.0 < to_u64(SB_READ) {
             return Err(corrupt(sb.1, "the superblock's block is too short"));
         }
         inner.read_exact_at(sb.1, &mut s).map_err(|e| Error::Io {
             offset: sb.1,
-            len: 16,
+            len: to_u64(SB_READ),
             message: e.0,
         })?;
         let magic = be32(&s, core::mem::offset_of!(XfsDsb, sb_magicnum));
@@ -236,6 +250,32 @@ impl<V: ReadAt> Metadump<V> {
         let fs_size = dblocks
             .checked_mul(u64::from(blocksize))
             .ok_or_else(|| corrupt(sb.1, format!("sb_dblocks {dblocks} overflows")))?;
+        // An external log (sb_logstart 0) is sb_logblocks blocks at the
+        // start of its device.
+        let logstart = be64(&s, core::mem::offset_of!(XfsDsb, sb_logstart));
+        let logblocks = be32(&s, core::mem::offset_of!(XfsDsb, sb_logblocks));
+        let log_held: u64 = log_runs
+            .map
+            .values()
+            .map(|(l, _)| *l)
+            .fold(0u64, u64::saturating_add);
+        let log_size = match (logstart, log_held) {
+            (0, 0) => {
+                notes.push(
+                    "the filesystem's log is on an external device, which the dump does not hold (xfs_metadump -v 2 -l LOGDEV dumps it)"
+                        .to_string(),
+                );
+                0
+            }
+            (0, _) => u64::from(logblocks).saturating_mul(u64::from(blocksize)),
+            (_, 0) => 0,
+            (_, n) => {
+                notes.push(format!(
+                    "the dump holds {n} bytes of a log device, but the filesystem's log is internal (sb_logstart {logstart}); they are not read"
+                ));
+                0
+            }
+        };
         let held: u64 = runs
             .map
             .values()
@@ -258,6 +298,7 @@ impl<V: ReadAt> Metadump<V> {
         );
         let mut info = info;
         info.bytes_held = held;
+        info.log_bytes_held = if log_size > 0 { log_held } else { 0 };
         info.fs_size = fs_size;
         info.file_size = len;
         info.notes.extend(notes);
@@ -265,6 +306,12 @@ impl<V: ReadAt> Metadump<V> {
             inner,
             info,
             runs: runs.map,
+            log_runs: if log_size > 0 {
+                log_runs.map
+            } else {
+                BTreeMap::new()
+            },
+            log_size,
         })
     }
 
@@ -339,6 +386,7 @@ impl<V: ReadAt> Metadump<V> {
             dirty_log: known.then_some(flags & V1_DIRTYLOG != 0),
             full_blocks: known.then_some(flags & V1_FULLBLOCKS != 0),
             bytes_held: 0,
+            log_bytes_held: 0,
             fs_size: 0,
             file_size: 0,
             notes: Vec::new(),
@@ -348,7 +396,7 @@ impl<V: ReadAt> Metadump<V> {
     fn index_v2(
         scan: &mut Scan<'_, V>,
         head: &[u8],
-        runs: &mut Runs,
+        [runs, log_runs]: [&mut Runs; 2],
         notes: &mut Vec<String>,
     ) -> Result<MetadumpInfo> {
         if head.len() < 24 {
@@ -372,11 +420,6 @@ impl<V: ReadAt> Metadump<V> {
         }
         if incompat & V2_INCOMPAT_RTDEVICE != 0 {
             notes.push("the dump holds realtime device contents, which are not shown".into());
-        }
-        if compat & V2_EXTERNALLOG != 0 {
-            notes.push(
-                "the dump holds an external log, which is not read (the internal log is)".into(),
-            );
         }
         let mut pos = 24u64;
         let mut first = true;
@@ -403,7 +446,16 @@ impl<V: ReadAt> Metadump<V> {
             }
             match addr >> DEVICE_SHIFT {
                 0 => runs.add((addr & DADDR_MASK).saturating_mul(512), bytes, data)?,
-                1 | 2 => skipped = skipped.saturating_add(bytes),
+                1 if compat & V2_EXTERNALLOG != 0 => {
+                    log_runs.add((addr & DADDR_MASK).saturating_mul(512), bytes, data)?
+                }
+                1 => {
+                    return Err(corrupt(
+                        pos,
+                        "an extent of the log device in a dump whose header says it holds no external log",
+                    ))
+                }
+                2 => skipped = skipped.saturating_add(bytes),
                 d => return Err(corrupt(pos, format!("extent of unknown device {d}"))),
             }
             first = false;
@@ -411,15 +463,17 @@ impl<V: ReadAt> Metadump<V> {
         }
         if skipped > 0 {
             notes.push(format!(
-                "{skipped} bytes of log or realtime device extents are not read"
+                "{skipped} bytes of realtime device extents are not read"
             ));
         }
+        log_runs.check()?;
         Ok(MetadumpInfo {
             version: 2,
             obfuscated: Some(compat & V2_OBFUSCATED != 0),
             dirty_log: Some(compat & V2_DIRTYLOG != 0),
             full_blocks: Some(compat & V2_FULLBLOCKS != 0),
             bytes_held: 0,
+            log_bytes_held: 0,
             fs_size: 0,
             file_size: 0,
             notes: Vec::new(),
@@ -444,27 +498,37 @@ impl<V: ReadAt> Metadump<V> {
     }
 }
 
-impl<V: ReadAt> ReadAt for Metadump<V> {
-    fn len(&self) -> u64 {
-        self.info.fs_size
+impl<V: ReadAt> Metadump<V> {
+    /// Bytes of the external log device the dump holds (0: none).
+    pub fn log_len(&self) -> u64 {
+        self.log_size
     }
 
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+    /// Read the external log device: what the dump holds, zeros elsewhere
+    /// (as `xfs_mdrestore -l` writes it).
+    pub fn read_log_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        self.read_runs(&self.log_runs, self.log_size, "the log device", offset, buf)
+    }
+
+    fn read_runs(
+        &self,
+        runs: &BTreeMap<u64, (u64, u64)>,
+        size: u64,
+        what: &str,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), ReadError> {
         let want = to_u64(buf.len());
-        if offset
-            .checked_add(want)
-            .is_none_or(|e| e > self.info.fs_size)
-        {
+        if offset.checked_add(want).is_none_or(|e| e > size) {
             return Err(ReadError(format!(
-                "metadump: bytes {offset}+{want} lie beyond the filesystem ({} bytes)",
-                self.info.fs_size
+                "metadump: bytes {offset}+{want} lie beyond {what} ({size} bytes)"
             )));
         }
         let mut done = 0usize;
         while done < buf.len() {
             let pos = offset.saturating_add(to_u64(done));
             let left = want.saturating_sub(to_u64(done));
-            let (n, from) = match self.runs.range(..=pos).next_back() {
+            let (n, from) = match runs.range(..=pos).next_back() {
                 Some((&s, &(l, f))) if s.saturating_add(l) > pos => {
                     let within = pos.saturating_sub(s);
                     (
@@ -493,6 +557,16 @@ impl<V: ReadAt> ReadAt for Metadump<V> {
             done = end;
         }
         Ok(())
+    }
+}
+
+impl<V: ReadAt> ReadAt for Metadump<V> {
+    fn len(&self) -> u64 {
+        self.info.fs_size
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        self.read_runs(&self.runs, self.info.fs_size, "the filesystem", offset, buf)
     }
 }
 
@@ -581,18 +655,47 @@ mod tests {
             f.extend_from_slice(&((data.len() / 512) as u32).to_be_bytes());
             f.extend_from_slice(data);
         };
-        ext(&mut f, 0, &sb_block(4));
+        // sb_logstart 0 (an external log) of sb_logblocks 2.
+        let mut sb = sb_block(4);
+        sb[96..100].copy_from_slice(&2u32.to_be_bytes());
+        let head = f.clone();
+        ext(&mut f, 0, &sb);
         ext(&mut f, 8, &[1u8; 2048]);
         ext(&mut f, 9, &[2u8; 512]); // overwrites sector 9
-        ext(&mut f, 1 << 54 | 8, &[3u8; 512]); // the log device: not read
-        let m = Metadump::open(f).unwrap();
+        ext(&mut f, 1 << 54 | 8, &[3u8; 512]); // the log device's sector 8
+        let m = Metadump::open(f.clone()).unwrap();
         assert_eq!(m.info().obfuscated, Some(true));
-        assert!(m.info().notes.iter().any(|n| n.contains("external log")));
         let mut b = vec![0u8; 2048];
         m.read_exact_at(8 * 512, &mut b).unwrap();
         assert!(b[..512].iter().all(|x| *x == 1));
         assert!(b[512..1024].iter().all(|x| *x == 2));
         assert!(b[1024..].iter().all(|x| *x == 1));
+        // The log device: sb_logblocks blocks, the dumped sector, zeros.
+        assert_eq!(m.log_len(), 8192);
+        assert_eq!(m.info().log_bytes_held, 512);
+        let mut l = vec![9u8; 8192];
+        m.read_log_at(0, &mut l).unwrap();
+        assert!(l[4096..4608].iter().all(|x| *x == 3));
+        assert!(l[..4096].iter().chain(&l[4608..]).all(|x| *x == 0));
+        assert!(m.read_log_at(8000, &mut [0u8; 512]).is_err());
+
+        // The same extents with an internal log: the log device's are not
+        // read, and the notes say so.
+        let mut g = head.clone();
+        let mut sb = sb_block(4);
+        sb[48..56].copy_from_slice(&2u64.to_be_bytes());
+        ext(&mut g, 0, &sb);
+        ext(&mut g, 1 << 54 | 8, &[3u8; 512]);
+        let m = Metadump::open(g).unwrap();
+        assert_eq!(m.log_len(), 0);
+        assert!(m.info().notes.iter().any(|n| n.contains("not read")));
+
+        // A log device extent in a dump whose header says none is held.
+        let mut h = head;
+        h[8..12].copy_from_slice(&V2_OBFUSCATED.to_be_bytes());
+        ext(&mut h, 0, &sb_block(4));
+        ext(&mut h, 1 << 54 | 8, &[3u8; 512]);
+        assert!(Metadump::open(h).is_err());
     }
 
     #[test]

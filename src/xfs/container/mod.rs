@@ -190,6 +190,8 @@ enum Node<R: ReadAt> {
     },
     Qcow2(Qcow2<Volume<R>>),
     Metadump(Metadump<Volume<R>>),
+    /// The external log device a metadump holds (the volume is the dump's).
+    MetadumpLog(Volume<R>),
 }
 
 impl<R: ReadAt> Volume<R> {
@@ -197,6 +199,17 @@ impl<R: ReadAt> Volume<R> {
     pub fn whole(reader: R) -> Self {
         let len = reader.len();
         Volume(Rc::new(Node::Whole { reader, len }))
+    }
+
+    /// The external log device held in this volume's metadump (version 2,
+    /// dumped with `-l`), if it holds one.
+    pub fn metadump_log(&self) -> Option<Self> {
+        match &*self.0 {
+            Node::Metadump(m) if m.log_len() > 0 => {
+                Some(Volume(Rc::new(Node::MetadumpLog(self.clone()))))
+            }
+            _ => None,
+        }
     }
 
     /// Bytes `start..start + len` of this volume.
@@ -224,6 +237,10 @@ impl<R: ReadAt> ReadAt for Volume<R> {
             Node::Whole { len, .. } | Node::Window { len, .. } => *len,
             Node::Qcow2(q) => q.len(),
             Node::Metadump(m) => m.len(),
+            Node::MetadumpLog(v) => match &*v.0 {
+                Node::Metadump(m) => m.log_len(),
+                _ => 0,
+            },
         }
     }
 
@@ -242,6 +259,10 @@ impl<R: ReadAt> ReadAt for Volume<R> {
             }
             Node::Qcow2(q) => q.read_exact_at(offset, buf),
             Node::Metadump(m) => m.read_exact_at(offset, buf),
+            Node::MetadumpLog(v) => match &*v.0 {
+                Node::Metadump(m) => m.read_log_at(offset, buf),
+                _ => Err(ReadError("not a metadump".into())),
+            },
         }
     }
 }
@@ -278,6 +299,20 @@ pub struct Disk<R: ReadAt> {
     /// The disk the table describes (under any qcow2 layers).
     disk: Volume<R>,
     layout: Layout,
+}
+
+/// The filesystem `fs` with the external log device its metadump holds
+/// beside it, when its log is external and no log device was given.
+pub fn with_embedded_log<R: ReadAt>(
+    fs: crate::xfs::fs::Fs<Volume<R>>,
+) -> crate::xfs::fs::Fs<Volume<R>> {
+    if fs.logdev.is_some() || !fs.has_external_log() {
+        return fs;
+    }
+    match fs.img.reader().metadump_log() {
+        Some(log) => fs.with_logdev(crate::xfs::image::Image::new(log)),
+        None => fs,
+    }
 }
 
 /// Find the layers of `reader`: qcow2 images, then a partition table.
