@@ -30,12 +30,12 @@ use super::ag::refuse;
 use super::ag::*;
 use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
-use crate::xfs::format::btree::{XfsAllocRec, XfsRmapRec};
+use crate::xfs::format::btree::XfsAllocRec;
 use crate::xfs::format::btree::{
     XFS_RMAP_LEN_MAX, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK,
     XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_AG, XFS_RMAP_OWN_NULL, XFS_RMAP_OWN_UNKNOWN,
 };
-use crate::xfs::fs::{be32, be64};
+use crate::xfs::fs::be32;
 use crate::xfs::read::ReadAt;
 use core::mem::offset_of;
 
@@ -60,7 +60,28 @@ impl RmapOwner {
         }
     }
     fn ignore_off(&self) -> bool {
-        self.owner & (1 << 63) != 0 || self.bmbt_block
+        non_inode(self.owner) || self.bmbt_block
+    }
+    /// The owner of a mapping.
+    pub fn of(m: &Rmap) -> Self {
+        RmapOwner {
+            owner: m.owner,
+            offset: m.offset,
+            attr_fork: m.attr,
+            bmbt_block: m.bmbt,
+        }
+    }
+    /// Blocks `[start, start + len)` mapped to this owner.
+    fn mapping(&self, start: u32, len: u32, unwritten: bool) -> Rmap {
+        Rmap {
+            start,
+            len,
+            owner: self.owner,
+            offset: self.offset,
+            attr: self.attr_fork,
+            bmbt: self.bmbt_block,
+            unwritten,
+        }
     }
     fn flags(&self, unwritten: bool) -> u64 {
         let mut f = 0;
@@ -74,47 +95,6 @@ impl RmapOwner {
             f |= XFS_RMAP_OFF_UNWRITTEN;
         }
         f
-    }
-}
-
-/// An rmap record, unpacked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RmapIrec {
-    pub start: u32,
-    pub len: u32,
-    pub owner: u64,
-    /// The offset without flags.
-    pub offset: u64,
-    /// The flag bits of rm_offset.
-    pub flags: u64,
-}
-
-impl RmapIrec {
-    pub fn from_rec(r: &[u8]) -> Self {
-        let raw = be64(r, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
-        RmapIrec {
-            start: be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0),
-            len: be32(r, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0),
-            owner: be64(r, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
-            offset: raw & XFS_RMAP_OFF_MASK,
-            flags: raw & !XFS_RMAP_OFF_MASK,
-        }
-    }
-    pub fn to_rec(self) -> Vec<u8> {
-        rmap_rec(
-            self.start,
-            self.len,
-            self.owner,
-            (self.offset & XFS_RMAP_OFF_MASK) | self.flags,
-        )
-    }
-    /// `xfs_rmap_is_mergeable`.
-    fn mergeable(&self, owner: u64, flags: u64) -> bool {
-        if self.owner == XFS_RMAP_OWN_NULL || self.owner != owner {
-            return false;
-        }
-        let m = XFS_RMAP_OFF_UNWRITTEN | XFS_RMAP_OFF_ATTR_FORK | XFS_RMAP_OFF_BMBT_BLOCK;
-        self.flags & m == flags & m
     }
 }
 
@@ -303,7 +283,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 be32(&r, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0),
             )
         };
-        let (mut cnt, found) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
+        let (mut cnt, found) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
         let (mut fbno, mut flen, mut rbno, mut rlen);
         if found {
             // The first extent whose unbusy part holds maxlen blocks.
@@ -374,11 +354,11 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// `xfs_alloc_fixup_trees`: `[rbno, rbno + rlen)` leaves the free
     /// extent `[fbno, fbno + flen)` in both free-space btrees.
     fn fixup_trees(&mut self, fbno: u32, flen: u32, rbno: u32, rlen: u32) -> EditResult<()> {
-        let (mut cnt, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(fbno, flen))?;
+        let (mut cnt, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(fbno, flen))?;
         if !ok {
             return refuse(format!("cntbt: no free extent {fbno}+{flen}"));
         }
-        let (bno_cur, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
+        let (bno_cur, ok) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(fbno))?;
         if !ok
             || self
                 .get_rec(&bno_cur)
@@ -408,13 +388,13 @@ impl<R: ReadAt> AgStore<'_, R> {
         };
         self.delete_at(&mut cnt)?;
         for (b, l) in [n1, n2].into_iter().flatten() {
-            let (c, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(b, l))?;
+            let (c, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(b, l))?;
             if ok {
                 return refuse(format!("cntbt: free extent {b}+{l} already there"));
             }
             self.insert_at(c, &alloc_rec(b, l))?;
         }
-        let (mut bno_cur, _) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
+        let (mut bno_cur, _) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(fbno))?;
         match n1 {
             None => {
                 self.delete_at(&mut bno_cur)?;
@@ -422,7 +402,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             Some((b, l)) => self.update_at(&bno_cur, &alloc_rec(b, l))?,
         }
         if let Some((b, l)) = n2 {
-            let (c, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(b))?;
+            let (c, ok) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(b))?;
             if ok {
                 return refuse(format!("bnobt: free extent {b}+{l} already there"));
             }
@@ -461,7 +441,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 )
             })
         };
-        let (mut bcur, haveleft) = self.lookup(Tree::Bno, Lookup::Le, key_bno(bno))?;
+        let (mut bcur, haveleft) = self.lookup(AgTree::Bno, Lookup::Le, key_bno(bno))?;
         let mut lt = None;
         if haveleft {
             let Some((lb, ll)) = rec(self.get_rec(&bcur)) else {
@@ -494,7 +474,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             }
         }
         let cnt_del = |s: &mut Self, b: u32, l: u32| -> EditResult<()> {
-            let (mut c, ok) = s.lookup(Tree::Cnt, Lookup::Eq, key_cnt(b, l))?;
+            let (mut c, ok) = s.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(b, l))?;
             if !ok {
                 return refuse(format!("cntbt: no free extent {b}+{l}"));
             }
@@ -533,7 +513,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 (bno, len)
             }
         };
-        let (c, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(nbno, nlen))?;
+        let (c, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(nbno, nlen))?;
         if ok {
             return refuse(format!("cntbt: free extent {nbno}+{nlen} already there"));
         }
@@ -741,7 +721,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             minlen: len,
             maxlen: len,
         };
-        let (cnt, ok) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, len))?;
+        let (cnt, ok) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(0, len))?;
         if !ok && len > 1 {
             // xfs_alloc_ag_vextent_small: nothing as long as minlen.
             return Ok(None);
@@ -766,11 +746,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         }
         if !done {
             // Second algorithm: bnobt left and right, cntbt by locality.
-            let (c, i) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(hint, best.cur_len))?;
+            let (c, i) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(hint, best.cur_len))?;
             cnt = ACur { cur: c, active: i };
-            let (l, i) = self.lookup(Tree::Bno, Lookup::Le, key_bno(hint))?;
+            let (l, i) = self.lookup(AgTree::Bno, Lookup::Le, key_bno(hint))?;
             let mut lt = ACur { cur: l, active: i };
-            let (g, i) = self.lookup(Tree::Bno, Lookup::Ge, key_bno(hint))?;
+            let (g, i) = self.lookup(AgTree::Bno, Lookup::Ge, key_bno(hint))?;
             let mut gt = ACur { cur: g, active: i };
             let mut fb: Option<(bool, bool)> = None; // (use gt, increment)
             let mut guard = 0u64;
@@ -817,7 +797,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             return Ok(());
         }
         let cur_len = best.cur_len;
-        let (cur, i) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(hint, cur_len))?;
+        let (cur, i) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(hint, cur_len))?;
         c.cur = cur;
         c.active = i;
         if !i {
@@ -854,11 +834,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         bno: u32,
         o: &RmapOwner,
         flags: u64,
-    ) -> EditResult<(Cursor, Option<RmapIrec>)> {
+    ) -> EditResult<(Cursor, Option<Rmap>)> {
         let off = (o.offset & XFS_RMAP_OFF_MASK) | flags;
-        let (cur, ok) = self.lookup(Tree::Rmap, Lookup::Le, key_rmap(bno, o.owner, off))?;
+        let (cur, ok) = self.lookup(AgTree::Rmap, Lookup::Le, key_rmap(bno, o.owner, off))?;
         let rec = if ok {
-            self.get_rec(&cur).map(|r| RmapIrec::from_rec(&r))
+            self.get_rec(&cur).map(|r| Rmap::parse(&r))
         } else {
             None
         };
@@ -877,7 +857,8 @@ impl<R: ReadAt> AgStore<'_, R> {
         let flags = o.flags(unwritten);
         let ignore_off = o.ignore_off();
         let (mut cur, lt) = self.rmap_lookup_le(bno, &o, flags)?;
-        let mut lt = lt.filter(|r| r.mergeable(o.owner, flags));
+        let new = o.mapping(bno, len, unwritten);
+        let mut lt = lt.filter(|r| r.mergeable(&new));
         if let Some(l) = &lt {
             if u64::from(l.start).saturating_add(u64::from(l.len)) > u64::from(bno) {
                 return refuse(format!(
@@ -892,14 +873,14 @@ impl<R: ReadAt> AgStore<'_, R> {
             let Some(r) = self.get_rec(&cur) else {
                 return refuse("rmapbt: the cursor lost its record".into());
             };
-            let g = RmapIrec::from_rec(&r);
+            let g = Rmap::parse(&r);
             if u64::from(bno).saturating_add(u64::from(len)) > u64::from(g.start) {
                 return refuse(format!(
                     "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
                     self.agno, g.start
                 ));
             }
-            if g.mergeable(o.owner, flags) {
+            if g.mergeable(&new) {
                 gt = Some(g);
             }
         }
@@ -928,7 +909,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 }
             }
             self.decrement(&mut cur)?;
-            self.update_at(&cur, &l.to_rec())?;
+            self.update_at(&cur, &l.bytes())?;
         } else if let Some(mut g) = gt.filter(|g| {
             end == g.start && (ignore_off || o.offset.saturating_add(u64::from(len)) == g.offset)
         }) {
@@ -937,16 +918,9 @@ impl<R: ReadAt> AgStore<'_, R> {
             if !ignore_off {
                 g.offset = o.offset;
             }
-            self.update_at(&cur, &g.to_rec())?;
+            self.update_at(&cur, &g.bytes())?;
         } else {
-            let rec = RmapIrec {
-                start: bno,
-                len,
-                owner: o.owner,
-                offset: o.offset,
-                flags,
-            };
-            self.insert_at(cur, &rec.to_rec())?;
+            self.insert_at(cur, &new.bytes())?;
         }
         Ok(())
     }
@@ -984,7 +958,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             let Some(r) = self.get_rec(&cur) else {
                 return refuse("rmapbt: the cursor lost its record".into());
             };
-            if u64::from(RmapIrec::from_rec(&r).start) >= end {
+            if u64::from(Rmap::parse(&r).start) >= end {
                 return Ok(());
             }
         }
@@ -1020,27 +994,29 @@ impl<R: ReadAt> AgStore<'_, R> {
             if !ignore_off {
                 lt.offset = lt.offset.saturating_add(u64::from(len));
             }
-            self.update_at(&cur, &lt.to_rec())?;
+            self.update_at(&cur, &lt.bytes())?;
         } else if lend == end {
             lt.len = lt.len.saturating_sub(len);
-            self.update_at(&cur, &lt.to_rec())?;
+            self.update_at(&cur, &lt.bytes())?;
         } else {
             let orig = lt.len;
             lt.len = bno.saturating_sub(lt.start);
-            self.update_at(&cur, &lt.to_rec())?;
+            self.update_at(&cur, &lt.bytes())?;
             self.increment(&mut cur)?;
-            let rec = RmapIrec {
-                start: bno.saturating_add(len),
-                len: orig.saturating_sub(len).saturating_sub(lt.len),
+            let rec = Rmap {
                 owner: lt.owner,
                 offset: if ignore_off {
                     0
                 } else {
                     o.offset.saturating_add(u64::from(len))
                 },
-                flags,
+                ..o.mapping(
+                    bno.saturating_add(len),
+                    orig.saturating_sub(len).saturating_sub(lt.len),
+                    unwritten,
+                )
             };
-            self.insert_at(cur, &rec.to_rec())?;
+            self.insert_at(cur, &rec.bytes())?;
         }
         Ok(())
     }

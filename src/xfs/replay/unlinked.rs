@@ -40,7 +40,7 @@
 //! are reported.
 
 use super::ag::refuse;
-use super::ag::{key_ino, EditError, EditResult, Tree};
+use super::ag::{key_ino, AgTree, EditError, EditResult};
 use super::defer::{Engine, FreeOwner, Rmap, Work};
 use super::{put_be16, put_be32, put_be64};
 use crate::xfs::bmap::Fork;
@@ -602,7 +602,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         }
         s.set_agi_u32(head_off, next)?;
         // xfs_difree_inobt
-        let (le, _) = s.neighbors(Tree::Ino, key_ino(agino))?;
+        let (le, _) = s.neighbors(AgTree::Ino, key_ino(agino))?;
         let Some(mut rec) = le
             .and_then(|r| irec_parse(&r, sparse))
             .filter(|r| r.start <= agino && agino < r.start.saturating_add(64))
@@ -625,15 +625,15 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 AGI_FREECOUNT,
                 freecount.saturating_sub(u32::from(rec.freecount).saturating_sub(1)),
             )?;
-            s.delete(Tree::Ino, key_ino(old_start))?;
+            s.delete(AgTree::Ino, key_ino(old_start))?;
         } else {
-            s.update(Tree::Ino, key_ino(old_start), &irec_bytes(&rec, sparse))?;
+            s.update(AgTree::Ino, key_ino(old_start), &irec_bytes(&rec, sparse))?;
             s.set_agi_u32(AGI_FREECOUNT, freecount.saturating_add(1))?;
         }
         // xfs_difree_finobt
         if finobt {
             match s
-                .find(Tree::Fino, key_ino(old_start))?
+                .find(AgTree::Fino, key_ino(old_start))?
                 .and_then(|r| irec_parse(&r, sparse))
             {
                 None => {
@@ -642,15 +642,15 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                             "inode {ino}: its chunk has free inodes but no finobt record"
                         ));
                     }
-                    s.insert(Tree::Fino, &irec_bytes(&rec, sparse))?;
+                    s.insert(AgTree::Fino, &irec_bytes(&rec, sparse))?;
                 }
                 Some(mut f) => {
                     f.free |= bit;
                     f.freecount = f.freecount.saturating_add(1);
                     if f.free == u64::MAX && sb_inopblock <= 64 {
-                        s.delete(Tree::Fino, key_ino(old_start))?;
+                        s.delete(AgTree::Fino, key_ino(old_start))?;
                     } else {
-                        s.update(Tree::Fino, key_ino(old_start), &irec_bytes(&f, sparse))?;
+                        s.update(AgTree::Fino, key_ino(old_start), &irec_bytes(&f, sparse))?;
                     }
                 }
             }

@@ -5,7 +5,7 @@
 //! each tree's block allocation), and the cursor API the callers use.
 
 use super::error::{EditError, EditResult};
-use super::tree_ops::{key_order, rec_key, rec_low_key, rmap_high_key, Key, Tree};
+use super::tree_ops::{key_order, rec_key, rec_low_key, rmap_high_key, AgTree, Key};
 use super::{corrupt_at, AgStore};
 use crate::xfs::format::ag::NULLAGBLOCK;
 use crate::xfs::format::btree::{XfsBtreeSblock, XFS_BTREE_SBLOCK_CRC_OFF};
@@ -25,7 +25,7 @@ pub use crate::xfs::replay::btree::Lookup;
 /// the kernel's does.
 #[derive(Clone, Debug)]
 pub struct Cursor {
-    pub tree: Tree,
+    pub tree: AgTree,
     pub(super) inner: engine::Cursor,
 }
 
@@ -41,7 +41,7 @@ impl Cursor {
 /// AG part).
 pub(super) struct AgTreeOps<'s, 'a, R: ReadAt> {
     s: &'s mut AgStore<'a, R>,
-    tree: Tree,
+    tree: AgTree,
 }
 
 /// An engine block pointer as an AG block number (null and anything too
@@ -52,10 +52,10 @@ fn agbno(p: u64) -> u32 {
 
 impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
     fn name(&self) -> &'static str {
-        self.tree.name()
+        self.tree.btree_name()
     }
     fn what(&self) -> String {
-        format!("{} AG {}", self.tree.name(), self.s.agno)
+        format!("{} AG {}", self.tree.btree_name(), self.s.agno)
     }
     fn rec_len(&self) -> usize {
         self.tree.rec_len()
@@ -129,7 +129,7 @@ impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
         self.s.after_edit(self.tree)
     }
     fn damaged(&self, bno: Option<u64>, msg: String) -> EditError {
-        let (name, agno) = (self.tree.name(), self.s.agno);
+        let (name, agno) = (self.tree.btree_name(), self.s.agno);
         match bno {
             Some(b) => corrupt_at(
                 self.s.daddr_of(agbno(b)),
@@ -142,13 +142,13 @@ impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     /// The engine's view of `tree`.
-    pub(super) fn ops(&mut self, tree: Tree) -> AgTreeOps<'_, 'a, R> {
+    pub(super) fn ops(&mut self, tree: AgTree) -> AgTreeOps<'_, 'a, R> {
         AgTreeOps { s: self, tree }
     }
 
     /// `xfs_btree_lookup`: a cursor for `key`, and whether a record fits
     /// the direction (for [`Lookup::Eq`]: whether the key is there).
-    pub fn lookup(&mut self, tree: Tree, dir: Lookup, key: Key) -> EditResult<(Cursor, bool)> {
+    pub fn lookup(&mut self, tree: AgTree, dir: Lookup, key: Key) -> EditResult<(Cursor, bool)> {
         let (inner, ok) = self.ops(tree).lookup(dir, key)?;
         Ok((Cursor { tree, inner }, ok))
     }
@@ -197,9 +197,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     /// Read (once) and check a block of `tree` expected at `level`.
-    pub(super) fn load(&mut self, tree: Tree, bno: u32, level: Option<usize>) -> EditResult<()> {
+    pub(super) fn load(&mut self, tree: AgTree, bno: u32, level: Option<usize>) -> EditResult<()> {
         let daddr = self.daddr_of(bno);
-        let name = tree.name();
+        let name = tree.btree_name();
         let agno = self.agno;
         let at = |m: String| corrupt_at(daddr, format!("{name} AG {agno} block {bno}: {m}"));
         if bno == 0 || bno >= self.agblocks {
@@ -282,7 +282,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         be32(self.blk(bno), if right { 12 } else { 8 }).unwrap_or(NULLAGBLOCK)
     }
 
-    pub(super) fn ptr_at(&self, tree: Tree, bno: u32, i: usize) -> u32 {
+    pub(super) fn ptr_at(&self, tree: AgTree, bno: u32, i: usize) -> u32 {
         let off = self
             .hdr
             .saturating_add(self.maxrecs(tree, 1).saturating_mul(tree.key_len()))
@@ -301,7 +301,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_btree_init_block`: a fresh block (zeroed, as a new buffer is;
     /// a stale buffer got again from the cache keeps its old bytes past
     /// what the header and records overwrite).
-    pub(super) fn init_block(&mut self, tree: Tree, bno: u32, level: usize, numrecs: usize) {
+    pub(super) fn init_block(&mut self, tree: AgTree, bno: u32, level: usize, numrecs: usize) {
         let cached = if self.reused.remove(&bno) {
             self.blocks
                 .get(&bno)

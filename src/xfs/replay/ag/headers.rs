@@ -3,7 +3,7 @@
 //! `xfs_alloc_put_freelist`, the AGFL's slots; `xfs_ialloc.c` for the AGI).
 
 use super::error::{refuse, EditError, EditResult};
-use super::tree_ops::Tree;
+use super::tree_ops::AgTree;
 use super::AgStore;
 use crate::xfs::error::{Error, Location};
 use crate::xfs::format::ag::NULLAGBLOCK;
@@ -74,7 +74,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// Where the root is and how tall the tree is.
-    pub fn root(&mut self, tree: Tree) -> EditResult<(u32, u32)> {
+    pub fn root(&mut self, tree: AgTree) -> EditResult<(u32, u32)> {
         let (r, l) = tree.root_level_off();
         if tree.in_agi() {
             Ok((self.agi_u32(r)?, self.agi_u32(l)?))
@@ -84,7 +84,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// `set_root`: a new root, the height changed by `inc`.
-    pub(super) fn set_root(&mut self, tree: Tree, root: u32, inc: i64) -> EditResult<()> {
+    pub(super) fn set_root(&mut self, tree: AgTree, root: u32, inc: i64) -> EditResult<()> {
         let (r, l) = tree.root_level_off();
         if tree.in_agi() {
             self.set_agi_u32(r, root)?;

@@ -9,7 +9,7 @@ use crate::xfs::format::btree::XfsRefcountRec;
 use crate::xfs::format::btree::{MAXREFCOUNT, XFS_REFC_COWFLAG};
 use crate::xfs::fs::be32;
 use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::{key_refcount, EditResult, Tree};
+use crate::xfs::replay::ag::{key_refcount, AgTree, EditResult};
 use core::mem::offset_of;
 
 /// One reference count record (shared domain unless `cow`).
@@ -62,7 +62,7 @@ pub(super) fn refcount_le<S: RecordStore>(
     agbno: u32,
     cow: bool,
 ) -> EditResult<Option<RefcountRecord>> {
-    Ok(s.neighbors(Tree::Refcount, rkey(agbno, cow))?
+    Ok(s.neighbors(AgTree::Refcount, rkey(agbno, cow))?
         .0
         .and_then(|r| RefcountRecord::parse(&r))
         .filter(|r| r.cow == cow))
@@ -73,7 +73,7 @@ pub(super) fn refcount_ge<S: RecordStore>(
     agbno: u32,
     cow: bool,
 ) -> EditResult<Option<RefcountRecord>> {
-    let (l, r) = s.neighbors(Tree::Refcount, rkey(agbno, cow))?;
+    let (l, r) = s.neighbors(AgTree::Refcount, rkey(agbno, cow))?;
     if let Some(l) = l.and_then(|l| RefcountRecord::parse(&l)) {
         if l.start == agbno && l.cow == cow {
             return Ok(Some(l));
@@ -87,7 +87,7 @@ pub(super) fn refcount_after<S: RecordStore>(
     s: &mut S,
     r: &RefcountRecord,
 ) -> EditResult<Option<RefcountRecord>> {
-    Ok(s.neighbors(Tree::Refcount, r.key())?
+    Ok(s.neighbors(AgTree::Refcount, r.key())?
         .1
         .and_then(|x| RefcountRecord::parse(&x))
         .filter(|x| x.cow == r.cow))
@@ -117,14 +117,14 @@ pub(super) fn refcount_split<S: RecordStore>(s: &mut S, agbno: u32, cow: bool) -
         refcount: r.refcount,
         cow,
     };
-    s.update(Tree::Refcount, r.key(), &right.bytes())?;
+    s.update(AgTree::Refcount, r.key(), &right.bytes())?;
     let left = RefcountRecord {
         start: r.start,
         len: agbno.saturating_sub(r.start),
         refcount: r.refcount,
         cow,
     };
-    s.insert(Tree::Refcount, &left.bytes())
+    s.insert(AgTree::Refcount, &left.bytes())
 }
 
 pub(super) fn merged_refcount(r: &RefcountRecord, adj: i32) -> u32 {
@@ -211,15 +211,15 @@ pub(super) fn refcount_merge<S: RecordStore>(
             let first = refcount_ge(s, c.start, cow)?
                 .map(|x| x.key())
                 .unwrap_or(r.key());
-            s.delete(Tree::Refcount, first)?;
+            s.delete(AgTree::Refcount, first)?;
             if c.refcount > 1 {
-                s.delete(Tree::Refcount, r.key())?;
+                s.delete(AgTree::Refcount, r.key())?;
             }
             let nl = RefcountRecord {
                 len: u32::try_from(total).unwrap_or(u32::MAX),
                 ..l
             };
-            s.update(Tree::Refcount, l.key(), &nl.bytes())?;
+            s.update(AgTree::Refcount, l.key(), &nl.bytes())?;
             *aglen = 0;
             return Ok(());
         }
@@ -229,13 +229,13 @@ pub(super) fn refcount_merge<S: RecordStore>(
             && u64::from(l.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refcount, c.key())?;
+                s.delete(AgTree::Refcount, c.key())?;
             }
             let nl = RefcountRecord {
                 len: l.len.saturating_add(c.len),
                 ..l
             };
-            s.update(Tree::Refcount, l.key(), &nl.bytes())?;
+            s.update(AgTree::Refcount, l.key(), &nl.bytes())?;
             *agbno = agbno.saturating_add(c.len);
             *aglen = aglen.saturating_sub(c.len);
             if cequal {
@@ -248,7 +248,7 @@ pub(super) fn refcount_merge<S: RecordStore>(
             && u64::from(r.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refcount, c.key())?;
+                s.delete(AgTree::Refcount, c.key())?;
             }
             let nr = RefcountRecord {
                 start: r.start.saturating_sub(c.len),
@@ -256,7 +256,7 @@ pub(super) fn refcount_merge<S: RecordStore>(
                 refcount: r.refcount,
                 cow,
             };
-            s.update(Tree::Refcount, r.key(), &nr.bytes())?;
+            s.update(AgTree::Refcount, r.key(), &nr.bytes())?;
             *aglen = aglen.saturating_sub(c.len);
         }
     }
@@ -296,7 +296,7 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
                 return refuse("refcount: records overlap".into());
             }
             if hole.refcount != 0 {
-                s.insert(Tree::Refcount, &hole.bytes())?;
+                s.insert(AgTree::Refcount, &hole.bytes())?;
             } else {
                 frees.push((hole.start, hole.len));
             }
@@ -320,9 +320,9 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
             let old = ext.start;
             ext.refcount = ext.refcount.saturating_add_signed(adj);
             if ext.refcount > 1 {
-                s.update(Tree::Refcount, rkey(old, false), &ext.bytes())?;
+                s.update(AgTree::Refcount, rkey(old, false), &ext.bytes())?;
             } else if ext.refcount == 1 {
-                s.delete(Tree::Refcount, rkey(old, false))?;
+                s.delete(AgTree::Refcount, rkey(old, false))?;
             } else {
                 frees.push((ext.start, ext.len));
             }
@@ -392,7 +392,7 @@ pub fn refcount_cow<S: RecordStore>(
             return refuse(format!("refcount: CoW blocks {b}+{l} are already reserved"));
         }
         s.insert(
-            Tree::Refcount,
+            AgTree::Refcount,
             &RefcountRecord {
                 start: b,
                 len: l,
@@ -407,6 +407,6 @@ pub fn refcount_cow<S: RecordStore>(
                 "refcount: no CoW staging record {b}+{l} to release"
             ));
         }
-        s.delete(Tree::Refcount, ext.key())
+        s.delete(AgTree::Refcount, ext.key())
     }
 }
