@@ -82,6 +82,7 @@ use crate::xfs::log::find::{find_head_tail, TornWrite};
 use crate::xfs::log::items::{decode_item, ItemBody, ItemKind, Order};
 use crate::xfs::log::{ItemContext, LogDev};
 use crate::xfs::read::ReadAt;
+use crate::xfs::sb::Geometry;
 use crate::xfs::types::Lsn;
 use cancel::CancelTable;
 use serde::Serialize;
@@ -195,20 +196,13 @@ pub struct Replay {
     pub report: ReplayReport,
 }
 
-/// Filesystem facts replay needs, refreshed if the superblock is replayed.
+/// Filesystem facts replay needs, refreshed if the superblock is replayed:
+/// the superblock's [`Geometry`] (through `Deref`) and what replay derives
+/// from the superblock beyond it (inode clusters and chunks, UUIDs,
+/// features).
 #[derive(Clone, Copy, Debug)]
 pub struct Geo {
-    pub v5: bool,
-    pub blocksize: u32,
-    pub blocklog: u8,
-    pub sectsize: u32,
-    pub inodesize: u32,
-    pub inodelog: u8,
-    pub inopblog: u8,
-    pub agblocks: u32,
-    pub agblklog: u8,
-    pub agcount: u32,
-    pub dblocks: u64,
+    pub sb: Geometry,
     pub uuid: [u8; 16],
     pub meta_uuid: [u8; 16],
     pub blocks_per_cluster: u32,
@@ -216,24 +210,33 @@ pub struct Geo {
     /// Blocks of a full inode chunk and of the smallest sparse one.
     pub ialloc_blks: u32,
     pub ialloc_min_blks: u32,
-    /// Directory block size in bytes.
-    pub dirblksize: u32,
     pub nrext64: bool,
-    pub v3_inodes: bool,
     /// META_UUID: metadata carries `sb_meta_uuid`.
     pub meta_uuid_feature: bool,
+}
+
+impl core::ops::Deref for Geo {
+    type Target = Geometry;
+    fn deref(&self) -> &Geometry {
+        &self.sb
+    }
+}
+
+impl core::ops::DerefMut for Geo {
+    fn deref_mut(&mut self) -> &mut Geometry {
+        &mut self.sb
+    }
 }
 
 impl Geo {
     pub fn of<R: ReadAt>(fs: &Fs<R>) -> Geo {
         let sb = &fs.sb;
         let g = &fs.geo;
-        let v5 = g.v5;
         let inodesize = u32::from(g.inodesize);
         // xfs_ialloc_setup_geometry: 8 KiB clusters, scaled with the inode
         // size on v5 when the chunk alignment allows it.
         let mut cluster_raw: u32 = 8192;
-        if v5 {
+        if g.v5 {
             let scaled = cluster_raw.saturating_mul(inodesize / 256);
             if sb.inoalignmt >= scaled >> g.blocklog {
                 cluster_raw = scaled;
@@ -252,29 +255,14 @@ impl Geo {
         let ialloc_blks = ialloc_inos >> g.inopblog;
         let sparse = sb.features_incompat & (1 << 1) != 0;
         Geo {
-            v5,
-            blocksize: g.blocksize,
-            blocklog: g.blocklog,
-            sectsize: u32::from(g.sectsize),
-            inodesize,
-            inodelog: sb.inodelog,
-            inopblog: g.inopblog,
-            agblocks: g.agblocks,
-            agblklog: g.agblklog,
-            agcount: g.agcount,
-            dblocks: g.dblocks,
+            sb: *g,
             uuid: sb.uuid,
             meta_uuid: fs.meta_uuid(),
             blocks_per_cluster,
             inodes_per_cluster,
             ialloc_blks,
-            dirblksize: g
-                .blocksize
-                .checked_shl(u32::from(g.dirblklog))
-                .unwrap_or(g.blocksize),
             ialloc_min_blks: if sparse { sb.spino_align } else { ialloc_blks },
             nrext64: sb.features_incompat & (1 << 5) != 0,
-            v3_inodes: v5,
             meta_uuid_feature: sb.features_incompat & (1 << 2) != 0,
         }
     }
