@@ -105,7 +105,7 @@ pub fn commit_pass2<R: ReadAt>(
         }
     }
     let mut flushiter_reset = false;
-    if !st.geo.v3_inodes {
+    if !st.geo.v5 {
         let log_fi = order
             .u16(ld, offset_of!(XfsDinodeV2, di_flushiter))
             .unwrap_or(0);
@@ -199,10 +199,10 @@ pub fn commit_pass2<R: ReadAt>(
         ));
     }
     let forkoff = ld.get(82).copied().unwrap_or(0);
-    if u32::from(forkoff) > st.geo.inodesize {
+    if u32::from(forkoff) > u32::from(st.geo.inodesize) {
         return Err(corrupt(daddr, format!("inode {ino}: di_forkoff {forkoff}")));
     }
-    let log_size = if st.geo.v3_inodes { 176 } else { 96 };
+    let log_size = if st.geo.v5 { 176 } else { 96 };
     if ld.len() > log_size {
         return Err(corrupt(
             daddr,
