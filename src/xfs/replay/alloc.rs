@@ -26,8 +26,8 @@
 //! the tree. Busy extents, reservations and discards are not modelled:
 //! only the end state on disk.
 
-use super::ag::refuse;
 use super::ag::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
 use crate::xfs::format::btree::XfsAllocRec;
@@ -37,6 +37,7 @@ use crate::xfs::format::btree::{
 };
 use crate::xfs::fs::be32;
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::ag::{damaged, fails_mount, not_done};
 use core::mem::offset_of;
 
 /// An rmap owner (`xfs_owner_info`): the owner, the file offset and the
@@ -200,20 +201,28 @@ impl<R: ReadAt> AgStore<'_, R> {
             self.defer_free(b, XFS_RMAP_OWN_AG);
             guard = guard.saturating_add(1);
             if guard > 4096 {
-                return refuse("the free list does not shrink".into());
+                return damaged(
+                    "AGFL",
+                    Some(Location::Ag { agno: self.agno }),
+                    "the free list does not shrink",
+                );
             }
         }
         while self.agf_u32(offset_of!(XfsAgf, agf_flcount)) < need {
             guard = guard.saturating_add(1);
             if guard > 4096 {
-                return refuse("the free list does not fill".into());
+                return damaged(
+                    "AGFL",
+                    Some(Location::Ag { agno: self.agno }),
+                    "the free list does not fill",
+                );
             }
             let maxlen = need.saturating_sub(self.agf_u32(offset_of!(XfsAgf, agf_flcount)));
             let Some((bno, len)) = self.alloc_size(maxlen)? else {
                 if freeing {
                     break;
                 }
-                return refuse(format!(
+                return not_done(format!(
                     "AG {}: no free space to refill the free list",
                     self.agno
                 ));
@@ -249,7 +258,11 @@ impl<R: ReadAt> AgStore<'_, R> {
             }
             rounds = rounds.saturating_add(1);
             if rounds > 64 {
-                return refuse("deferred frees keep coming".into());
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    "deferred frees keep coming",
+                );
             }
             for (bno, owner) in items {
                 if owner == XFS_RMAP_OWN_AG {
@@ -301,10 +314,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 if !self.increment(&mut cnt)? || guard > u64::from(self.agblocks) {
                     // Only busy extents: the kernel forces the log and
                     // retries; the busy extents are then free to use.
-                    return refuse(format!(
-                        "AG {}: only busy extents could refill the free list (the kernel forces the log)",
-                        self.agno
-                    ));
+                    return not_done(format!("AG {}: only busy extents could refill the free list (the kernel forces the log)", self.agno));
                 }
             }
         } else {
@@ -356,7 +366,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     fn fixup_trees(&mut self, fbno: u32, flen: u32, rbno: u32, rlen: u32) -> EditResult<()> {
         let (mut cnt, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(fbno, flen))?;
         if !ok {
-            return refuse(format!("cntbt: no free extent {fbno}+{flen}"));
+            return damaged("cntbt", None, format!("no free extent {fbno}+{flen}"));
         }
         let (bno_cur, ok) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(fbno))?;
         if !ok
@@ -365,14 +375,16 @@ impl<R: ReadAt> AgStore<'_, R> {
                 .and_then(|r| be32(&r, offset_of!(XfsAllocRec, ar_blockcount)))
                 != Some(flen)
         {
-            return refuse(format!("bnobt: no free extent {fbno}+{flen}"));
+            return damaged("bnobt", None, format!("no free extent {fbno}+{flen}"));
         }
         let fend = fbno.saturating_add(flen);
         let rend = rbno.saturating_add(rlen);
         if rbno < fbno || rend > fend {
-            return refuse(format!(
-                "{rbno}+{rlen} is not inside the free extent {fbno}+{flen}"
-            ));
+            return damaged(
+                "free space",
+                Some(Location::Ag { agno: self.agno }),
+                format!("{rbno}+{rlen} is not inside the free extent {fbno}+{flen}"),
+            );
         }
         let (n1, n2) = if rbno == fbno && rlen == flen {
             (None, None)
@@ -390,7 +402,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         for (b, l) in [n1, n2].into_iter().flatten() {
             let (c, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(b, l))?;
             if ok {
-                return refuse(format!("cntbt: free extent {b}+{l} already there"));
+                return damaged("cntbt", None, format!("free extent {b}+{l} already there"));
             }
             self.insert_at(c, &alloc_rec(b, l))?;
         }
@@ -404,7 +416,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         if let Some((b, l)) = n2 {
             let (c, ok) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(b))?;
             if ok {
-                return refuse(format!("bnobt: free extent {b}+{l} already there"));
+                return damaged("bnobt", None, format!("free extent {b}+{l} already there"));
             }
             self.insert_at(c, &alloc_rec(b, l))?;
         }
@@ -423,10 +435,11 @@ impl<R: ReadAt> AgStore<'_, R> {
     ) -> EditResult<()> {
         let end = bno.saturating_add(len);
         if len == 0 || bno == 0 || end > self.agblocks || end < bno {
-            return refuse(format!(
-                "AG {}: blocks {bno}+{len} are not inside the AG",
-                self.agno
-            ));
+            return damaged(
+                "free space",
+                Some(Location::Ag { agno: self.agno }),
+                format!("blocks {bno}+{len} are not inside the AG"),
+            );
         }
         if let Some(o) = owner {
             if self.feat.rmapbt && o.owner != XFS_RMAP_OWN_NULL {
@@ -445,14 +458,15 @@ impl<R: ReadAt> AgStore<'_, R> {
         let mut lt = None;
         if haveleft {
             let Some((lb, ll)) = rec(self.get_rec(&bcur)) else {
-                return refuse("bnobt: the cursor lost its record".into());
+                return damaged("bnobt", None, "the cursor lost its record");
             };
             let lend = lb.saturating_add(ll);
             if lend > bno {
-                return refuse(format!(
-                    "AG {}: blocks {bno}+{len} are (partly) free already",
-                    self.agno
-                ));
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    format!("blocks {bno}+{len} are (partly) free already"),
+                );
             }
             if lend == bno {
                 lt = Some((lb, ll));
@@ -461,13 +475,14 @@ impl<R: ReadAt> AgStore<'_, R> {
         let mut gt = None;
         if self.increment(&mut bcur)? {
             let Some((gb, gl)) = rec(self.get_rec(&bcur)) else {
-                return refuse("bnobt: the cursor lost its record".into());
+                return damaged("bnobt", None, "the cursor lost its record");
             };
             if end > gb {
-                return refuse(format!(
-                    "AG {}: blocks {bno}+{len} are (partly) free already",
-                    self.agno
-                ));
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    format!("blocks {bno}+{len} are (partly) free already"),
+                );
             }
             if end == gb {
                 gt = Some((gb, gl));
@@ -476,7 +491,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         let cnt_del = |s: &mut Self, b: u32, l: u32| -> EditResult<()> {
             let (mut c, ok) = s.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(b, l))?;
             if !ok {
-                return refuse(format!("cntbt: no free extent {b}+{l}"));
+                return damaged("cntbt", None, format!("no free extent {b}+{l}"));
             }
             s.delete_at(&mut c)?;
             Ok(())
@@ -487,7 +502,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 cnt_del(self, gb, gl)?;
                 self.delete_at(&mut bcur)?;
                 if !self.decrement(&mut bcur)? {
-                    return refuse("bnobt: no record left of the merged one".into());
+                    return damaged("bnobt", None, "no record left of the merged one");
                 }
                 let n = (lb, ll.saturating_add(len).saturating_add(gl));
                 self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
@@ -496,7 +511,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             (Some((lb, ll)), None) => {
                 cnt_del(self, lb, ll)?;
                 if !self.decrement(&mut bcur)? {
-                    return refuse("bnobt: no record left of the freed one".into());
+                    return damaged("bnobt", None, "no record left of the freed one");
                 }
                 let n = (lb, ll.saturating_add(len));
                 self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
@@ -515,7 +530,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         };
         let (c, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(nbno, nlen))?;
         if ok {
-            return refuse(format!("cntbt: free extent {nbno}+{nlen} already there"));
+            return damaged(
+                "cntbt",
+                None,
+                format!("free extent {nbno}+{nlen} already there"),
+            );
         }
         self.insert_at(c, &alloc_rec(nbno, nlen))?;
         let free = self
@@ -570,10 +589,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             let need = self.min_freelist();
             let flcount = self.agf_u32(offset_of!(XfsAgf, agf_flcount));
             if longest.saturating_sub(need.saturating_sub(flcount)) < len {
-                return refuse(format!(
-                    "AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)",
-                    self.agno
-                ));
+                return not_done(format!("AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)", self.agno));
             }
         }
         self.alloc_near(hint, len, None)
@@ -681,7 +697,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         while c.active && count != 0 {
             guard = guard.saturating_add(1);
             if guard > u64::from(self.agblocks).saturating_add(8) {
-                return refuse("a free-space walk does not end".into());
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    "a free-space walk does not end",
+                );
             }
             if self.cur_check(c, hint, best, bnobt) {
                 stat = true;
@@ -727,7 +747,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             return Ok(None);
         }
         if !ok {
-            return refuse(format!(
+            return not_done(format!(
                 "AG {}: no free extent (the kernel would take a block from the free list)",
                 self.agno
             ));
@@ -757,7 +777,11 @@ impl<R: ReadAt> AgStore<'_, R> {
             while lt.active || gt.active || cnt.active {
                 guard = guard.saturating_add(1);
                 if guard > u64::from(self.agblocks).saturating_add(8) {
-                    return refuse("the near allocation search does not end".into());
+                    return damaged(
+                        "free space",
+                        Some(Location::Ag { agno: self.agno }),
+                        "the near allocation search does not end",
+                    );
                 }
                 if self.walk_iter(&mut lt, hint, &mut best, true, false, true, 1)? {
                     fb = Some((true, true));
@@ -861,8 +885,8 @@ impl<R: ReadAt> AgStore<'_, R> {
         let mut lt = lt.filter(|r| r.mergeable(&new));
         if let Some(l) = &lt {
             if u64::from(l.start).saturating_add(u64::from(l.len)) > u64::from(bno) {
-                return refuse(format!(
-                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
+                return fails_mount(format!(
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
                     self.agno, l.start
                 ));
             }
@@ -871,12 +895,12 @@ impl<R: ReadAt> AgStore<'_, R> {
         let mut gt = None;
         if self.increment(&mut cur)? {
             let Some(r) = self.get_rec(&cur) else {
-                return refuse("rmapbt: the cursor lost its record".into());
+                return damaged("rmapbt", None, "the cursor lost its record");
             };
             let g = Rmap::parse(&r);
             if u64::from(bno).saturating_add(u64::from(len)) > u64::from(g.start) {
-                return refuse(format!(
-                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
+                return fails_mount(format!(
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
                     self.agno, g.start
                 ));
             }
@@ -904,7 +928,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 {
                     l.len = l.len.saturating_add(g.len);
                     if !self.delete_at(&mut cur)? {
-                        return refuse("rmapbt: nothing deleted".into());
+                        return damaged("rmapbt", None, "nothing deleted");
                     }
                 }
             }
@@ -938,16 +962,17 @@ impl<R: ReadAt> AgStore<'_, R> {
         let ignore_off = o.ignore_off();
         let (mut cur, lt) = self.rmap_lookup_le(bno, &o, flags)?;
         let Some(mut lt) = lt else {
-            return refuse(format!(
-                "rmapbt AG {}: no mapping at or before {bno}",
-                self.agno
-            ));
+            return damaged(
+                "rmapbt",
+                Some(Location::Ag { agno: self.agno }),
+                format!("no mapping at or before {bno}"),
+            );
         };
         let end = u64::from(bno).saturating_add(u64::from(len));
         let lend = u64::from(lt.start).saturating_add(u64::from(lt.len));
         if o.owner == XFS_RMAP_OWN_NULL {
             if u64::from(bno) < lend {
-                return refuse("rmapbt: blocks with no owner are still mapped".into());
+                return damaged("rmapbt", None, "blocks with no owner are still mapped");
             }
             return Ok(());
         }
@@ -956,37 +981,45 @@ impl<R: ReadAt> AgStore<'_, R> {
                 return Ok(());
             }
             let Some(r) = self.get_rec(&cur) else {
-                return refuse("rmapbt: the cursor lost its record".into());
+                return damaged("rmapbt", None, "the cursor lost its record");
             };
             if u64::from(Rmap::parse(&r).start) >= end {
                 return Ok(());
             }
         }
         if lt.start > bno || lend < end {
-            return refuse(format!(
-                "rmapbt AG {}: blocks {bno}+{len} are not inside the mapping at {}+{}",
-                self.agno, lt.start, lt.len
-            ));
+            return damaged(
+                "rmapbt",
+                Some(Location::Ag { agno: self.agno }),
+                format!(
+                    "blocks {bno}+{len} are not inside the mapping at {}+{}",
+                    lt.start, lt.len
+                ),
+            );
         }
         // xfs_rmap_free_check_owner
         if o.owner != XFS_RMAP_OWN_UNKNOWN {
             if lt.owner != o.owner {
-                return refuse(format!(
-                    "rmapbt AG {}: blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
-                    self.agno, lt.owner, o.owner
-                ));
+                return damaged(
+                    "rmapbt",
+                    Some(Location::Ag { agno: self.agno }),
+                    format!(
+                        "blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
+                        lt.owner, o.owner
+                    ),
+                );
             }
             if !ignore_off
                 && (o.offset < lt.offset
                     || o.offset.saturating_add(u64::from(len))
                         > lt.offset.saturating_add(u64::from(lt.len)))
             {
-                return refuse("rmapbt: the offset is not inside the mapping".into());
+                return damaged("rmapbt", None, "the offset is not inside the mapping");
             }
         }
         if lt.start == bno && lt.len == len {
             if !self.delete_at(&mut cur)? {
-                return refuse("rmapbt: nothing deleted".into());
+                return damaged("rmapbt", None, "nothing deleted");
             }
         } else if lt.start == bno {
             lt.start = lt.start.saturating_add(len);

@@ -14,7 +14,7 @@
 //! extent whose records are not what the kernel expects is left undone
 //! and listed, with the rest of its AG.
 
-use super::ag::refuse;
+use super::ag::damaged;
 use super::ag::{key_refcount, key_rmap, stamp_into, AgStore, AgTree, EditError, EditResult};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
@@ -67,7 +67,7 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
         Some(r)
             if refcount_rec(&r)
                 .is_some_and(|c| c.rc_blockcount.get() == len && c.rc_refcount.get() == 1) => {}
-        _ => return refuse("the CoW refcount record changed".into()),
+        _ => return damaged("refcountbt", None, "the CoW staging record changed"),
     }
     // The kernel defers three items, finished in this order, each
     // followed by the free-list blocks its fix-up took off:
@@ -76,8 +76,14 @@ fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResu
     if s.feat.rmapbt {
         match s.find(AgTree::Rmap, key_rmap(agbno, XFS_RMAP_OWN_COW, 0))? {
             Some(r) if rmap_rec(&r).is_some_and(|m| m.rm_blockcount.get() == len) => {}
-            Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
-            None => return refuse("no CoW reverse mapping for the extent".into()),
+            Some(_) => {
+                return damaged(
+                    "rmapbt",
+                    None,
+                    "the CoW reverse mapping is not one exact record",
+                )
+            }
+            None => return damaged("rmapbt", None, "no CoW reverse mapping for the extent"),
         }
         s.fix_freelist(true)?;
         s.rmap_unmap(agbno, len, false, RmapOwner::special(XFS_RMAP_OWN_COW))?;
@@ -125,14 +131,14 @@ pub fn recover<R: ReadAt>(
                     })
                     .collect(),
                 Err(EditError::Read(e)) => return Err(e),
-                Err(EditError::Unsupported(u)) => {
+                Err(u) => {
                     report.not_freed.push(CowNotFreed {
                         extent: CowExtent {
                             agno,
                             agbno: 0,
                             len: 0,
                         },
-                        reason: u.0,
+                        reason: u.to_string(),
                     });
                     continue;
                 }
@@ -154,12 +160,13 @@ pub fn recover<R: ReadAt>(
                 match free_one(&mut s, agbno, len) {
                     Ok(()) => report.freed.push(extent),
                     Err(EditError::Read(e)) => return Err(e),
-                    Err(EditError::Unsupported(u)) => {
+                    Err(u) => {
                         s.restore(before);
-                        stop = Some(u.0.clone());
+                        let why = u.to_string();
+                        stop = Some(why.clone());
                         report.not_freed.push(CowNotFreed {
                             extent,
-                            reason: u.0,
+                            reason: why,
                         });
                     }
                 }

@@ -52,7 +52,8 @@ mod tree_ops;
 
 pub use btree::{Cursor, Lookup};
 pub(crate) use error::refuse;
-pub use error::{EditError, EditResult, Unsupported};
+pub(crate) use error::{damaged, fails_mount, not_done};
+pub use error::{Damage, EditError, EditResult, Undone, Unsupported};
 pub(crate) use records::non_inode;
 pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refcount, key_rmap, rmap_rec, Rmap};
 pub use tree_ops::{key_of, rec_key, AgTree, Key};

@@ -4,9 +4,10 @@
 //! bytes of each tree.
 
 use super::btree::Lookup;
-use super::error::{refuse, EditResult};
+use super::error::EditResult;
 use super::tree_ops::{rec_key, rmap_off_key, AgTree, Key};
 use super::{corrupt_at, AgStore, Neighbors};
+use crate::xfs::error::Location;
 use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
 use crate::xfs::format::btree::{XfsAllocRec, XfsBtreeSblock, XfsRmapKey, XfsRmapRec};
@@ -16,6 +17,7 @@ use crate::xfs::format::btree::{
 };
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::ag::damaged;
 use core::mem::{offset_of, size_of};
 use std::collections::BTreeSet;
 
@@ -84,14 +86,14 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn delete(&mut self, tree: AgTree, key: Key) -> EditResult<()> {
         let (mut cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if !ok {
-            return refuse(format!(
-                "{} AG {}: no record with key {key:?} to delete",
+            return damaged(
                 tree.btree_name(),
-                self.agno
-            ));
+                Some(Location::Ag { agno: self.agno }),
+                format!("no record with key {key:?} to delete"),
+            );
         }
         if !self.delete_at(&mut cur)? {
-            return refuse(format!("{}: nothing deleted", tree.btree_name()));
+            return damaged(tree.btree_name(), None, "nothing deleted");
         }
         self.finish_deferred()
     }
@@ -102,11 +104,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         let key = rec_key(tree, rec);
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if ok {
-            return refuse(format!(
-                "{} AG {}: key {key:?} already present",
+            return damaged(
                 tree.btree_name(),
-                self.agno
-            ));
+                Some(Location::Ag { agno: self.agno }),
+                format!("key {key:?} already present"),
+            );
         }
         self.insert_at(cur, rec)?;
         self.finish_deferred()
@@ -116,11 +118,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn update(&mut self, tree: AgTree, key: Key, rec: &[u8]) -> EditResult<()> {
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if !ok {
-            return refuse(format!(
-                "{} AG {}: no record with key {key:?} to update",
+            return damaged(
                 tree.btree_name(),
-                self.agno
-            ));
+                Some(Location::Ag { agno: self.agno }),
+                format!("no record with key {key:?} to update"),
+            );
         }
         self.update_at(&cur, rec)
     }
@@ -173,7 +175,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         let tree = AgTree::Rmap;
         let (root, levels) = self.root(tree)?;
         if levels == 0 || levels > 9 {
-            return refuse(format!("{} tree of {levels} levels", tree.btree_name()));
+            return damaged(
+                tree.btree_name(),
+                Some(Location::Ag { agno: self.agno }),
+                format!("a tree of {levels} levels"),
+            );
         }
         let top = usize::try_from(levels.saturating_sub(1)).unwrap_or(0);
         let mut out = Vec::new();
@@ -182,7 +188,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         while let Some((bno, level)) = stack.pop() {
             visited = visited.saturating_add(1);
             if visited > self.agblocks {
-                return refuse(format!("{}: the walk does not end", tree.btree_name()));
+                return damaged(tree.btree_name(), None, "the walk does not end");
             }
             self.load(tree, bno, Some(level))?;
             let b = self.blk(bno).to_vec();

@@ -16,8 +16,10 @@
 //! takes both new entries, splitting if it must.
 
 use super::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::format::dinode::XfsDinode;
+use crate::xfs::replay::ag::{damaged, fails_mount};
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -46,9 +48,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         })?;
         let i = match found {
             Ok(_) => {
-                return refuse(format!(
-                    "inode {ino}: the attribute is already in the leaf: the kernel fails the mount"
-                ))
+                return fails_mount(format!("inode {ino}: the attribute is already in the leaf"))
             }
             Err(i) => i,
         };
@@ -202,8 +202,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             };
             let target = if inleaf2 { src } else { &mut extra };
             if !Self::leaf_add_entry(target, idx2, hash, p, remote)? {
-                return refuse(format!(
-                    "inode {ino}: the entry fits no leaf of a second split: the kernel fails the mount"
+                return fails_mount(format!(
+                    "inode {ino}: the entry fits no leaf of a second split"
                 ));
             }
             link
@@ -258,7 +258,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (hdr, _, _) = node_layout(g.v5);
         let cc0 = be64(&self.inode(ino)?.1, offset_of!(XfsDinode, di_changecount)).unwrap_or(0);
         let Some(bottom) = path.last() else {
-            return refuse(format!("inode {ino}: a leaf split with no node above"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                "a leaf split with no node above",
+            );
         };
         let old_dablk = be32(
             &bottom.b,

@@ -20,7 +20,9 @@
 //! shortform list if the rest fits; a set's add comes after that.
 
 use super::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::attr::XfsAttr3RmtHdr;
+use crate::xfs::replay::ag::damaged;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -90,7 +92,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     == p.ns | XFS_ATTR_INCOMPLETE
         })?;
         let Ok(i) = found else {
-            return refuse(format!("inode {ino}: the remote value's entry is gone"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                "the remote value's entry is gone",
+            );
         };
         lf.leaf
             .clear_incomplete(i, u32::try_from(at.first).unwrap_or(0), valuelen);
@@ -110,9 +116,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         for (i, part) in value.chunks(space).enumerate() {
             let lblk = first.saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
             let Some(r) = recs.iter().find(|r| r.off <= lblk && r.end() > lblk) else {
-                return refuse(format!(
-                    "inode {ino}: attr block {lblk} of a remote value is not mapped"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr block {lblk} of a remote value is not mapped"),
+                );
             };
             let fsb = r.start.saturating_add(lblk.saturating_sub(r.off));
             let boff = self

@@ -35,11 +35,12 @@
 mod refcount;
 mod rmap;
 
+use crate::xfs::error::Location;
+use crate::xfs::replay::ag::damaged;
 use refcount::{refcount_adjust, refcount_cow};
 pub use rmap::Rmap;
 use rmap::{rmap_convert, rmap_convert_shared, rmap_map_shared, rmap_unmap_shared};
 
-use super::ag::refuse;
 use super::ag::{AgStore, AgTree, EditResult, Neighbors, Snapshot};
 use super::alloc::RmapOwner;
 use super::ckpt::Cut;
@@ -393,7 +394,11 @@ impl<'a, R: ReadAt> Engine<'a, R> {
 
     pub fn store(&mut self, agno: u32) -> EditResult<&mut AgStore<'a, R>> {
         if agno >= self.fs.geo.agcount {
-            return refuse(format!("AG {agno} is outside the filesystem"));
+            return damaged(
+                "intent",
+                Some(Location::Ag { agno }),
+                "the AG is outside the filesystem",
+            );
         }
         if !self.stores.contains_key(&agno) {
             let mut s = AgStore::new(self.fs, self.base, agno)?;
@@ -402,7 +407,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         }
         match self.stores.get_mut(&agno) {
             Some(s) => Ok(s),
-            None => refuse(format!("AG {agno}: store vanished")),
+            None => damaged("AG", Some(Location::Ag { agno: agno }), "store vanished"),
         }
     }
 
@@ -603,7 +608,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             for w in &run {
                 guard = guard.saturating_add(1);
                 if guard > 1 << 24 {
-                    return refuse("deferred work does not end".into());
+                    return damaged("deferred work", None, "the chain does not end");
                 }
                 created.extend(self.finish(w).map_err(|e| e.within(|| w.describe()))?);
             }

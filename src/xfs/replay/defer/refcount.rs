@@ -8,7 +8,8 @@ use super::RecordStore;
 use crate::xfs::format::btree::XfsRefcountRec;
 use crate::xfs::format::btree::{MAXREFCOUNT, XFS_REFC_COWFLAG};
 use crate::xfs::fs::be32;
-use crate::xfs::replay::ag::refuse;
+use crate::xfs::replay::ag::damaged;
+
 use crate::xfs::replay::ag::{key_refcount, AgTree, EditResult};
 use core::mem::offset_of;
 
@@ -277,7 +278,7 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
     while *aglen > 0 {
         guard = guard.saturating_add(1);
         if guard > u64::from(agblocks).saturating_add(2) {
-            return refuse("refcount: the adjustment does not end".into());
+            return damaged("refcount", None, "the adjustment does not end");
         }
         let mut ext = refcount_ge(s, *agbno, false)?.unwrap_or(RefcountRecord {
             start: agblocks,
@@ -293,7 +294,7 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
                 cow: false,
             };
             if hole.len == 0 {
-                return refuse("refcount: records overlap".into());
+                return damaged("refcount", None, "records overlap");
             }
             if hole.refcount != 0 {
                 s.insert(AgTree::Refcount, &hole.bytes())?;
@@ -307,14 +308,18 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
             }
             match refcount_ge(s, *agbno, false)? {
                 Some(e) => ext = e,
-                None => return refuse("refcount: record vanished".into()),
+                None => return damaged("refcount", None, "record vanished"),
             }
         }
         if ext.start != *agbno || ext.len > *aglen || ext.len == 0 {
-            return refuse(format!(
-                "refcount: record {}+{} straddles the end of the range {}+{}",
-                ext.start, ext.len, agbno, aglen
-            ));
+            return damaged(
+                "refcount",
+                None,
+                format!(
+                    "record {}+{} straddles the end of the range {}+{}",
+                    ext.start, ext.len, agbno, aglen
+                ),
+            );
         }
         if ext.refcount != MAXREFCOUNT {
             let old = ext.start;
@@ -369,9 +374,11 @@ pub fn refcount_cow<S: RecordStore>(
         let before = refcount_le(s, agbno, true)?;
         let after = refcount_ge(s, agbno, true)?;
         if before.is_some_and(|x| x.end() > agbno) || after.is_some_and(|x| x.start < end) {
-            return refuse(format!(
-                "refcount: CoW blocks {agbno}+{len} are already reserved"
-            ));
+            return damaged(
+                "refcount",
+                None,
+                format!("CoW blocks {agbno}+{len} are already reserved"),
+            );
         }
     }
     let (mut b, mut l) = (agbno, len);
@@ -389,7 +396,11 @@ pub fn refcount_cow<S: RecordStore>(
     });
     if alloc {
         if ext.start < b.saturating_add(l) {
-            return refuse(format!("refcount: CoW blocks {b}+{l} are already reserved"));
+            return damaged(
+                "refcount",
+                None,
+                format!("CoW blocks {b}+{l} are already reserved"),
+            );
         }
         s.insert(
             AgTree::Refcount,
@@ -403,9 +414,11 @@ pub fn refcount_cow<S: RecordStore>(
         )
     } else {
         if ext.start != b || ext.len != l || ext.refcount != 1 {
-            return refuse(format!(
-                "refcount: no CoW staging record {b}+{l} to release"
-            ));
+            return damaged(
+                "refcount",
+                None,
+                format!("no CoW staging record {b}+{l} to release"),
+            );
         }
         s.delete(AgTree::Refcount, ext.key())
     }

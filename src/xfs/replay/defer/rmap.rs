@@ -5,7 +5,8 @@
 
 use super::Key;
 use super::RecordStore;
-use crate::xfs::replay::ag::refuse;
+use crate::xfs::replay::ag::damaged;
+
 pub use crate::xfs::replay::ag::Rmap;
 use crate::xfs::replay::ag::{key_rmap, non_inode, AgTree, EditResult};
 
@@ -37,16 +38,24 @@ pub(super) fn rmap_find_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResul
 /// where several owners may map the same blocks.
 pub fn rmap_unmap_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     let Some(lt) = rmap_find_shared(s, m)? else {
-        return refuse(format!(
-            "rmap: no mapping of owner {} offset {} at block {}",
-            m.owner, m.offset, m.start
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "no mapping of owner {} offset {} at block {}",
+                m.owner, m.offset, m.start
+            ),
+        );
     };
     if lt.start > m.start || lt.end() < m.end() || lt.unwritten != m.unwritten {
-        return refuse(format!(
-            "rmap: the mapping {}+{} does not cover {}+{}",
-            lt.start, lt.len, m.start, m.len
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "the mapping {}+{} does not cover {}+{}",
+                lt.start, lt.len, m.start, m.len
+            ),
+        );
     }
     if lt.start == m.start && lt.len == m.len {
         s.delete(AgTree::Rmap, lt.key())
@@ -140,14 +149,18 @@ pub(super) fn key_before(k: Key) -> Key {
 /// merged with its neighbours as the kernel does.
 pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     if m.ignore_off() {
-        return refuse("rmap: convert of a non-inode owner or a bmbt block".into());
+        return damaged("rmap", None, "convert of a non-inode owner or a bmbt block");
     }
     let new = m.unwritten;
     let mut old_m = *m;
     old_m.unwritten = !new;
     let (prev, _) = s.neighbors(AgTree::Rmap, old_m.key())?;
     let Some(prev) = prev.map(|r| Rmap::parse(&r)) else {
-        return refuse(format!("rmap: no mapping to convert at block {}", m.start));
+        return damaged(
+            "rmap",
+            None,
+            format!("no mapping to convert at block {}", m.start),
+        );
     };
     let new_endoff = m.offset.saturating_add(u64::from(m.len));
     if prev.owner != m.owner
@@ -157,10 +170,14 @@ pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
         || prev.offset > m.offset
         || prev.offset.saturating_add(u64::from(prev.len)) < new_endoff
     {
-        return refuse(format!(
-            "rmap: the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
-            prev.start, prev.len, prev.owner, m.start, m.len
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
+                prev.start, prev.len, prev.owner, m.start, m.len
+            ),
+        );
     }
     let lf = prev.offset == m.offset;
     let rf = prev.offset.saturating_add(u64::from(prev.len)) == new_endoff;
@@ -277,24 +294,36 @@ pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
 /// key, and every change of a key done as a delete and an insert.
 pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     if m.ignore_off() || m.attr {
-        return refuse("rmap: shared convert of a non-inode owner, bmbt block or attr fork".into());
+        return damaged(
+            "rmap",
+            None,
+            "shared convert of a non-inode owner, bmbt block or attr fork",
+        );
     }
     let new = m.unwritten;
     let mut old_m = *m;
     old_m.unwritten = !new;
     let Some(prev) = rmap_find_shared(s, &old_m)? else {
-        return refuse(format!(
-            "rmap: no mapping of owner {} offset {} at block {} to convert",
-            m.owner, m.offset, m.start
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "no mapping of owner {} offset {} at block {} to convert",
+                m.owner, m.offset, m.start
+            ),
+        );
     };
     let new_endoff = m.offset.saturating_add(u64::from(m.len));
     let prev_endoff = prev.offset.saturating_add(u64::from(prev.len));
     if prev.unwritten == new || prev.offset > m.offset || prev_endoff < new_endoff {
-        return refuse(format!(
-            "rmap: the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
-            prev.start, prev.len, prev.owner, m.start, m.len
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
+                prev.start, prev.len, prev.owner, m.start, m.len
+            ),
+        );
     }
     let lf = prev.offset == m.offset;
     let rf = prev_endoff == new_endoff;
@@ -316,10 +345,11 @@ pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()
             });
     }
     if left.is_some_and(|l| l.end() > m.start) {
-        return refuse(format!(
-            "rmap: a mapping of owner {} overlaps block {}",
-            m.owner, m.start
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!("a mapping of owner {} overlaps block {}", m.owner, m.start),
+        );
     }
     let lc = left.filter(|l| l.mergeable(&newm));
     let rkey = key_rmap(m.end(), m.owner, newm.key_offset(new_endoff));
