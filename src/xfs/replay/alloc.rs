@@ -153,9 +153,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// every level and grow, then split again below the old root).
     pub fn min_freelist(&self) -> u32 {
         let hdr: u64 = if self.feat.v5 { 56 } else { 16 };
-        let room = u64::try_from(self.blocksize)
-            .unwrap_or(4096)
-            .saturating_sub(hdr);
+        let room = u64::from(self.fs.geo.blocksize).saturating_sub(hdr);
         let agblocks = u64::from(self.fs.geo.agblocks);
         let alloc_max = compute_maxlevels([room / 8 / 2, room / 12 / 2], agblocks.div_ceil(2));
         let rmap_mnr = [room / 24 / 2, room / 44 / 2];

@@ -846,6 +846,66 @@ pub fn replay_and_mount<R: ReadAt>(
 pub(crate) fn field_range(off: usize, len: usize) -> core::ops::Range<usize> {
     off..off.saturating_add(len)
 }
+/// A write that does not fit the block it is made into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WritePastEnd {
+    /// Byte offset of the write in the block.
+    pub off: usize,
+    /// Bytes written.
+    pub len: usize,
+    /// Bytes in the block.
+    pub block_len: usize,
+}
+
+impl std::fmt::Display for WritePastEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a {}-byte write at byte {} runs past the end of the {}-byte block",
+            self.len, self.off, self.block_len
+        )
+    }
+}
+
+impl From<WritePastEnd> for ag::EditError {
+    fn from(w: WritePastEnd) -> Self {
+        ag::EditError::Damaged(ag::Damage {
+            structure: "block being written",
+            location: None,
+            detail: w.to_string(),
+        })
+    }
+}
+
+/// Write `v` at `off` in `b`, or say that it does not fit.
+fn set_be<const N: usize>(b: &mut [u8], off: usize, v: [u8; N]) -> Result<(), WritePastEnd> {
+    let block_len = b.len();
+    match off.checked_add(N).and_then(|end| b.get_mut(off..end)) {
+        Some(d) => {
+            d.copy_from_slice(&v);
+            Ok(())
+        }
+        None => Err(WritePastEnd {
+            off,
+            len: N,
+            block_len,
+        }),
+    }
+}
+/// A big-endian `u16` written at `off`, checked.
+pub(crate) fn set_be16(b: &mut [u8], off: usize, v: u16) -> Result<(), WritePastEnd> {
+    set_be(b, off, v.to_be_bytes())
+}
+/// A big-endian `u32` written at `off`, checked.
+pub(crate) fn set_be32(b: &mut [u8], off: usize, v: u32) -> Result<(), WritePastEnd> {
+    set_be(b, off, v.to_be_bytes())
+}
+/// A big-endian `u64` written at `off`, checked.
+pub(crate) fn set_be64(b: &mut [u8], off: usize, v: u64) -> Result<(), WritePastEnd> {
+    set_be(b, off, v.to_be_bytes())
+}
+/// Unchecked writers (a write that does not fit is skipped), for the
+/// code not moved to the checked ones yet.
 pub(crate) fn put_be16(b: &mut [u8], off: usize, v: u16) {
     if let Some(d) = b.get_mut(off..off.saturating_add(2)) {
         d.copy_from_slice(&v.to_be_bytes());

@@ -41,7 +41,7 @@
 
 use super::ag::{key_ino, AgTree, EditError, EditResult};
 use super::defer::{Engine, FreeOwner, Rmap, Work};
-use super::{put_be16, put_be32, put_be64};
+use super::{set_be16, set_be32, set_be64};
 use crate::xfs::bmap::Fork;
 use crate::xfs::error::Location;
 use crate::xfs::error::Result;
@@ -722,7 +722,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 .view
                 .img
                 .read_disk("inode", off, u64::from(g.inodesize))?;
-            put_be16(&mut b, offset_of!(XfsDinode, di_mode), 0);
+            set_be16(&mut b, offset_of!(XfsDinode, di_mode), 0)?;
             if let Some(x) = b.get_mut(5) {
                 *x = 2;
             }
@@ -730,37 +730,37 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             // regular file with a size or data, a directory or symlink in
             // blocks): an empty shortform directory keeps its 6 bytes.
             if zero_size {
-                put_be64(&mut b, offset_of!(XfsDinode, di_size), 0);
+                set_be64(&mut b, offset_of!(XfsDinode, di_size), 0)?;
             }
-            put_be64(&mut b, offset_of!(XfsDinode, di_nblocks), 0);
+            set_be64(&mut b, offset_of!(XfsDinode, di_nblocks), 0)?;
             if g.v5 {
                 // di_big_nextents (with NREXT64) or the v2 padding.
-                put_be64(
+                set_be64(
                     &mut b,
                     core::mem::offset_of!(crate::xfs::format::dinode::XfsDinode, di_big_nextents),
                     0,
-                );
+                )?;
             }
-            put_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0);
-            put_be16(&mut b, offset_of!(XfsDinode, di_anextents), 0);
+            set_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0)?;
+            set_be16(&mut b, offset_of!(XfsDinode, di_anextents), 0)?;
             if let Some(x) = b.get_mut(82) {
                 *x = 0;
             }
             if let Some(x) = b.get_mut(83) {
                 *x = 2;
             }
-            put_be16(&mut b, offset_of!(XfsDinode, di_flags), 0);
+            set_be16(&mut b, offset_of!(XfsDinode, di_flags), 0)?;
             if g.v5 {
                 let cc = be64(&b, offset_of!(XfsDinode, di_changecount))
                     .unwrap_or(0)
                     .wrapping_add(txs);
-                put_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc);
+                set_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc)?;
             }
             let gen = be32(&b, offset_of!(XfsDinode, di_gen))
                 .unwrap_or(0)
                 .wrapping_add(1);
-            put_be32(&mut b, offset_of!(XfsDinode, di_gen), gen);
-            put_be32(&mut b, offset_of!(XfsDinode, di_next_unlinked), NULLAGINO);
+            set_be32(&mut b, offset_of!(XfsDinode, di_gen), gen)?;
+            set_be32(&mut b, offset_of!(XfsDinode, di_next_unlinked), NULLAGINO)?;
             if g.v5 {
                 // New inodes' flags2: bigtime and nrext64 as the fs has them.
                 let mut f2 = 0u64;
@@ -770,7 +770,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 if self.fs.sb.features_incompat & (1 << 5) != 0 {
                     f2 |= 1 << 4;
                 }
-                put_be64(&mut b, offset_of!(XfsDinode, di_flags2), f2);
+                set_be64(&mut b, offset_of!(XfsDinode, di_flags2), f2)?;
             }
             self.inodes.insert(ino, (off, b));
         }
@@ -807,28 +807,28 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     Fork::Btree { blocks, .. } => u64::try_from(blocks.len()).unwrap_or(u64::MAX),
                     _ => 0,
                 });
-            put_be64(&mut b, offset_of!(XfsDinode, di_size), 0);
+            set_be64(&mut b, offset_of!(XfsDinode, di_size), 0)?;
             let nb = be64(&b, offset_of!(XfsDinode, di_nblocks)).unwrap_or(0);
-            put_be64(
+            set_be64(
                 &mut b,
                 offset_of!(XfsDinode, di_nblocks),
                 nb.saturating_sub(blocks),
-            );
+            )?;
             if matches!(inode.data, Fork::Btree { .. }) {
                 if let Some(x) = b.get_mut(offset_of!(XfsDinode, di_format)) {
                     *x = 2;
                 }
             }
             if inode.core.flags2_or_zero() & (1 << 4) != 0 {
-                put_be64(&mut b, offset_of!(XfsDinode, di_big_nextents), 0);
+                set_be64(&mut b, offset_of!(XfsDinode, di_big_nextents), 0)?;
             } else {
-                put_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0);
+                set_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0)?;
             }
         }
         if g.v5 {
             let at = offset_of!(XfsDinode, di_changecount);
             let cc = be64(&b, at).unwrap_or(0).wrapping_add(txs);
-            put_be64(&mut b, at, cc);
+            set_be64(&mut b, at, cc)?;
         }
         // Nothing logged it (nothing to truncate): it is not written.
         if truncated || txs > 0 {

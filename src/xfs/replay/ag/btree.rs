@@ -4,7 +4,7 @@
 //! `xfs_refcount_btree.c`: short pointers, the root in the AGF or AGI,
 //! each tree's block allocation), and the cursor API the callers use.
 
-use super::error::{EditError, EditResult};
+use super::error::{not_done, EditError, EditResult};
 use super::tree_ops::{key_order, rec_key, rec_low_key, rmap_high_key, AgTree, Key};
 use super::{corrupt_at, AgStore};
 use crate::xfs::format::ag::NULLAGBLOCK;
@@ -14,6 +14,7 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::replay::btree::delete::Delete;
 use crate::xfs::replay::btree::insert::Insert;
 use crate::xfs::replay::btree::{self as engine, Btree, BtreeOps};
+use crate::xfs::replay::{set_be16, set_be32, set_be64};
 use core::mem::offset_of;
 use zerocopy::FromBytes;
 
@@ -116,7 +117,7 @@ impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
         self.s.touch(agbno(bno), off, len);
     }
     fn init_block(&mut self, bno: u64, level: usize, numrecs: usize) -> EditResult<()> {
-        self.s.init_block(self.tree, agbno(bno), level, numrecs);
+        self.s.init_block(self.tree, agbno(bno), level, numrecs)?;
         Ok(())
     }
     fn alloc_block(&mut self, hint: u64) -> EditResult<Option<u64>> {
@@ -301,7 +302,16 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_btree_init_block`: a fresh block (zeroed, as a new buffer is;
     /// a stale buffer got again from the cache keeps its old bytes past
     /// what the header and records overwrite).
-    pub(super) fn init_block(&mut self, tree: AgTree, bno: u32, level: usize, numrecs: usize) {
+    pub(super) fn init_block(
+        &mut self,
+        tree: AgTree,
+        bno: u32,
+        level: usize,
+        numrecs: usize,
+    ) -> EditResult<()> {
+        let Some(magic) = tree.magic(self.feat.v5) else {
+            return not_done(format!("a {} block on a v4 filesystem", tree.btree_name()));
+        };
         let cached = if self.reused.remove(&bno) {
             self.blocks
                 .get(&bno)
@@ -311,38 +321,35 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             None
         };
         let mut b = cached.unwrap_or_else(|| vec![0u8; self.blocksize]);
-        crate::xfs::replay::put_be32(
-            &mut b,
-            offset_of!(XfsBtreeSblock, bb_magic),
-            tree.magic(self.feat.v5).unwrap_or(0),
-        );
-        crate::xfs::replay::put_be16(
+        set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_magic), magic)?;
+        set_be16(
             &mut b,
             offset_of!(XfsBtreeSblock, bb_level),
             u16::try_from(level).unwrap_or(0),
-        );
-        crate::xfs::replay::put_be16(
+        )?;
+        set_be16(
             &mut b,
             offset_of!(XfsBtreeSblock, bb_numrecs),
             u16::try_from(numrecs).unwrap_or(0),
-        );
-        crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_leftsib), NULLAGBLOCK);
-        crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_rightsib), NULLAGBLOCK);
+        )?;
+        set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_leftsib), NULLAGBLOCK)?;
+        set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_rightsib), NULLAGBLOCK)?;
         if self.feat.v5 {
-            crate::xfs::replay::put_be64(
+            set_be64(
                 &mut b,
                 offset_of!(XfsBtreeSblock, bb_blkno),
                 self.daddr_of(bno),
-            );
+            )?;
             let uuid_at = offset_of!(XfsBtreeSblock, bb_uuid);
             if let Some(u) = b.get_mut(uuid_at..uuid_at.saturating_add(16)) {
                 u.copy_from_slice(&self.fs.meta_uuid());
             }
-            crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_owner), self.agno);
+            set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_owner), self.agno)?;
         }
         self.blocks.insert(bno, b);
         self.dirty.insert(bno);
         let hdr = self.hdr;
         self.touch(bno, 0, hdr);
+        Ok(())
     }
 }

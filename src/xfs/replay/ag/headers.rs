@@ -62,7 +62,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.load_agi()?;
         if let Some(a) = self.agi.as_mut() {
             if be32(a, off) != Some(v) {
-                crate::xfs::replay::put_be32(a, off, v);
+                crate::xfs::replay::set_be32(a, off, v)?;
                 self.agi_dirty = true;
             }
         }
@@ -220,7 +220,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             .saturating_mul(4)
             .saturating_add(hdr);
         if let Some(agfl) = self.agfl.as_mut() {
-            crate::xfs::replay::put_be32(agfl, off, agbno);
+            crate::xfs::replay::set_be32(agfl, off, agbno)?;
         }
         self.agfl_dirty = true;
         Ok(())

@@ -173,6 +173,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn new(fs: &'a Fs<R>, base: &'a Overlay, agno: u32) -> Result<Self> {
         let ro = fs.sb.features_ro_compat;
         let v5 = fs.geo.v5;
+        let blocksize = usize::try_from(fs.geo.blocksize).map_err(|_| {
+            Error::corrupt(
+                "superblock",
+                Location::Daddr { daddr: 0 },
+                format!("a block size of {} bytes", fs.geo.blocksize),
+            )
+        })?;
         let mut s = AgStore {
             fs,
             base,
@@ -195,7 +202,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             tx: 0,
             forced: false,
             hdr: if v5 { 56 } else { 16 },
-            blocksize: usize::try_from(fs.geo.blocksize).unwrap_or(4096),
+            blocksize,
             feat: Features {
                 v5,
                 finobt: v5 && ro & 1 != 0,

@@ -154,15 +154,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             Self::put_node_entries(&mut nb, v5, &moved);
             // xfs_da3_blk_link: the new node after the old one.
             let forw = be32(&b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
-            put_be32(&mut nb, offset_of!(XfsDaBlkinfo, forw), forw);
-            put_be32(&mut nb, offset_of!(XfsDaBlkinfo, back), my_dablk);
+            set_be32(&mut nb, offset_of!(XfsDaBlkinfo, forw), forw)?;
+            set_be32(&mut nb, offset_of!(XfsDaBlkinfo, back), my_dablk)?;
             if forw != 0 {
                 let off = self.attr_block_off(ino, u64::from(forw))?;
                 let mut fb = self.read("attr node block", off, bs)?;
-                put_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), ndablk);
+                set_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), ndablk)?;
                 self.put_attr_block(off, fb);
             }
-            put_be32(&mut b, offset_of!(XfsDaBlkinfo, forw), ndablk);
+            set_be32(&mut b, offset_of!(XfsDaBlkinfo, forw), ndablk)?;
             Self::put_node_entries(&mut b, v5, &entries);
             self.put_attr_block(nboff, nb);
             self.put_attr_block(boff, b.clone());
@@ -194,13 +194,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             d.copy_from_slice(src);
         }
         if v5 {
-            put_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), cboff / 512);
+            set_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), cboff / 512)?;
         }
         let forw = be32(&copy, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
         if forw != 0 {
             let off = self.attr_block_off(ino, u64::from(forw))?;
             let mut fb = self.read("attr node block", off, bs)?;
-            put_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), cdablk);
+            set_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), cdablk)?;
             self.put_attr_block(off, fb);
         }
         self.put_attr_block(cboff, copy);
@@ -651,7 +651,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             if same_node {
                 if let Some(root) = path.last_mut() {
                     let at = save_path.last().map_or(0, |s| s.index);
-                    put_be32(&mut root.b, hdr.saturating_add(at.saturating_mul(8)), last);
+                    set_be32(&mut root.b, hdr.saturating_add(at.saturating_mul(8)), last)?;
                 }
             } else {
                 self.fix_hash_up(&mut save_path, last);
@@ -667,7 +667,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let relink = |ed: &mut Self, blk: u32, forw: bool| -> EditResult<()> {
             let off = ed.attr_block_off(ino, u64::from(blk))?;
             let mut b = ed.read("attr block", off, bs)?;
-            put_be32(&mut b, if forw { 0 } else { 4 }, save_blk);
+            set_be32(&mut b, if forw { 0 } else { 4 }, save_blk)?;
             ed.put_attr_block(off, b);
             Ok(())
         };
@@ -714,7 +714,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 d.fill(0);
             }
             let left = count.saturating_sub(1);
-            put_be16(&mut node.b, count_at, u16::try_from(left).unwrap_or(0));
+            set_be16(&mut node.b, count_at, u16::try_from(left).unwrap_or(0))?;
             self.put_attr_block(node.boff, node.b.clone());
             if depth == 1 {
                 break;
@@ -827,17 +827,17 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let relink = |ed: &mut Self, blk: u32, forw: bool| -> EditResult<()> {
                 let off = ed.attr_block_off(ino, u64::from(blk))?;
                 let mut b = ed.read("attr block", off, bs)?;
-                put_be32(&mut b, if forw { 0 } else { 4 }, save_blk);
+                set_be32(&mut b, if forw { 0 } else { 4 }, save_blk)?;
                 ed.put_attr_block(off, b);
                 Ok(())
             };
             if sback == drop_blk {
-                put_be32(&mut sb, offset_of!(XfsDaBlkinfo, back), dback);
+                set_be32(&mut sb, offset_of!(XfsDaBlkinfo, back), dback)?;
                 if dback != 0 {
                     relink(self, dback, true)?;
                 }
             } else if sforw == drop_blk {
-                put_be32(&mut sb, offset_of!(XfsDaBlkinfo, forw), dforw);
+                set_be32(&mut sb, offset_of!(XfsDaBlkinfo, forw), dforw)?;
                 if dforw != 0 {
                     relink(self, dforw, false)?;
                 }
@@ -873,11 +873,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let child_off = self.attr_block_off(ino, u64::from(child))?;
         let mut bytes = self.read("attr block", child_off, bs)?;
         if v5 {
-            put_be64(
+            set_be64(
                 &mut bytes,
                 offset_of!(XfsDa3Blkinfo, blkno),
                 root.boff / 512,
-            );
+            )?;
         }
         let root_off = root.boff;
         self.put_attr_block(root_off, bytes);

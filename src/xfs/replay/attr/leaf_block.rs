@@ -29,7 +29,7 @@ use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::fs::{be16, be32};
 use crate::xfs::replay::ag::{damaged, not_done, EditResult};
 use crate::xfs::replay::field_range;
-use crate::xfs::replay::{put_be16, put_be32, put_be64};
+use crate::xfs::replay::{put_be16, put_be32, put_be64, set_be16, set_be32};
 use core::mem::offset_of;
 
 const ENTRY: usize = 8;
@@ -431,12 +431,12 @@ impl Leaf {
         };
         fm.1 = fm.1.saturating_sub(entsize);
         let nameidx = fm.0.saturating_add(fm.1);
-        put_be32(&mut self.b, at, hash);
-        put_be16(
+        set_be32(&mut self.b, at, hash)?;
+        set_be16(
             &mut self.b,
             at.saturating_add(4),
             u16::try_from(nameidx).unwrap_or(0),
-        );
+        )?;
         if let Some(f) = self.b.get_mut(at.saturating_add(6)..at.saturating_add(8)) {
             f.copy_from_slice(&[flags, 0]);
         }

@@ -70,7 +70,7 @@ mod shortform;
 use super::ag::{refuse, EditResult};
 use super::bmap::{extent_count, ForkEditor, Rec};
 use super::defer::{Rmap, Work};
-use super::{put_be16, put_be32, put_be64, RecoveryTime};
+use super::{put_be16, put_be32, put_be64, set_be16, set_be32, set_be64, RecoveryTime};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
 use crate::xfs::error::Location;
 use crate::xfs::format::attr::XfsAttrSfHdr;
@@ -716,7 +716,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             *c = c.saturating_sub(1);
         }
         let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
-        put_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total);
+        set_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total)?;
         // The last entry of a removal takes the fork with it, unless the
         // data fork is a btree or the filesystem has parent pointers.
         let last = f.sf.len() == 4 && !set && f.dformat != XFS_DINODE_FMT_BTREE;

@@ -128,28 +128,28 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 .map_err(|e| e.within(|| format!("inode {ino}")))?;
             let mut v = vec![0u8; bs];
             let data_at = if g.v5 {
-                put_be32(
+                set_be32(
                     &mut v,
                     offset_of!(XfsAttr3RmtHdr, rm_magic),
                     XFS_ATTR3_RMT_MAGIC,
-                );
+                )?;
                 let off = i.saturating_mul(space);
-                put_be32(
+                set_be32(
                     &mut v,
                     offset_of!(XfsAttr3RmtHdr, rm_offset),
                     u32::try_from(off).unwrap_or(0),
-                );
-                put_be32(
+                )?;
+                set_be32(
                     &mut v,
                     offset_of!(XfsAttr3RmtHdr, rm_bytes),
                     u32::try_from(part.len()).unwrap_or(0),
-                );
+                )?;
                 if let Some(d) = v.get_mut(field_range(offset_of!(XfsAttr3RmtHdr, rm_uuid), 16)) {
                     d.copy_from_slice(&fs.meta_uuid());
                 }
-                put_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_owner), ino);
-                put_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_blkno), boff / 512);
-                put_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_lsn), u64::MAX);
+                set_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_owner), ino)?;
+                set_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_blkno), boff / 512)?;
+                set_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_lsn), u64::MAX)?;
                 RMT_HDR
             } else {
                 0

@@ -322,7 +322,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     }
                 }
                 let total = u16::try_from(sf.len()).unwrap_or(u16::MAX);
-                put_be16(&mut sf, offset_of!(XfsAttrSfHdr, totsize), total);
+                set_be16(&mut sf, offset_of!(XfsAttrSfHdr, totsize), total)?;
                 if let Some(d) = b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2)) {
                     d.copy_from_slice(&[u8::try_from(fo).unwrap_or(0), XFS_DINODE_FMT_LOCAL]);
                 }
@@ -452,12 +452,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             d.copy_from_slice(&[u8::try_from(forkoff).unwrap_or(0), XFS_DINODE_FMT_EXTENTS]);
         }
         let at = f.core.saturating_add(forkoff.saturating_mul(8));
-        put_be64(&mut f.b, at, fsb >> 43);
-        put_be64(
+        set_be64(&mut f.b, at, fsb >> 43)?;
+        set_be64(
             &mut f.b,
             at.saturating_add(8),
             ((fsb & ((1 << 43) - 1)) << 21) | 1,
-        );
+        )?;
         set_anextents(&mut f.b, 1);
         add_nblocks(&mut f.b, 1);
         self.log_inode(ino, ioff, f.b, 1);
@@ -522,15 +522,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             *c = c.saturating_add(1);
         }
         let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
-        put_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total);
+        set_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total)?;
         let v3 = f.b.get(4) == Some(&3);
         let big = v3
             && be64(&f.b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0) & XFS_DIFLAG2_BIGTIME != 0;
-        put_be64(
+        set_be64(
             &mut f.b,
             offset_of!(XfsDinode, di_ctime),
             Timestamp::encode(now.sec, now.nsec, big),
-        );
+        )?;
         self.put_sf(ino, f, forkoff, bumps)
     }
 }
