@@ -58,7 +58,6 @@ impl std::fmt::Display for Undone {
 pub struct Unsupported(pub String);
 
 /// Result of an edit.
-#[derive(Debug)]
 pub enum EditError {
     /// The image cannot be read where the edit looks, or a block it reads
     /// fails its checks (an error naming the block): replay stops.
@@ -88,6 +87,21 @@ impl std::fmt::Display for EditError {
             EditError::Unsupported(u) => write!(f, "{}", u.0),
             EditError::Within { what, inner } => write!(f, "{what}: {inner}"),
         }
+    }
+}
+
+/// The kind of the outcome and its whole text (context included).
+impl std::fmt::Debug for EditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.cause() {
+            EditError::Read(e) => return write!(f, "Read({e:?})"),
+            EditError::Damaged(_) => "Damaged",
+            EditError::Undone(Undone::KernelFailsMount { .. }) => "KernelFailsMount",
+            EditError::Undone(Undone::NotDoneByThisTool { .. }) => "NotDoneByThisTool",
+            EditError::Unsupported(_) => "Unsupported",
+            EditError::Within { .. } => "Within",
+        };
+        write!(f, "{kind}({:?})", self.to_string())
     }
 }
 
@@ -178,6 +192,10 @@ mod tests {
         assert_eq!(
             n.unwrap_err().to_string(),
             "symlink 5: its data fork is not one extent: not done by this tool"
+        );
+        assert_eq!(
+            format!("{m:?}"),
+            "KernelFailsMount(\"XMI intent 0x1: operation 9 is invalid: the kernel fails the mount\")"
         );
         let r = EditError::Read(Error::corrupt("AGF", Location::Daddr { daddr: 8 }, "magic"));
         assert!(matches!(r.within(|| "x".into()), EditError::Read(_)));
