@@ -407,7 +407,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         }
         match self.stores.get_mut(&agno) {
             Some(s) => Ok(s),
-            None => damaged("AG", Some(Location::Ag { agno: agno }), "store vanished"),
+            None => damaged("AG", Some(Location::Ag { agno }), "store vanished"),
         }
     }
 
