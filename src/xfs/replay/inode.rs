@@ -57,7 +57,7 @@ pub fn commit_pass2<R: ReadAt>(
                 ),
             )
         })?;
-    let isize = usize::try_from(st.geo.inodesize).unwrap_or(usize::MAX);
+    let isize = usize::from(st.geo.inodesize);
     let boff = usize::try_from(ii.boffset).map_err(|_| {
         corrupt(
             daddr,
@@ -278,7 +278,7 @@ fn change_owners<R: ReadAt>(
     {
         return Ok(());
     }
-    let isize = usize::try_from(st.geo.inodesize).unwrap_or(usize::MAX);
+    let isize = usize::from(st.geo.inodesize);
     let lit = dinode_size(dip);
     let aoff = lit.saturating_add(usize::from(dip.get(82).copied().unwrap_or(0)).saturating_mul(8));
     let forks = [
