@@ -18,7 +18,7 @@ use std::io::Read;
 use xfs_explorer::xfs::fs::{be16, be32, be64, Fs};
 use xfs_explorer::xfs::image::{Image, Overlay};
 use xfs_explorer::xfs::read::FileReader;
-use xfs_explorer::xfs::replay::ag::{stamp_into, AgStore, Tree};
+use xfs_explorer::xfs::replay::ag::{stamp_into, AgStore, AgTree};
 use xfs_explorer::xfs::replay::alloc::RmapOwner;
 use xfs_explorer::xfs::types::{AgNumber, Lsn};
 
@@ -177,9 +177,9 @@ fn our_view(s: &mut AgStore<'_, FileReader>, fs: &Fs<FileReader>, ov: &Overlay) 
     let bs = fs.geo.blocksize as usize;
     let hdr = 56usize;
     for (tree, name) in [
-        (Tree::Bno, "bnobt"),
-        (Tree::Cnt, "cntbt"),
-        (Tree::Rmap, "rmapbt"),
+        (AgTree::Bno, "bnobt"),
+        (AgTree::Cnt, "cntbt"),
+        (AgTree::Rmap, "rmapbt"),
     ] {
         out.push(format!("=== {name}"));
         let shape = s.shape(tree).ok().unwrap();
@@ -201,7 +201,7 @@ fn our_view(s: &mut AgStore<'_, FileReader>, fs: &Fs<FileReader>, ov: &Overlay) 
                 ));
                 if level == 0 {
                     let (cols, rl) = match tree {
-                        Tree::Rmap => (
+                        AgTree::Rmap => (
                             "[startblock,blockcount,owner,offset,extentflag,attrfork,bmbtblock]",
                             24,
                         ),
@@ -211,15 +211,15 @@ fn our_view(s: &mut AgStore<'_, FileReader>, fs: &Fs<FileReader>, ov: &Overlay) 
                     for j in 0..n {
                         let r = &blk[hdr + j * rl..hdr + (j + 1) * rl];
                         let body = match tree {
-                            Tree::Rmap => rmap_fields(r, true),
+                            AgTree::Rmap => rmap_fields(r, true),
                             _ => format!("{},{}", be32(r, 0).unwrap(), be32(r, 4).unwrap()),
                         };
                         out.push(format!("{}:[{body}]", j + 1));
                     }
                 } else {
                     let (cols, kl) = match tree {
-                        Tree::Rmap => ("[startblock,owner,offset,attrfork,bmbtblock,startblock_hi,owner_hi,offset_hi,attrfork_hi,bmbtblock_hi]", 40),
-                        Tree::Cnt => ("[blockcount,startblock]", 8),
+                        AgTree::Rmap => ("[startblock,owner,offset,attrfork,bmbtblock,startblock_hi,owner_hi,offset_hi,attrfork_hi,bmbtblock_hi]", 40),
+                        AgTree::Cnt => ("[blockcount,startblock]", 8),
                         _ => ("[startblock,blockcount]", 8),
                     };
                     let maxr = (bs - hdr) / (kl + 4);
@@ -227,14 +227,16 @@ fn our_view(s: &mut AgStore<'_, FileReader>, fs: &Fs<FileReader>, ov: &Overlay) 
                     for j in 0..n {
                         let k = &blk[hdr + j * kl..hdr + (j + 1) * kl];
                         let body = match tree {
-                            Tree::Rmap => {
+                            AgTree::Rmap => {
                                 format!(
                                     "{},{}",
                                     rmap_fields(&k[..20], false),
                                     rmap_fields(&k[20..], false)
                                 )
                             }
-                            Tree::Cnt => format!("{},{}", be32(k, 4).unwrap(), be32(k, 0).unwrap()),
+                            AgTree::Cnt => {
+                                format!("{},{}", be32(k, 4).unwrap(), be32(k, 0).unwrap())
+                            }
                             _ => format!("{},{}", be32(k, 0).unwrap(), be32(k, 4).unwrap()),
                         };
                         out.push(format!("{}:[{body}]", j + 1));

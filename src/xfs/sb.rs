@@ -527,6 +527,18 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// log2 of the inode size (checked against `sb_inodelog` when parsed).
+    pub fn inodelog(&self) -> u8 {
+        u8::try_from(self.inodesize.trailing_zeros()).unwrap_or(0)
+    }
+
+    /// Directory block size in bytes.
+    pub fn dirblksize(&self) -> u32 {
+        self.blocksize
+            .checked_shl(u32::from(self.dirblklog))
+            .unwrap_or(self.blocksize)
+    }
+
     /// The inode number of AG inode `agino` of AG `agno`.
     pub fn agino_to_ino(&self, agno: AgNumber, agino: u32) -> u64 {
         let shift = u32::from(self.agblklog).saturating_add(u32::from(self.inopblog));

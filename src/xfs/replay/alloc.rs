@@ -26,17 +26,18 @@
 //! the tree. Busy extents, reservations and discards are not modelled:
 //! only the end state on disk.
 
-use super::ag::refuse;
 use super::ag::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
-use crate::xfs::format::btree::{XfsAllocRec, XfsRmapRec};
+use crate::xfs::format::btree::XfsAllocRec;
 use crate::xfs::format::btree::{
     XFS_RMAP_LEN_MAX, XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK,
     XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_AG, XFS_RMAP_OWN_NULL, XFS_RMAP_OWN_UNKNOWN,
 };
-use crate::xfs::fs::{be32, be64};
+use crate::xfs::fs::be32;
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::ag::{damaged, fails_mount, not_done};
 use core::mem::offset_of;
 
 /// An rmap owner (`xfs_owner_info`): the owner, the file offset and the
@@ -60,7 +61,28 @@ impl RmapOwner {
         }
     }
     fn ignore_off(&self) -> bool {
-        self.owner & (1 << 63) != 0 || self.bmbt_block
+        non_inode(self.owner) || self.bmbt_block
+    }
+    /// The owner of a mapping.
+    pub fn of(m: &Rmap) -> Self {
+        RmapOwner {
+            owner: m.owner,
+            offset: m.offset,
+            attr_fork: m.attr,
+            bmbt_block: m.bmbt,
+        }
+    }
+    /// Blocks `[start, start + len)` mapped to this owner.
+    fn mapping(&self, start: u32, len: u32, unwritten: bool) -> Rmap {
+        Rmap {
+            start,
+            len,
+            owner: self.owner,
+            offset: self.offset,
+            attr: self.attr_fork,
+            bmbt: self.bmbt_block,
+            unwritten,
+        }
     }
     fn flags(&self, unwritten: bool) -> u64 {
         let mut f = 0;
@@ -74,47 +96,6 @@ impl RmapOwner {
             f |= XFS_RMAP_OFF_UNWRITTEN;
         }
         f
-    }
-}
-
-/// An rmap record, unpacked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RmapIrec {
-    pub start: u32,
-    pub len: u32,
-    pub owner: u64,
-    /// The offset without flags.
-    pub offset: u64,
-    /// The flag bits of rm_offset.
-    pub flags: u64,
-}
-
-impl RmapIrec {
-    pub fn from_rec(r: &[u8]) -> Self {
-        let raw = be64(r, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
-        RmapIrec {
-            start: be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0),
-            len: be32(r, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0),
-            owner: be64(r, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
-            offset: raw & XFS_RMAP_OFF_MASK,
-            flags: raw & !XFS_RMAP_OFF_MASK,
-        }
-    }
-    pub fn to_rec(self) -> Vec<u8> {
-        rmap_rec(
-            self.start,
-            self.len,
-            self.owner,
-            (self.offset & XFS_RMAP_OFF_MASK) | self.flags,
-        )
-    }
-    /// `xfs_rmap_is_mergeable`.
-    fn mergeable(&self, owner: u64, flags: u64) -> bool {
-        if self.owner == XFS_RMAP_OWN_NULL || self.owner != owner {
-            return false;
-        }
-        let m = XFS_RMAP_OFF_UNWRITTEN | XFS_RMAP_OFF_ATTR_FORK | XFS_RMAP_OFF_BMBT_BLOCK;
-        self.flags & m == flags & m
     }
 }
 
@@ -172,9 +153,7 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// every level and grow, then split again below the old root).
     pub fn min_freelist(&self) -> u32 {
         let hdr: u64 = if self.feat.v5 { 56 } else { 16 };
-        let room = u64::try_from(self.blocksize)
-            .unwrap_or(4096)
-            .saturating_sub(hdr);
+        let room = u64::from(self.fs.geo.blocksize).saturating_sub(hdr);
         let agblocks = u64::from(self.fs.geo.agblocks);
         let alloc_max = compute_maxlevels([room / 8 / 2, room / 12 / 2], agblocks.div_ceil(2));
         let rmap_mnr = [room / 24 / 2, room / 44 / 2];
@@ -220,20 +199,28 @@ impl<R: ReadAt> AgStore<'_, R> {
             self.defer_free(b, XFS_RMAP_OWN_AG);
             guard = guard.saturating_add(1);
             if guard > 4096 {
-                return refuse("the free list does not shrink".into());
+                return damaged(
+                    "AGFL",
+                    Some(Location::Ag { agno: self.agno }),
+                    "the free list does not shrink",
+                );
             }
         }
         while self.agf_u32(offset_of!(XfsAgf, agf_flcount)) < need {
             guard = guard.saturating_add(1);
             if guard > 4096 {
-                return refuse("the free list does not fill".into());
+                return damaged(
+                    "AGFL",
+                    Some(Location::Ag { agno: self.agno }),
+                    "the free list does not fill",
+                );
             }
             let maxlen = need.saturating_sub(self.agf_u32(offset_of!(XfsAgf, agf_flcount)));
             let Some((bno, len)) = self.alloc_size(maxlen)? else {
                 if freeing {
                     break;
                 }
-                return refuse(format!(
+                return not_done(format!(
                     "AG {}: no free space to refill the free list",
                     self.agno
                 ));
@@ -269,7 +256,11 @@ impl<R: ReadAt> AgStore<'_, R> {
             }
             rounds = rounds.saturating_add(1);
             if rounds > 64 {
-                return refuse("deferred frees keep coming".into());
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    "deferred frees keep coming",
+                );
             }
             for (bno, owner) in items {
                 if owner == XFS_RMAP_OWN_AG {
@@ -303,7 +294,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 be32(&r, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0),
             )
         };
-        let (mut cnt, found) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
+        let (mut cnt, found) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(0, maxlen))?;
         let (mut fbno, mut flen, mut rbno, mut rlen);
         if found {
             // The first extent whose unbusy part holds maxlen blocks.
@@ -321,10 +312,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 if !self.increment(&mut cnt)? || guard > u64::from(self.agblocks) {
                     // Only busy extents: the kernel forces the log and
                     // retries; the busy extents are then free to use.
-                    return refuse(format!(
-                        "AG {}: only busy extents could refill the free list (the kernel forces the log)",
-                        self.agno
-                    ));
+                    return not_done(format!("AG {}: only busy extents could refill the free list (the kernel forces the log)", self.agno));
                 }
             }
         } else {
@@ -374,25 +362,27 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// `xfs_alloc_fixup_trees`: `[rbno, rbno + rlen)` leaves the free
     /// extent `[fbno, fbno + flen)` in both free-space btrees.
     fn fixup_trees(&mut self, fbno: u32, flen: u32, rbno: u32, rlen: u32) -> EditResult<()> {
-        let (mut cnt, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(fbno, flen))?;
+        let (mut cnt, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(fbno, flen))?;
         if !ok {
-            return refuse(format!("cntbt: no free extent {fbno}+{flen}"));
+            return damaged("cntbt", None, format!("no free extent {fbno}+{flen}"));
         }
-        let (bno_cur, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
+        let (bno_cur, ok) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(fbno))?;
         if !ok
             || self
                 .get_rec(&bno_cur)
                 .and_then(|r| be32(&r, offset_of!(XfsAllocRec, ar_blockcount)))
                 != Some(flen)
         {
-            return refuse(format!("bnobt: no free extent {fbno}+{flen}"));
+            return damaged("bnobt", None, format!("no free extent {fbno}+{flen}"));
         }
         let fend = fbno.saturating_add(flen);
         let rend = rbno.saturating_add(rlen);
         if rbno < fbno || rend > fend {
-            return refuse(format!(
-                "{rbno}+{rlen} is not inside the free extent {fbno}+{flen}"
-            ));
+            return damaged(
+                "free space",
+                Some(Location::Ag { agno: self.agno }),
+                format!("{rbno}+{rlen} is not inside the free extent {fbno}+{flen}"),
+            );
         }
         let (n1, n2) = if rbno == fbno && rlen == flen {
             (None, None)
@@ -408,13 +398,13 @@ impl<R: ReadAt> AgStore<'_, R> {
         };
         self.delete_at(&mut cnt)?;
         for (b, l) in [n1, n2].into_iter().flatten() {
-            let (c, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(b, l))?;
+            let (c, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(b, l))?;
             if ok {
-                return refuse(format!("cntbt: free extent {b}+{l} already there"));
+                return damaged("cntbt", None, format!("free extent {b}+{l} already there"));
             }
             self.insert_at(c, &alloc_rec(b, l))?;
         }
-        let (mut bno_cur, _) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(fbno))?;
+        let (mut bno_cur, _) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(fbno))?;
         match n1 {
             None => {
                 self.delete_at(&mut bno_cur)?;
@@ -422,9 +412,9 @@ impl<R: ReadAt> AgStore<'_, R> {
             Some((b, l)) => self.update_at(&bno_cur, &alloc_rec(b, l))?,
         }
         if let Some((b, l)) = n2 {
-            let (c, ok) = self.lookup(Tree::Bno, Lookup::Eq, key_bno(b))?;
+            let (c, ok) = self.lookup(AgTree::Bno, Lookup::Eq, key_bno(b))?;
             if ok {
-                return refuse(format!("bnobt: free extent {b}+{l} already there"));
+                return damaged("bnobt", None, format!("free extent {b}+{l} already there"));
             }
             self.insert_at(c, &alloc_rec(b, l))?;
         }
@@ -443,10 +433,11 @@ impl<R: ReadAt> AgStore<'_, R> {
     ) -> EditResult<()> {
         let end = bno.saturating_add(len);
         if len == 0 || bno == 0 || end > self.agblocks || end < bno {
-            return refuse(format!(
-                "AG {}: blocks {bno}+{len} are not inside the AG",
-                self.agno
-            ));
+            return damaged(
+                "free space",
+                Some(Location::Ag { agno: self.agno }),
+                format!("blocks {bno}+{len} are not inside the AG"),
+            );
         }
         if let Some(o) = owner {
             if self.feat.rmapbt && o.owner != XFS_RMAP_OWN_NULL {
@@ -461,18 +452,19 @@ impl<R: ReadAt> AgStore<'_, R> {
                 )
             })
         };
-        let (mut bcur, haveleft) = self.lookup(Tree::Bno, Lookup::Le, key_bno(bno))?;
+        let (mut bcur, haveleft) = self.lookup(AgTree::Bno, Lookup::Le, key_bno(bno))?;
         let mut lt = None;
         if haveleft {
             let Some((lb, ll)) = rec(self.get_rec(&bcur)) else {
-                return refuse("bnobt: the cursor lost its record".into());
+                return damaged("bnobt", None, "the cursor lost its record");
             };
             let lend = lb.saturating_add(ll);
             if lend > bno {
-                return refuse(format!(
-                    "AG {}: blocks {bno}+{len} are (partly) free already",
-                    self.agno
-                ));
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    format!("blocks {bno}+{len} are (partly) free already"),
+                );
             }
             if lend == bno {
                 lt = Some((lb, ll));
@@ -481,22 +473,23 @@ impl<R: ReadAt> AgStore<'_, R> {
         let mut gt = None;
         if self.increment(&mut bcur)? {
             let Some((gb, gl)) = rec(self.get_rec(&bcur)) else {
-                return refuse("bnobt: the cursor lost its record".into());
+                return damaged("bnobt", None, "the cursor lost its record");
             };
             if end > gb {
-                return refuse(format!(
-                    "AG {}: blocks {bno}+{len} are (partly) free already",
-                    self.agno
-                ));
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    format!("blocks {bno}+{len} are (partly) free already"),
+                );
             }
             if end == gb {
                 gt = Some((gb, gl));
             }
         }
         let cnt_del = |s: &mut Self, b: u32, l: u32| -> EditResult<()> {
-            let (mut c, ok) = s.lookup(Tree::Cnt, Lookup::Eq, key_cnt(b, l))?;
+            let (mut c, ok) = s.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(b, l))?;
             if !ok {
-                return refuse(format!("cntbt: no free extent {b}+{l}"));
+                return damaged("cntbt", None, format!("no free extent {b}+{l}"));
             }
             s.delete_at(&mut c)?;
             Ok(())
@@ -507,7 +500,7 @@ impl<R: ReadAt> AgStore<'_, R> {
                 cnt_del(self, gb, gl)?;
                 self.delete_at(&mut bcur)?;
                 if !self.decrement(&mut bcur)? {
-                    return refuse("bnobt: no record left of the merged one".into());
+                    return damaged("bnobt", None, "no record left of the merged one");
                 }
                 let n = (lb, ll.saturating_add(len).saturating_add(gl));
                 self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
@@ -516,7 +509,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             (Some((lb, ll)), None) => {
                 cnt_del(self, lb, ll)?;
                 if !self.decrement(&mut bcur)? {
-                    return refuse("bnobt: no record left of the freed one".into());
+                    return damaged("bnobt", None, "no record left of the freed one");
                 }
                 let n = (lb, ll.saturating_add(len));
                 self.update_at(&bcur, &alloc_rec(n.0, n.1))?;
@@ -533,9 +526,13 @@ impl<R: ReadAt> AgStore<'_, R> {
                 (bno, len)
             }
         };
-        let (c, ok) = self.lookup(Tree::Cnt, Lookup::Eq, key_cnt(nbno, nlen))?;
+        let (c, ok) = self.lookup(AgTree::Cnt, Lookup::Eq, key_cnt(nbno, nlen))?;
         if ok {
-            return refuse(format!("cntbt: free extent {nbno}+{nlen} already there"));
+            return damaged(
+                "cntbt",
+                None,
+                format!("free extent {nbno}+{nlen} already there"),
+            );
         }
         self.insert_at(c, &alloc_rec(nbno, nlen))?;
         let free = self
@@ -590,10 +587,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             let need = self.min_freelist();
             let flcount = self.agf_u32(offset_of!(XfsAgf, agf_flcount));
             if longest.saturating_sub(need.saturating_sub(flcount)) < len {
-                return refuse(format!(
-                    "AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)",
-                    self.agno
-                ));
+                return not_done(format!("AG {}: no free extent of {len} blocks (the kernel asks for less or tries other AGs)", self.agno));
             }
         }
         self.alloc_near(hint, len, None)
@@ -701,7 +695,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         while c.active && count != 0 {
             guard = guard.saturating_add(1);
             if guard > u64::from(self.agblocks).saturating_add(8) {
-                return refuse("a free-space walk does not end".into());
+                return damaged(
+                    "free space",
+                    Some(Location::Ag { agno: self.agno }),
+                    "a free-space walk does not end",
+                );
             }
             if self.cur_check(c, hint, best, bnobt) {
                 stat = true;
@@ -741,13 +739,13 @@ impl<R: ReadAt> AgStore<'_, R> {
             minlen: len,
             maxlen: len,
         };
-        let (cnt, ok) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(0, len))?;
+        let (cnt, ok) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(0, len))?;
         if !ok && len > 1 {
             // xfs_alloc_ag_vextent_small: nothing as long as minlen.
             return Ok(None);
         }
         if !ok {
-            return refuse(format!(
+            return not_done(format!(
                 "AG {}: no free extent (the kernel would take a block from the free list)",
                 self.agno
             ));
@@ -766,18 +764,22 @@ impl<R: ReadAt> AgStore<'_, R> {
         }
         if !done {
             // Second algorithm: bnobt left and right, cntbt by locality.
-            let (c, i) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(hint, best.cur_len))?;
+            let (c, i) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(hint, best.cur_len))?;
             cnt = ACur { cur: c, active: i };
-            let (l, i) = self.lookup(Tree::Bno, Lookup::Le, key_bno(hint))?;
+            let (l, i) = self.lookup(AgTree::Bno, Lookup::Le, key_bno(hint))?;
             let mut lt = ACur { cur: l, active: i };
-            let (g, i) = self.lookup(Tree::Bno, Lookup::Ge, key_bno(hint))?;
+            let (g, i) = self.lookup(AgTree::Bno, Lookup::Ge, key_bno(hint))?;
             let mut gt = ACur { cur: g, active: i };
             let mut fb: Option<(bool, bool)> = None; // (use gt, increment)
             let mut guard = 0u64;
             while lt.active || gt.active || cnt.active {
                 guard = guard.saturating_add(1);
                 if guard > u64::from(self.agblocks).saturating_add(8) {
-                    return refuse("the near allocation search does not end".into());
+                    return damaged(
+                        "free space",
+                        Some(Location::Ag { agno: self.agno }),
+                        "the near allocation search does not end",
+                    );
                 }
                 if self.walk_iter(&mut lt, hint, &mut best, true, false, true, 1)? {
                     fb = Some((true, true));
@@ -817,7 +819,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             return Ok(());
         }
         let cur_len = best.cur_len;
-        let (cur, i) = self.lookup(Tree::Cnt, Lookup::Ge, key_cnt(hint, cur_len))?;
+        let (cur, i) = self.lookup(AgTree::Cnt, Lookup::Ge, key_cnt(hint, cur_len))?;
         c.cur = cur;
         c.active = i;
         if !i {
@@ -854,11 +856,11 @@ impl<R: ReadAt> AgStore<'_, R> {
         bno: u32,
         o: &RmapOwner,
         flags: u64,
-    ) -> EditResult<(Cursor, Option<RmapIrec>)> {
+    ) -> EditResult<(Cursor, Option<Rmap>)> {
         let off = (o.offset & XFS_RMAP_OFF_MASK) | flags;
-        let (cur, ok) = self.lookup(Tree::Rmap, Lookup::Le, key_rmap(bno, o.owner, off))?;
+        let (cur, ok) = self.lookup(AgTree::Rmap, Lookup::Le, key_rmap(bno, o.owner, off))?;
         let rec = if ok {
-            self.get_rec(&cur).map(|r| RmapIrec::from_rec(&r))
+            self.get_rec(&cur).map(|r| Rmap::parse(&r))
         } else {
             None
         };
@@ -877,11 +879,12 @@ impl<R: ReadAt> AgStore<'_, R> {
         let flags = o.flags(unwritten);
         let ignore_off = o.ignore_off();
         let (mut cur, lt) = self.rmap_lookup_le(bno, &o, flags)?;
-        let mut lt = lt.filter(|r| r.mergeable(o.owner, flags));
+        let new = o.mapping(bno, len, unwritten);
+        let mut lt = lt.filter(|r| r.mergeable(&new));
         if let Some(l) = &lt {
             if u64::from(l.start).saturating_add(u64::from(l.len)) > u64::from(bno) {
-                return refuse(format!(
-                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
+                return fails_mount(format!(
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
                     self.agno, l.start
                 ));
             }
@@ -890,16 +893,16 @@ impl<R: ReadAt> AgStore<'_, R> {
         let mut gt = None;
         if self.increment(&mut cur)? {
             let Some(r) = self.get_rec(&cur) else {
-                return refuse("rmapbt: the cursor lost its record".into());
+                return damaged("rmapbt", None, "the cursor lost its record");
             };
-            let g = RmapIrec::from_rec(&r);
+            let g = Rmap::parse(&r);
             if u64::from(bno).saturating_add(u64::from(len)) > u64::from(g.start) {
-                return refuse(format!(
-                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}: the kernel fails the mount",
+                return fails_mount(format!(
+                    "rmapbt AG {}: mapping {bno}+{len} overlaps the record at {}",
                     self.agno, g.start
                 ));
             }
-            if g.mergeable(o.owner, flags) {
+            if g.mergeable(&new) {
                 gt = Some(g);
             }
         }
@@ -923,12 +926,12 @@ impl<R: ReadAt> AgStore<'_, R> {
                 {
                     l.len = l.len.saturating_add(g.len);
                     if !self.delete_at(&mut cur)? {
-                        return refuse("rmapbt: nothing deleted".into());
+                        return damaged("rmapbt", None, "nothing deleted");
                     }
                 }
             }
             self.decrement(&mut cur)?;
-            self.update_at(&cur, &l.to_rec())?;
+            self.update_at(&cur, &l.bytes())?;
         } else if let Some(mut g) = gt.filter(|g| {
             end == g.start && (ignore_off || o.offset.saturating_add(u64::from(len)) == g.offset)
         }) {
@@ -937,16 +940,9 @@ impl<R: ReadAt> AgStore<'_, R> {
             if !ignore_off {
                 g.offset = o.offset;
             }
-            self.update_at(&cur, &g.to_rec())?;
+            self.update_at(&cur, &g.bytes())?;
         } else {
-            let rec = RmapIrec {
-                start: bno,
-                len,
-                owner: o.owner,
-                offset: o.offset,
-                flags,
-            };
-            self.insert_at(cur, &rec.to_rec())?;
+            self.insert_at(cur, &new.bytes())?;
         }
         Ok(())
     }
@@ -964,16 +960,17 @@ impl<R: ReadAt> AgStore<'_, R> {
         let ignore_off = o.ignore_off();
         let (mut cur, lt) = self.rmap_lookup_le(bno, &o, flags)?;
         let Some(mut lt) = lt else {
-            return refuse(format!(
-                "rmapbt AG {}: no mapping at or before {bno}",
-                self.agno
-            ));
+            return damaged(
+                "rmapbt",
+                Some(Location::Ag { agno: self.agno }),
+                format!("no mapping at or before {bno}"),
+            );
         };
         let end = u64::from(bno).saturating_add(u64::from(len));
         let lend = u64::from(lt.start).saturating_add(u64::from(lt.len));
         if o.owner == XFS_RMAP_OWN_NULL {
             if u64::from(bno) < lend {
-                return refuse("rmapbt: blocks with no owner are still mapped".into());
+                return damaged("rmapbt", None, "blocks with no owner are still mapped");
             }
             return Ok(());
         }
@@ -982,37 +979,45 @@ impl<R: ReadAt> AgStore<'_, R> {
                 return Ok(());
             }
             let Some(r) = self.get_rec(&cur) else {
-                return refuse("rmapbt: the cursor lost its record".into());
+                return damaged("rmapbt", None, "the cursor lost its record");
             };
-            if u64::from(RmapIrec::from_rec(&r).start) >= end {
+            if u64::from(Rmap::parse(&r).start) >= end {
                 return Ok(());
             }
         }
         if lt.start > bno || lend < end {
-            return refuse(format!(
-                "rmapbt AG {}: blocks {bno}+{len} are not inside the mapping at {}+{}",
-                self.agno, lt.start, lt.len
-            ));
+            return damaged(
+                "rmapbt",
+                Some(Location::Ag { agno: self.agno }),
+                format!(
+                    "blocks {bno}+{len} are not inside the mapping at {}+{}",
+                    lt.start, lt.len
+                ),
+            );
         }
         // xfs_rmap_free_check_owner
         if o.owner != XFS_RMAP_OWN_UNKNOWN {
             if lt.owner != o.owner {
-                return refuse(format!(
-                    "rmapbt AG {}: blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
-                    self.agno, lt.owner, o.owner
-                ));
+                return damaged(
+                    "rmapbt",
+                    Some(Location::Ag { agno: self.agno }),
+                    format!(
+                        "blocks {bno}+{len} belong to owner {:#x}, not {:#x}",
+                        lt.owner, o.owner
+                    ),
+                );
             }
             if !ignore_off
                 && (o.offset < lt.offset
                     || o.offset.saturating_add(u64::from(len))
                         > lt.offset.saturating_add(u64::from(lt.len)))
             {
-                return refuse("rmapbt: the offset is not inside the mapping".into());
+                return damaged("rmapbt", None, "the offset is not inside the mapping");
             }
         }
         if lt.start == bno && lt.len == len {
             if !self.delete_at(&mut cur)? {
-                return refuse("rmapbt: nothing deleted".into());
+                return damaged("rmapbt", None, "nothing deleted");
             }
         } else if lt.start == bno {
             lt.start = lt.start.saturating_add(len);
@@ -1020,27 +1025,29 @@ impl<R: ReadAt> AgStore<'_, R> {
             if !ignore_off {
                 lt.offset = lt.offset.saturating_add(u64::from(len));
             }
-            self.update_at(&cur, &lt.to_rec())?;
+            self.update_at(&cur, &lt.bytes())?;
         } else if lend == end {
             lt.len = lt.len.saturating_sub(len);
-            self.update_at(&cur, &lt.to_rec())?;
+            self.update_at(&cur, &lt.bytes())?;
         } else {
             let orig = lt.len;
             lt.len = bno.saturating_sub(lt.start);
-            self.update_at(&cur, &lt.to_rec())?;
+            self.update_at(&cur, &lt.bytes())?;
             self.increment(&mut cur)?;
-            let rec = RmapIrec {
-                start: bno.saturating_add(len),
-                len: orig.saturating_sub(len).saturating_sub(lt.len),
+            let rec = Rmap {
                 owner: lt.owner,
                 offset: if ignore_off {
                     0
                 } else {
                     o.offset.saturating_add(u64::from(len))
                 },
-                flags,
+                ..o.mapping(
+                    bno.saturating_add(len),
+                    orig.saturating_sub(len).saturating_sub(lt.len),
+                    unwritten,
+                )
             };
-            self.insert_at(cur, &rec.to_rec())?;
+            self.insert_at(cur, &rec.bytes())?;
         }
         Ok(())
     }

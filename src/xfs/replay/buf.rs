@@ -265,7 +265,7 @@ pub fn commit_pass2<R: ReadAt>(
     }
     let flags = b.flags;
     if flags & XFS_BLF_INODE_BUF != 0 {
-        let n = inode_buffer(&mut data, it, b, st.geo.inodesize, daddr)?;
+        let n = inode_buffer(&mut data, it, b, u32::from(st.geo.inodesize), daddr)?;
         st.cache.counts.inode_buffers = st.cache.counts.inode_buffers.saturating_add(1);
         st.cache.counts.unlinked_pointers = st.cache.counts.unlinked_pointers.saturating_add(n);
         finish(st, daddr, len, data, old_stamp, lsn);
@@ -295,7 +295,7 @@ pub fn commit_pass2<R: ReadAt>(
     let bytes = u64::from(len).saturating_mul(512);
     if matches!(b.buf_type, XFS_BLFT_DIR_BLOCK_BUF | XFS_BLFT_DIR_DATA_BUF)
         && matches!(stamp, Stamp::Whole { .. })
-        && bytes < u64::from(st.geo.dirblksize)
+        && bytes < u64::from(st.geo.dirblksize())
     {
         // A directory block logged in pieces (its blocks are not
         // contiguous on disk) is recovered piece by piece; the piece with
@@ -304,7 +304,7 @@ pub fn commit_pass2<R: ReadAt>(
             daddr,
             format!(
                 "directory data block at daddr {daddr} recovered as a {bytes}-byte piece of a {}-byte directory block (logged in pieces because its blocks are not contiguous)",
-                st.geo.dirblksize
+                st.geo.dirblksize()
             ),
         );
     }

@@ -14,8 +14,8 @@
 //! extent whose records are not what the kernel expects is left undone
 //! and listed, with the rest of its AG.
 
-use super::ag::refuse;
-use super::ag::{key_refcount, key_rmap, stamp_into, AgStore, EditError, EditResult, Tree};
+use super::ag::damaged;
+use super::ag::{key_refcount, key_rmap, stamp_into, AgStore, AgTree, EditError, EditResult};
 use super::alloc::RmapOwner;
 use crate::xfs::error::Result;
 use crate::xfs::format::btree::{XfsRefcountRec, XfsRmapRec, XFS_REFC_COWFLAG, XFS_RMAP_OWN_COW};
@@ -49,13 +49,6 @@ pub struct CowReport {
     pub not_freed: Vec<CowNotFreed>,
 }
 
-/// `xfs_free_ag_extent` without the reverse mapping: put `[agbno, agbno +
-/// len)` into the free-space btrees, merged with free neighbours, and
-/// count it in the AGF (see [`AgStore::free_ag_extent`]).
-pub fn free_ag_extent<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
-    s.free_ag_extent(agbno, len, None)
-}
-
 /// A refcount btree record's fields.
 fn refcount_rec(r: &[u8]) -> Option<&XfsRefcountRec> {
     XfsRefcountRec::ref_from_prefix(r).ok().map(|(c, _)| c)
@@ -70,28 +63,34 @@ fn rmap_rec(r: &[u8]) -> Option<&XfsRmapRec> {
 /// queues it: the reverse mapping (RUI), the refcount record (CUI), then
 /// the blocks (EFI: no owner to unmap).
 fn free_one<R: ReadAt>(s: &mut AgStore<'_, R>, agbno: u32, len: u32) -> EditResult<()> {
-    match s.find(Tree::Refcount, key_refcount(agbno | XFS_REFC_COWFLAG))? {
+    match s.find(AgTree::Refcount, key_refcount(agbno | XFS_REFC_COWFLAG))? {
         Some(r)
             if refcount_rec(&r)
                 .is_some_and(|c| c.rc_blockcount.get() == len && c.rc_refcount.get() == 1) => {}
-        _ => return refuse("the CoW refcount record changed".into()),
+        _ => return damaged("refcountbt", None, "the CoW staging record changed"),
     }
     // The kernel defers three items, finished in this order, each
     // followed by the free-list blocks its fix-up took off:
     // 1. the reverse mapping (xfs_rmap_finish_one fixes the free list
     //    before it changes the rmapbt);
     if s.feat.rmapbt {
-        match s.find(Tree::Rmap, key_rmap(agbno, XFS_RMAP_OWN_COW, 0))? {
+        match s.find(AgTree::Rmap, key_rmap(agbno, XFS_RMAP_OWN_COW, 0))? {
             Some(r) if rmap_rec(&r).is_some_and(|m| m.rm_blockcount.get() == len) => {}
-            Some(_) => return refuse("the CoW reverse mapping is not one exact record".into()),
-            None => return refuse("no CoW reverse mapping for the extent".into()),
+            Some(_) => {
+                return damaged(
+                    "rmapbt",
+                    None,
+                    "the CoW reverse mapping is not one exact record",
+                )
+            }
+            None => return damaged("rmapbt", None, "no CoW reverse mapping for the extent"),
         }
         s.fix_freelist(true)?;
         s.rmap_unmap(agbno, len, false, RmapOwner::special(XFS_RMAP_OWN_COW))?;
         s.finish_deferred()?;
     }
     // 2. the refcount record;
-    s.delete(Tree::Refcount, key_refcount(agbno | XFS_REFC_COWFLAG))?;
+    s.delete(AgTree::Refcount, key_refcount(agbno | XFS_REFC_COWFLAG))?;
     s.finish_deferred()?;
     // 3. the blocks (__xfs_free_extent: free list fixed, blocks freed and
     //    busy, so that later free-list refills pass over them).
@@ -121,7 +120,7 @@ pub fn recover<R: ReadAt>(
             for (b, n) in busy.get(&agno).into_iter().flatten() {
                 s.busy_insert(*b, *n);
             }
-            let leftovers: Vec<(u32, u32)> = match s.records(Tree::Refcount) {
+            let leftovers: Vec<(u32, u32)> = match s.records(AgTree::Refcount) {
                 Ok(recs) => recs
                     .iter()
                     .filter_map(|r| {
@@ -132,14 +131,14 @@ pub fn recover<R: ReadAt>(
                     })
                     .collect(),
                 Err(EditError::Read(e)) => return Err(e),
-                Err(EditError::Unsupported(u)) => {
+                Err(u) => {
                     report.not_freed.push(CowNotFreed {
                         extent: CowExtent {
                             agno,
                             agbno: 0,
                             len: 0,
                         },
-                        reason: u.0,
+                        reason: u.to_string(),
                     });
                     continue;
                 }
@@ -161,12 +160,13 @@ pub fn recover<R: ReadAt>(
                 match free_one(&mut s, agbno, len) {
                     Ok(()) => report.freed.push(extent),
                     Err(EditError::Read(e)) => return Err(e),
-                    Err(EditError::Unsupported(u)) => {
+                    Err(u) => {
                         s.restore(before);
-                        stop = Some(u.0.clone());
+                        let why = u.to_string();
+                        stop = Some(why.clone());
                         report.not_freed.push(CowNotFreed {
                             extent,
-                            reason: u.0,
+                            reason: why,
                         });
                     }
                 }

@@ -227,7 +227,7 @@ fn changed_slots<R: ReadAt>(
     progress: &mut dyn FnMut(&DiffProgress),
 ) -> (Vec<u64>, BTreeSet<u64>) {
     let g = fs.geo;
-    let isz = u64::from(g.inodesize).max(1);
+    let isz = usize::from(g.inodesize).max(1);
     let shift = u32::from(g.blocklog).saturating_sub(9);
     let blocks: BTreeSet<u64> = fs
         .img
@@ -267,11 +267,7 @@ fn changed_slots<R: ReadAt>(
         }
         let agno = lin.checked_div(u64::from(g.agblocks)).unwrap_or(0);
         let agbno = lin.checked_rem(u64::from(g.agblocks)).unwrap_or(0);
-        for (slot, (a, b)) in before
-            .chunks(usize::try_from(isz).unwrap_or(512))
-            .zip(after.chunks(usize::try_from(isz).unwrap_or(512)))
-            .enumerate()
-        {
+        for (slot, (a, b)) in before.chunks(isz).zip(after.chunks(isz)).enumerate() {
             if a == b || (dinode(a).is_none() && dinode(b).is_none()) {
                 continue;
             }

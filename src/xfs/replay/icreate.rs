@@ -36,7 +36,7 @@ pub fn commit_pass2<R: ReadAt>(st: &mut State<'_, R>, ic: &IcreateItem, _lsn: u6
     if ic.agbno == 0 || ic.agbno == u32::MAX || ic.agbno >= g.agblocks {
         return Err(bad("bad AG block", ic));
     }
-    if ic.isize != g.inodesize {
+    if ic.isize != u32::from(g.inodesize) {
         return Err(bad("inode size differs from the superblock's", ic));
     }
     if ic.count == 0 {
@@ -85,7 +85,7 @@ pub fn commit_pass2<R: ReadAt>(st: &mut State<'_, R>, ic: &IcreateItem, _lsn: u6
     let agino = u64::from(ic.agbno) << g.inopblog;
     let mut ino =
         (u64::from(ic.ag) << (u32::from(g.agblklog).saturating_add(u32::from(g.inopblog)))) | agino;
-    let isz = usize::try_from(g.inodesize).unwrap_or(512).max(1);
+    let isz = usize::from(g.inodesize).max(1);
     for d in daddrs {
         let mut data = st.cache.get_new(d, bb_per_cluster);
         data.fill(0);
@@ -147,7 +147,7 @@ mod tests {
             ag: 1,
             agbno: 16,
             count: 64,
-            isize: geo.inodesize,
+            isize: u32::from(geo.inodesize),
             length: geo.ialloc_blks,
             gen: 77,
         };

@@ -57,7 +57,7 @@ pub fn commit_pass2<R: ReadAt>(
                 ),
             )
         })?;
-    let isize = usize::try_from(st.geo.inodesize).unwrap_or(usize::MAX);
+    let isize = usize::from(st.geo.inodesize);
     let boff = usize::try_from(ii.boffset).map_err(|_| {
         corrupt(
             daddr,
@@ -105,7 +105,7 @@ pub fn commit_pass2<R: ReadAt>(
         }
     }
     let mut flushiter_reset = false;
-    if !st.geo.v3_inodes {
+    if !st.geo.v5 {
         let log_fi = order
             .u16(ld, offset_of!(XfsDinodeV2, di_flushiter))
             .unwrap_or(0);
@@ -199,10 +199,10 @@ pub fn commit_pass2<R: ReadAt>(
         ));
     }
     let forkoff = ld.get(82).copied().unwrap_or(0);
-    if u32::from(forkoff) > st.geo.inodesize {
+    if u32::from(forkoff) > u32::from(st.geo.inodesize) {
         return Err(corrupt(daddr, format!("inode {ino}: di_forkoff {forkoff}")));
     }
-    let log_size = if st.geo.v3_inodes { 176 } else { 96 };
+    let log_size = if st.geo.v5 { 176 } else { 96 };
     if ld.len() > log_size {
         return Err(corrupt(
             daddr,
@@ -278,7 +278,7 @@ fn change_owners<R: ReadAt>(
     {
         return Ok(());
     }
-    let isize = usize::try_from(st.geo.inodesize).unwrap_or(usize::MAX);
+    let isize = usize::from(st.geo.inodesize);
     let lit = dinode_size(dip);
     let aoff = lit.saturating_add(usize::from(dip.get(82).copied().unwrap_or(0)).saturating_mul(8));
     let forks = [

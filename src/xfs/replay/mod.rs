@@ -82,6 +82,7 @@ use crate::xfs::log::find::{find_head_tail, TornWrite};
 use crate::xfs::log::items::{decode_item, ItemBody, ItemKind, Order};
 use crate::xfs::log::{ItemContext, LogDev};
 use crate::xfs::read::ReadAt;
+use crate::xfs::sb::Geometry;
 use crate::xfs::types::Lsn;
 use cancel::CancelTable;
 use serde::Serialize;
@@ -195,20 +196,13 @@ pub struct Replay {
     pub report: ReplayReport,
 }
 
-/// Filesystem facts replay needs, refreshed if the superblock is replayed.
+/// Filesystem facts replay needs, refreshed if the superblock is replayed:
+/// the superblock's [`Geometry`] (through `Deref`) and what replay derives
+/// from the superblock beyond it (inode clusters and chunks, UUIDs,
+/// features).
 #[derive(Clone, Copy, Debug)]
 pub struct Geo {
-    pub v5: bool,
-    pub blocksize: u32,
-    pub blocklog: u8,
-    pub sectsize: u32,
-    pub inodesize: u32,
-    pub inodelog: u8,
-    pub inopblog: u8,
-    pub agblocks: u32,
-    pub agblklog: u8,
-    pub agcount: u32,
-    pub dblocks: u64,
+    pub sb: Geometry,
     pub uuid: [u8; 16],
     pub meta_uuid: [u8; 16],
     pub blocks_per_cluster: u32,
@@ -216,24 +210,33 @@ pub struct Geo {
     /// Blocks of a full inode chunk and of the smallest sparse one.
     pub ialloc_blks: u32,
     pub ialloc_min_blks: u32,
-    /// Directory block size in bytes.
-    pub dirblksize: u32,
     pub nrext64: bool,
-    pub v3_inodes: bool,
     /// META_UUID: metadata carries `sb_meta_uuid`.
     pub meta_uuid_feature: bool,
+}
+
+impl core::ops::Deref for Geo {
+    type Target = Geometry;
+    fn deref(&self) -> &Geometry {
+        &self.sb
+    }
+}
+
+impl core::ops::DerefMut for Geo {
+    fn deref_mut(&mut self) -> &mut Geometry {
+        &mut self.sb
+    }
 }
 
 impl Geo {
     pub fn of<R: ReadAt>(fs: &Fs<R>) -> Geo {
         let sb = &fs.sb;
         let g = &fs.geo;
-        let v5 = g.v5;
         let inodesize = u32::from(g.inodesize);
         // xfs_ialloc_setup_geometry: 8 KiB clusters, scaled with the inode
         // size on v5 when the chunk alignment allows it.
         let mut cluster_raw: u32 = 8192;
-        if v5 {
+        if g.v5 {
             let scaled = cluster_raw.saturating_mul(inodesize / 256);
             if sb.inoalignmt >= scaled >> g.blocklog {
                 cluster_raw = scaled;
@@ -252,29 +255,14 @@ impl Geo {
         let ialloc_blks = ialloc_inos >> g.inopblog;
         let sparse = sb.features_incompat & (1 << 1) != 0;
         Geo {
-            v5,
-            blocksize: g.blocksize,
-            blocklog: g.blocklog,
-            sectsize: u32::from(g.sectsize),
-            inodesize,
-            inodelog: sb.inodelog,
-            inopblog: g.inopblog,
-            agblocks: g.agblocks,
-            agblklog: g.agblklog,
-            agcount: g.agcount,
-            dblocks: g.dblocks,
+            sb: *g,
             uuid: sb.uuid,
             meta_uuid: fs.meta_uuid(),
             blocks_per_cluster,
             inodes_per_cluster,
             ialloc_blks,
-            dirblksize: g
-                .blocksize
-                .checked_shl(u32::from(g.dirblklog))
-                .unwrap_or(g.blocksize),
             ialloc_min_blks: if sparse { sb.spino_align } else { ialloc_blks },
             nrext64: sb.features_incompat & (1 << 5) != 0,
-            v3_inodes: v5,
             meta_uuid_feature: sb.features_incompat & (1 << 2) != 0,
         }
     }
@@ -858,6 +846,66 @@ pub fn replay_and_mount<R: ReadAt>(
 pub(crate) fn field_range(off: usize, len: usize) -> core::ops::Range<usize> {
     off..off.saturating_add(len)
 }
+/// A write that does not fit the block it is made into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WritePastEnd {
+    /// Byte offset of the write in the block.
+    pub off: usize,
+    /// Bytes written.
+    pub len: usize,
+    /// Bytes in the block.
+    pub block_len: usize,
+}
+
+impl std::fmt::Display for WritePastEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a {}-byte write at byte {} runs past the end of the {}-byte block",
+            self.len, self.off, self.block_len
+        )
+    }
+}
+
+impl From<WritePastEnd> for ag::EditError {
+    fn from(w: WritePastEnd) -> Self {
+        ag::EditError::Damaged(ag::Damage {
+            structure: "block being written",
+            location: None,
+            detail: w.to_string(),
+        })
+    }
+}
+
+/// Write `v` at `off` in `b`, or say that it does not fit.
+fn set_be<const N: usize>(b: &mut [u8], off: usize, v: [u8; N]) -> Result<(), WritePastEnd> {
+    let block_len = b.len();
+    match off.checked_add(N).and_then(|end| b.get_mut(off..end)) {
+        Some(d) => {
+            d.copy_from_slice(&v);
+            Ok(())
+        }
+        None => Err(WritePastEnd {
+            off,
+            len: N,
+            block_len,
+        }),
+    }
+}
+/// A big-endian `u16` written at `off`, checked.
+pub(crate) fn set_be16(b: &mut [u8], off: usize, v: u16) -> Result<(), WritePastEnd> {
+    set_be(b, off, v.to_be_bytes())
+}
+/// A big-endian `u32` written at `off`, checked.
+pub(crate) fn set_be32(b: &mut [u8], off: usize, v: u32) -> Result<(), WritePastEnd> {
+    set_be(b, off, v.to_be_bytes())
+}
+/// A big-endian `u64` written at `off`, checked.
+pub(crate) fn set_be64(b: &mut [u8], off: usize, v: u64) -> Result<(), WritePastEnd> {
+    set_be(b, off, v.to_be_bytes())
+}
+/// Unchecked writers (a write that does not fit is skipped), for the
+/// code not moved to the checked ones yet.
 pub(crate) fn put_be16(b: &mut [u8], off: usize, v: u16) {
     if let Some(d) = b.get_mut(off..off.saturating_add(2)) {
         d.copy_from_slice(&v.to_be_bytes());

@@ -700,8 +700,8 @@ pub fn recover_in<R: ReadAt>(
                 }
             }
             Err(EditError::Read(e)) => return Err(e),
-            Err(EditError::Unsupported(u)) => {
-                rep.not_finished = Some(u.0);
+            Err(u) => {
+                rep.not_finished = Some(u.to_string());
                 (Vec::new(), Vec::new(), Vec::new())
             }
         }

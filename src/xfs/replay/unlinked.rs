@@ -39,11 +39,11 @@
 //! (a btree change the editor refuses) stops the walk and it and the rest
 //! are reported.
 
-use super::ag::refuse;
-use super::ag::{key_ino, EditError, EditResult, Tree};
+use super::ag::{key_ino, AgTree, EditError, EditResult};
 use super::defer::{Engine, FreeOwner, Rmap, Work};
-use super::{put_be16, put_be32, put_be64};
+use super::{set_be16, set_be32, set_be64};
 use crate::xfs::bmap::Fork;
+use crate::xfs::error::Location;
 use crate::xfs::error::Result;
 use crate::xfs::format::ag::NULLAGINO;
 use crate::xfs::format::btree::XFS_RMAP_OWN_INODES;
@@ -52,6 +52,7 @@ use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::{Image, Overlay};
 use crate::xfs::read::{ReadAt, ReadError};
+use crate::xfs::replay::ag::damaged;
 use crate::xfs::types::{Ino, Lsn};
 use core::mem::offset_of;
 use serde::Serialize;
@@ -221,7 +222,11 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             Fork::Corrupt { error, .. } => return Err(EditError::Read(error.clone())),
             Fork::Unknown { format } => {
                 let which = if attr { "attr" } else { "data" };
-                return refuse(format!("inode {ino}: {which} fork format {format}"));
+                return damaged(
+                    "inode",
+                    Some(Location::Inode { ino }),
+                    format!("{which} fork format {format}"),
+                );
             }
         };
         let mut calls: Vec<Vec<Work>> = Vec::new();
@@ -245,7 +250,11 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 calls.push(Vec::new());
             }
             let Some(call) = calls.last_mut() else {
-                return refuse("no bunmapi call".into());
+                return damaged(
+                    "inode",
+                    Some(Location::Inode { ino }),
+                    "no bunmapi call for an extent",
+                );
             };
             let fsb = e.start.0;
             let agno_e = u32::try_from(fsb >> g.agblklog).unwrap_or(u32::MAX);
@@ -339,7 +348,11 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         let mut leaves: Vec<usize> = Vec::new();
         for fsb in blocks {
             let Some(off) = g.fsb_to_daddr(*fsb).and_then(|d| d.byte_offset()) else {
-                return refuse(format!("bmbt block {} is outside the filesystem", fsb.0));
+                return damaged(
+                    "bmbt block",
+                    Some(Location::FsBlock { fsb: fsb.0 }),
+                    "outside the filesystem",
+                );
             };
             let b = self.view.img.read("bmbt leaf", off, bs)?;
             leaves.push(usize::from(
@@ -433,19 +446,17 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         while let Some((dablk, level)) = stack.pop() {
             visited = visited.saturating_add(1);
             if visited > limit.saturating_add(1) {
-                return refuse(format!(
-                    "inode {}: the attr tree visits more blocks than the fork has ({limit})",
-                    inode.ino.0
-                ));
+                return damaged(
+                    "inode",
+                    Some(Location::Inode { ino: inode.ino.0 }),
+                    format!("the attr tree visits more blocks than the fork has ({limit})"),
+                );
             }
             let buf = read_da_block(&src, &self.view.geo, &dg, S, dablk)?;
             match buf.da_magic() {
                 Some(XFS_DA3_NODE_MAGIC | XFS_DA_NODE_MAGIC) => {
                     if level > XFS_DA_NODE_MAXDEPTH {
-                        return refuse(format!(
-                            "inode {}: attr tree deeper than {XFS_DA_NODE_MAXDEPTH} levels",
-                            inode.ino.0
-                        ));
+                        return damaged("inode", Some(Location::Inode { ino: inode.ino.0 }), format!("attr tree deeper than {XFS_DA_NODE_MAXDEPTH} levels"));
                     }
                     let node = parse_node(&buf, &dg)?;
                     rolls = rolls.saturating_add(u64::try_from(node.entries.len()).unwrap_or(0));
@@ -474,10 +485,14 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         let inode = self.view.inode(Ino(ino))?;
         let core = &inode.core;
         if core.mode == 0 || core.nlink != 0 {
-            return refuse(format!(
-                "inode {ino} on an unlinked list has mode {:o} and {} links",
-                core.mode, core.nlink
-            ));
+            return damaged(
+                "inode",
+                Some(Location::Inode { ino }),
+                format!(
+                    "on an unlinked list with mode {:o} and {} links",
+                    core.mode, core.nlink
+                ),
+            );
         }
         let next = core.next_unlinked;
         let g = &self.fs.geo;
@@ -560,10 +575,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 let rolls = match self.attr_invalidation_rolls(&inode) {
                     Ok(r) => r,
                     Err(e) => {
-                        let why = match e {
-                            EditError::Read(e) => e.to_string(),
-                            EditError::Unsupported(u) => u.0,
-                        };
+                        let why = e.to_string();
                         self.keep_inode(&inode, zero_size, txs.saturating_sub(1))?;
                         return Ok(Freed::Kept { next, why });
                     }
@@ -596,23 +608,33 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
         let s = self.engine.store(agno)?;
         let head_off = 40usize.saturating_add(bucket.saturating_mul(4));
         if s.agi_u32(head_off)? != agino {
-            return refuse(format!(
-                "inode {ino} is not the head of AGI {agno} bucket {bucket}"
-            ));
+            return damaged(
+                "AGI",
+                Some(Location::Ag { agno }),
+                format!("inode {ino} is not the head of bucket {bucket}"),
+            );
         }
         s.set_agi_u32(head_off, next)?;
         // xfs_difree_inobt
-        let (le, _) = s.neighbors(Tree::Ino, key_ino(agino))?;
+        let (le, _) = s.neighbors(AgTree::Ino, key_ino(agino))?;
         let Some(mut rec) = le
             .and_then(|r| irec_parse(&r, sparse))
             .filter(|r| r.start <= agino && agino < r.start.saturating_add(64))
         else {
-            return refuse(format!("inode {ino}: no inobt record holds it"));
+            return damaged(
+                "inode",
+                Some(Location::Inode { ino }),
+                "no inobt record holds it",
+            );
         };
         let old_start = rec.start;
         let bit = 1u64 << (agino.saturating_sub(rec.start) & 63);
         if rec.free & bit != 0 {
-            return refuse(format!("inode {ino} is already free in the inobt"));
+            return damaged(
+                "inobt",
+                Some(Location::Inode { ino }),
+                "the inode is already free",
+            );
         }
         rec.free |= bit;
         rec.freecount = rec.freecount.saturating_add(1);
@@ -625,32 +647,34 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 AGI_FREECOUNT,
                 freecount.saturating_sub(u32::from(rec.freecount).saturating_sub(1)),
             )?;
-            s.delete(Tree::Ino, key_ino(old_start))?;
+            s.delete(AgTree::Ino, key_ino(old_start))?;
         } else {
-            s.update(Tree::Ino, key_ino(old_start), &irec_bytes(&rec, sparse))?;
+            s.update(AgTree::Ino, key_ino(old_start), &irec_bytes(&rec, sparse))?;
             s.set_agi_u32(AGI_FREECOUNT, freecount.saturating_add(1))?;
         }
         // xfs_difree_finobt
         if finobt {
             match s
-                .find(Tree::Fino, key_ino(old_start))?
+                .find(AgTree::Fino, key_ino(old_start))?
                 .and_then(|r| irec_parse(&r, sparse))
             {
                 None => {
                     if rec.freecount != 1 {
-                        return refuse(format!(
-                            "inode {ino}: its chunk has free inodes but no finobt record"
-                        ));
+                        return damaged(
+                            "inode",
+                            Some(Location::Inode { ino }),
+                            "its chunk has free inodes but no finobt record",
+                        );
                     }
-                    s.insert(Tree::Fino, &irec_bytes(&rec, sparse))?;
+                    s.insert(AgTree::Fino, &irec_bytes(&rec, sparse))?;
                 }
                 Some(mut f) => {
                     f.free |= bit;
                     f.freecount = f.freecount.saturating_add(1);
                     if f.free == u64::MAX && sb_inopblock <= 64 {
-                        s.delete(Tree::Fino, key_ino(old_start))?;
+                        s.delete(AgTree::Fino, key_ino(old_start))?;
                     } else {
-                        s.update(Tree::Fino, key_ino(old_start), &irec_bytes(&f, sparse))?;
+                        s.update(AgTree::Fino, key_ino(old_start), &irec_bytes(&f, sparse))?;
                     }
                 }
             }
@@ -698,7 +722,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 .view
                 .img
                 .read_disk("inode", off, u64::from(g.inodesize))?;
-            put_be16(&mut b, offset_of!(XfsDinode, di_mode), 0);
+            set_be16(&mut b, offset_of!(XfsDinode, di_mode), 0)?;
             if let Some(x) = b.get_mut(5) {
                 *x = 2;
             }
@@ -706,37 +730,37 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             // regular file with a size or data, a directory or symlink in
             // blocks): an empty shortform directory keeps its 6 bytes.
             if zero_size {
-                put_be64(&mut b, offset_of!(XfsDinode, di_size), 0);
+                set_be64(&mut b, offset_of!(XfsDinode, di_size), 0)?;
             }
-            put_be64(&mut b, offset_of!(XfsDinode, di_nblocks), 0);
+            set_be64(&mut b, offset_of!(XfsDinode, di_nblocks), 0)?;
             if g.v5 {
                 // di_big_nextents (with NREXT64) or the v2 padding.
-                put_be64(
+                set_be64(
                     &mut b,
                     core::mem::offset_of!(crate::xfs::format::dinode::XfsDinode, di_big_nextents),
                     0,
-                );
+                )?;
             }
-            put_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0);
-            put_be16(&mut b, offset_of!(XfsDinode, di_anextents), 0);
+            set_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0)?;
+            set_be16(&mut b, offset_of!(XfsDinode, di_anextents), 0)?;
             if let Some(x) = b.get_mut(82) {
                 *x = 0;
             }
             if let Some(x) = b.get_mut(83) {
                 *x = 2;
             }
-            put_be16(&mut b, offset_of!(XfsDinode, di_flags), 0);
+            set_be16(&mut b, offset_of!(XfsDinode, di_flags), 0)?;
             if g.v5 {
                 let cc = be64(&b, offset_of!(XfsDinode, di_changecount))
                     .unwrap_or(0)
                     .wrapping_add(txs);
-                put_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc);
+                set_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc)?;
             }
             let gen = be32(&b, offset_of!(XfsDinode, di_gen))
                 .unwrap_or(0)
                 .wrapping_add(1);
-            put_be32(&mut b, offset_of!(XfsDinode, di_gen), gen);
-            put_be32(&mut b, offset_of!(XfsDinode, di_next_unlinked), NULLAGINO);
+            set_be32(&mut b, offset_of!(XfsDinode, di_gen), gen)?;
+            set_be32(&mut b, offset_of!(XfsDinode, di_next_unlinked), NULLAGINO)?;
             if g.v5 {
                 // New inodes' flags2: bigtime and nrext64 as the fs has them.
                 let mut f2 = 0u64;
@@ -746,7 +770,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 if self.fs.sb.features_incompat & (1 << 5) != 0 {
                     f2 |= 1 << 4;
                 }
-                put_be64(&mut b, offset_of!(XfsDinode, di_flags2), f2);
+                set_be64(&mut b, offset_of!(XfsDinode, di_flags2), f2)?;
             }
             self.inodes.insert(ino, (off, b));
         }
@@ -783,28 +807,28 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                     Fork::Btree { blocks, .. } => u64::try_from(blocks.len()).unwrap_or(u64::MAX),
                     _ => 0,
                 });
-            put_be64(&mut b, offset_of!(XfsDinode, di_size), 0);
+            set_be64(&mut b, offset_of!(XfsDinode, di_size), 0)?;
             let nb = be64(&b, offset_of!(XfsDinode, di_nblocks)).unwrap_or(0);
-            put_be64(
+            set_be64(
                 &mut b,
                 offset_of!(XfsDinode, di_nblocks),
                 nb.saturating_sub(blocks),
-            );
+            )?;
             if matches!(inode.data, Fork::Btree { .. }) {
                 if let Some(x) = b.get_mut(offset_of!(XfsDinode, di_format)) {
                     *x = 2;
                 }
             }
             if inode.core.flags2_or_zero() & (1 << 4) != 0 {
-                put_be64(&mut b, offset_of!(XfsDinode, di_big_nextents), 0);
+                set_be64(&mut b, offset_of!(XfsDinode, di_big_nextents), 0)?;
             } else {
-                put_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0);
+                set_be32(&mut b, offset_of!(XfsDinode, di_nextents), 0)?;
             }
         }
         if g.v5 {
             let at = offset_of!(XfsDinode, di_changecount);
             let cc = be64(&b, at).unwrap_or(0).wrapping_add(txs);
-            put_be64(&mut b, at, cc);
+            set_be64(&mut b, at, cc)?;
         }
         // Nothing logged it (nothing to truncate): it is not written.
         if truncated || txs > 0 {
@@ -854,8 +878,8 @@ pub fn process<R: ReadAt>(
                 {
                     Ok(h) => h,
                     Err(EditError::Read(e)) => return Err(e),
-                    Err(EditError::Unsupported(u)) => {
-                        stop = Some(u.0);
+                    Err(u) => {
+                        stop = Some(u.to_string());
                         break 'ags;
                     }
                 };
@@ -899,12 +923,12 @@ pub fn process<R: ReadAt>(
                             cur = next;
                         }
                         Err(EditError::Read(e)) => return Err(e),
-                        Err(EditError::Unsupported(u)) => {
+                        Err(u) => {
                             cx.engine.restore(snap);
                             cx.engine.done = done_before;
                             cx.inodes = inodes_before;
                             cx.chunks_freed.truncate(chunks_before);
-                            stop = Some(format!("inode {ino}: {}", u.0));
+                            stop = Some(format!("inode {ino}: {u}"));
                             break 'ags;
                         }
                     }

@@ -4,8 +4,8 @@
 //! `xfs_refcount_btree.c`: short pointers, the root in the AGF or AGI,
 //! each tree's block allocation), and the cursor API the callers use.
 
-use super::error::{EditError, EditResult};
-use super::tree_ops::{key_order, rec_key, rec_low_key, rmap_high_key, Key, Tree};
+use super::error::{not_done, EditError, EditResult};
+use super::tree_ops::{key_order, rec_key, rec_low_key, rmap_high_key, AgTree, Key};
 use super::{corrupt_at, AgStore};
 use crate::xfs::format::ag::NULLAGBLOCK;
 use crate::xfs::format::btree::{XfsBtreeSblock, XFS_BTREE_SBLOCK_CRC_OFF};
@@ -14,6 +14,7 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::replay::btree::delete::Delete;
 use crate::xfs::replay::btree::insert::Insert;
 use crate::xfs::replay::btree::{self as engine, Btree, BtreeOps};
+use crate::xfs::replay::{set_be16, set_be32, set_be64};
 use core::mem::offset_of;
 use zerocopy::FromBytes;
 
@@ -25,7 +26,7 @@ pub use crate::xfs::replay::btree::Lookup;
 /// the kernel's does.
 #[derive(Clone, Debug)]
 pub struct Cursor {
-    pub tree: Tree,
+    pub tree: AgTree,
     pub(super) inner: engine::Cursor,
 }
 
@@ -41,7 +42,7 @@ impl Cursor {
 /// AG part).
 pub(super) struct AgTreeOps<'s, 'a, R: ReadAt> {
     s: &'s mut AgStore<'a, R>,
-    tree: Tree,
+    tree: AgTree,
 }
 
 /// An engine block pointer as an AG block number (null and anything too
@@ -52,10 +53,10 @@ fn agbno(p: u64) -> u32 {
 
 impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
     fn name(&self) -> &'static str {
-        self.tree.name()
+        self.tree.btree_name()
     }
     fn what(&self) -> String {
-        format!("{} AG {}", self.tree.name(), self.s.agno)
+        format!("{} AG {}", self.tree.btree_name(), self.s.agno)
     }
     fn rec_len(&self) -> usize {
         self.tree.rec_len()
@@ -116,7 +117,7 @@ impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
         self.s.touch(agbno(bno), off, len);
     }
     fn init_block(&mut self, bno: u64, level: usize, numrecs: usize) -> EditResult<()> {
-        self.s.init_block(self.tree, agbno(bno), level, numrecs);
+        self.s.init_block(self.tree, agbno(bno), level, numrecs)?;
         Ok(())
     }
     fn alloc_block(&mut self, hint: u64) -> EditResult<Option<u64>> {
@@ -129,7 +130,7 @@ impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
         self.s.after_edit(self.tree)
     }
     fn damaged(&self, bno: Option<u64>, msg: String) -> EditError {
-        let (name, agno) = (self.tree.name(), self.s.agno);
+        let (name, agno) = (self.tree.btree_name(), self.s.agno);
         match bno {
             Some(b) => corrupt_at(
                 self.s.daddr_of(agbno(b)),
@@ -142,13 +143,13 @@ impl<R: ReadAt> BtreeOps for AgTreeOps<'_, '_, R> {
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     /// The engine's view of `tree`.
-    pub(super) fn ops(&mut self, tree: Tree) -> AgTreeOps<'_, 'a, R> {
+    pub(super) fn ops(&mut self, tree: AgTree) -> AgTreeOps<'_, 'a, R> {
         AgTreeOps { s: self, tree }
     }
 
     /// `xfs_btree_lookup`: a cursor for `key`, and whether a record fits
     /// the direction (for [`Lookup::Eq`]: whether the key is there).
-    pub fn lookup(&mut self, tree: Tree, dir: Lookup, key: Key) -> EditResult<(Cursor, bool)> {
+    pub fn lookup(&mut self, tree: AgTree, dir: Lookup, key: Key) -> EditResult<(Cursor, bool)> {
         let (inner, ok) = self.ops(tree).lookup(dir, key)?;
         Ok((Cursor { tree, inner }, ok))
     }
@@ -197,9 +198,9 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     /// Read (once) and check a block of `tree` expected at `level`.
-    pub(super) fn load(&mut self, tree: Tree, bno: u32, level: Option<usize>) -> EditResult<()> {
+    pub(super) fn load(&mut self, tree: AgTree, bno: u32, level: Option<usize>) -> EditResult<()> {
         let daddr = self.daddr_of(bno);
-        let name = tree.name();
+        let name = tree.btree_name();
         let agno = self.agno;
         let at = |m: String| corrupt_at(daddr, format!("{name} AG {agno} block {bno}: {m}"));
         if bno == 0 || bno >= self.agblocks {
@@ -282,7 +283,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         be32(self.blk(bno), if right { 12 } else { 8 }).unwrap_or(NULLAGBLOCK)
     }
 
-    pub(super) fn ptr_at(&self, tree: Tree, bno: u32, i: usize) -> u32 {
+    pub(super) fn ptr_at(&self, tree: AgTree, bno: u32, i: usize) -> u32 {
         let off = self
             .hdr
             .saturating_add(self.maxrecs(tree, 1).saturating_mul(tree.key_len()))
@@ -302,7 +303,16 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     /// `xfs_btree_init_block`: a fresh block (zeroed, as a new buffer is;
     /// a stale buffer got again from the cache keeps its old bytes past
     /// what the header and records overwrite).
-    pub(super) fn init_block(&mut self, tree: Tree, bno: u32, level: usize, numrecs: usize) {
+    pub(super) fn init_block(
+        &mut self,
+        tree: AgTree,
+        bno: u32,
+        level: usize,
+        numrecs: usize,
+    ) -> EditResult<()> {
+        let Some(magic) = tree.magic(self.feat.v5) else {
+            return not_done(format!("a {} block on a v4 filesystem", tree.btree_name()));
+        };
         let cached = if self.reused.remove(&bno) {
             self.blocks
                 .get(&bno)
@@ -312,38 +322,35 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             None
         };
         let mut b = cached.unwrap_or_else(|| vec![0u8; self.blocksize]);
-        crate::xfs::replay::put_be32(
-            &mut b,
-            offset_of!(XfsBtreeSblock, bb_magic),
-            tree.magic(self.feat.v5).unwrap_or(0),
-        );
-        crate::xfs::replay::put_be16(
+        set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_magic), magic)?;
+        set_be16(
             &mut b,
             offset_of!(XfsBtreeSblock, bb_level),
             u16::try_from(level).unwrap_or(0),
-        );
-        crate::xfs::replay::put_be16(
+        )?;
+        set_be16(
             &mut b,
             offset_of!(XfsBtreeSblock, bb_numrecs),
             u16::try_from(numrecs).unwrap_or(0),
-        );
-        crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_leftsib), NULLAGBLOCK);
-        crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_rightsib), NULLAGBLOCK);
+        )?;
+        set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_leftsib), NULLAGBLOCK)?;
+        set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_rightsib), NULLAGBLOCK)?;
         if self.feat.v5 {
-            crate::xfs::replay::put_be64(
+            set_be64(
                 &mut b,
                 offset_of!(XfsBtreeSblock, bb_blkno),
                 self.daddr_of(bno),
-            );
+            )?;
             let uuid_at = offset_of!(XfsBtreeSblock, bb_uuid);
             if let Some(u) = b.get_mut(uuid_at..uuid_at.saturating_add(16)) {
                 u.copy_from_slice(&self.fs.meta_uuid());
             }
-            crate::xfs::replay::put_be32(&mut b, offset_of!(XfsBtreeSblock, bb_owner), self.agno);
+            set_be32(&mut b, offset_of!(XfsBtreeSblock, bb_owner), self.agno)?;
         }
         self.blocks.insert(bno, b);
         self.dirty.insert(bno);
         let hdr = self.hdr;
         self.touch(bno, 0, hdr);
+        Ok(())
     }
 }

@@ -2,8 +2,8 @@
 //! roots, and the AG free list (`xfs_alloc.c`: `xfs_alloc_get_freelist`,
 //! `xfs_alloc_put_freelist`, the AGFL's slots; `xfs_ialloc.c` for the AGI).
 
-use super::error::{refuse, EditError, EditResult};
-use super::tree_ops::Tree;
+use super::error::{EditError, EditResult};
+use super::tree_ops::AgTree;
 use super::AgStore;
 use crate::xfs::error::{Error, Location};
 use crate::xfs::format::ag::NULLAGBLOCK;
@@ -12,6 +12,7 @@ use crate::xfs::format::ag::{
 };
 use crate::xfs::fs::be32;
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::ag::{damaged, not_done};
 use core::mem::offset_of;
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
@@ -61,7 +62,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.load_agi()?;
         if let Some(a) = self.agi.as_mut() {
             if be32(a, off) != Some(v) {
-                crate::xfs::replay::put_be32(a, off, v);
+                crate::xfs::replay::set_be32(a, off, v)?;
                 self.agi_dirty = true;
             }
         }
@@ -74,7 +75,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// Where the root is and how tall the tree is.
-    pub fn root(&mut self, tree: Tree) -> EditResult<(u32, u32)> {
+    pub fn root(&mut self, tree: AgTree) -> EditResult<(u32, u32)> {
         let (r, l) = tree.root_level_off();
         if tree.in_agi() {
             Ok((self.agi_u32(r)?, self.agi_u32(l)?))
@@ -84,7 +85,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// `set_root`: a new root, the height changed by `inc`.
-    pub(super) fn set_root(&mut self, tree: Tree, root: u32, inc: i64) -> EditResult<()> {
+    pub(super) fn set_root(&mut self, tree: AgTree, root: u32, inc: i64) -> EditResult<()> {
         let (r, l) = tree.root_level_off();
         if tree.in_agi() {
             self.set_agi_u32(r, root)?;
@@ -140,10 +141,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             size.saturating_sub(f).saturating_add(l).saturating_add(1)
         };
         if f >= size || l >= size || c > size || active != c {
-            return refuse(format!(
-                "AG {}: the free list's first {f}, last {l} and count {c} disagree (the kernel would reset it)",
-                self.agno
-            ));
+            return not_done(format!("AG {}: the free list's first {f}, last {l} and count {c} disagree (the kernel would reset it)", self.agno));
         }
         Ok(())
     }
@@ -168,10 +166,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             .and_then(|a| be32(a, off))
             .unwrap_or(NULLAGBLOCK);
         if bno == 0 || bno >= self.agblocks {
-            return refuse(format!(
-                "AG {}: free list slot {first} holds block {bno}, outside the AG",
-                self.agno
-            ));
+            return damaged(
+                "AGFL",
+                Some(Location::Ag { agno: self.agno }),
+                format!("free list slot {first} holds block {bno}, outside the AG"),
+            );
         }
         let mut nf = first.saturating_add(1);
         if nf == self.agfl_slots() {
@@ -198,7 +197,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.load_agfl()?;
         let slots = self.agfl_slots();
         if self.agf_u32(offset_of!(XfsAgf, agf_flcount)) >= slots {
-            return refuse(format!("AG {}: the free list is full", self.agno));
+            return damaged(
+                "AGFL",
+                Some(Location::Ag { agno: self.agno }),
+                "the free list is full",
+            );
         }
         let mut last = self
             .agf_u32(offset_of!(XfsAgf, agf_fllast))
@@ -217,7 +220,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             .saturating_mul(4)
             .saturating_add(hdr);
         if let Some(agfl) = self.agfl.as_mut() {
-            crate::xfs::replay::put_be32(agfl, off, agbno);
+            crate::xfs::replay::set_be32(agfl, off, agbno)?;
         }
         self.agfl_dirty = true;
         Ok(())
@@ -261,7 +264,11 @@ impl<R: ReadAt> AgStore<'_, R> {
     pub fn take_freelist_head(&mut self) -> EditResult<u32> {
         match self.get_freelist(false)? {
             Some(b) => Ok(b),
-            None => refuse(format!("AG {}: the free list is empty", self.agno)),
+            None => damaged(
+                "AGFL",
+                Some(Location::Ag { agno: self.agno }),
+                "the free list is empty",
+            ),
         }
     }
 }

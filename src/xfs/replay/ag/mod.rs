@@ -52,9 +52,11 @@ mod tree_ops;
 
 pub use btree::{Cursor, Lookup};
 pub(crate) use error::refuse;
-pub use error::{EditError, EditResult, Unsupported};
-pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refcount, key_rmap, rmap_rec};
-pub use tree_ops::{key_of, rec_key, Key, Tree};
+pub(crate) use error::{damaged, fails_mount, not_done};
+pub use error::{Damage, EditError, EditResult, Undone, Unsupported};
+pub(crate) use records::non_inode;
+pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refcount, key_rmap, rmap_rec, Rmap};
+pub use tree_ops::{key_of, rec_key, AgTree, Key};
 
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::ag::{XfsAgf, XFS_AGF_MAGIC};
@@ -177,6 +179,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     pub fn new(fs: &'a Fs<R>, base: &'a Overlay, agno: u32) -> Result<Self> {
         let ro = fs.sb.features_ro_compat;
         let v5 = fs.geo.v5;
+        let blocksize = usize::try_from(fs.geo.blocksize).map_err(|_| {
+            Error::corrupt(
+                "superblock",
+                Location::Daddr { daddr: 0 },
+                format!("a block size of {} bytes", fs.geo.blocksize),
+            )
+        })?;
         let mut s = AgStore {
             fs,
             base,
@@ -200,7 +209,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             tx: 0,
             forced: false,
             hdr: if v5 { 56 } else { 16 },
-            blocksize: usize::try_from(fs.geo.blocksize).unwrap_or(4096),
+            blocksize,
             feat: Features {
                 v5,
                 finobt: v5 && ro & 1 != 0,
@@ -448,7 +457,7 @@ pub fn stamp_into(
 mod tests {
     use super::tree_ops::{key_order, rmap_high_key};
     use super::*;
-    use crate::xfs::ag::btree::{walk, AgTree, TreeRoot, WalkReport};
+    use crate::xfs::ag::btree::{walk, TreeRoot, WalkReport};
     use crate::xfs::format::btree::{XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_INOBT};
     use crate::xfs::format::btree::{XFS_RMAP_OWN_COW, XFS_RMAP_OWN_UNKNOWN};
     use crate::xfs::fs::be64;
@@ -460,20 +469,9 @@ mod tests {
     const FIXTURE: &str = "v5-1k-rmap";
     const AG: u32 = 1;
 
-    fn ag_tree(t: Tree) -> AgTree {
-        match t {
-            Tree::Bno => AgTree::Bno,
-            Tree::Cnt => AgTree::Cnt,
-            Tree::Rmap => AgTree::Rmap,
-            Tree::Refcount => AgTree::Refcount,
-            Tree::Ino => AgTree::Ino,
-            Tree::Fino => AgTree::Fino,
-        }
-    }
-
     /// The project's validating walker over the edited state: keys in
     /// order, parent keys (low and high), sibling chains, levels, CRCs.
-    fn check<R: ReadAt>(s: &mut AgStore<'_, R>, tree: Tree) -> WalkReport {
+    fn check<R: ReadAt>(s: &mut AgStore<'_, R>, tree: AgTree) -> WalkReport {
         let mut ov = Overlay::default();
         stamp_into(
             &mut ov,
@@ -489,7 +487,7 @@ mod tests {
         let (root, levels) = s.root(tree).ok().unwrap();
         let g = fs.geo;
         let tr = TreeRoot {
-            tree: ag_tree(tree),
+            tree,
             agno: AgNumber(s.agno),
             root: AgBlock(root),
             levels,
@@ -514,12 +512,14 @@ mod tests {
     /// Put `n` blocks of the AG's longest free extent on the free list
     /// (taken out of free space first, so that the AG stays consistent).
     fn stock_freelist<R: ReadAt>(s: &mut AgStore<'_, R>, n: u32) {
-        let last = s.last_record(Tree::Cnt).ok().unwrap().unwrap();
+        let last = s.last_record(AgTree::Cnt).ok().unwrap().unwrap();
         let (b, l) = (be32(&last, 0).unwrap(), be32(&last, 4).unwrap());
         assert!(l > n);
-        s.delete(Tree::Cnt, key_cnt(b, l)).ok().unwrap();
-        s.insert(Tree::Cnt, &alloc_rec(b + n, l - n)).ok().unwrap();
-        s.update(Tree::Bno, key_bno(b), &alloc_rec(b + n, l - n))
+        s.delete(AgTree::Cnt, key_cnt(b, l)).ok().unwrap();
+        s.insert(AgTree::Cnt, &alloc_rec(b + n, l - n))
+            .ok()
+            .unwrap();
+        s.update(AgTree::Bno, key_bno(b), &alloc_rec(b + n, l - n))
             .ok()
             .unwrap();
         for i in 0..n {
@@ -545,11 +545,11 @@ mod tests {
         stock_freelist(&mut s, 100);
         // The real records out first (the synthetic ones would overlap
         // them); they come back at the end.
-        let orig = s.records(Tree::Bno).ok().unwrap();
+        let orig = s.records(AgTree::Bno).ok().unwrap();
         for r in &orig {
-            s.delete(Tree::Bno, rec_key(Tree::Bno, r)).ok().unwrap();
+            s.delete(AgTree::Bno, rec_key(AgTree::Bno, r)).ok().unwrap();
         }
-        let (_, orig_levels) = s.root(Tree::Bno).ok().unwrap();
+        let (_, orig_levels) = s.root(AgTree::Bno).ok().unwrap();
         assert_eq!(orig_levels, 1);
         let fl0 = s.agf_u32(offset_of!(XfsAgf, agf_flcount));
         let bt0 = s.agf_u32(offset_of!(XfsAgf, agf_btreeblks));
@@ -558,10 +558,10 @@ mod tests {
         // third level), then a shuffled batch in the gaps (middle inserts).
         let asc: Vec<u32> = (0..10500).map(|i| 100 + i).collect();
         for &k in &asc {
-            s.insert(Tree::Bno, &alloc_rec(k, 1)).ok().unwrap();
+            s.insert(AgTree::Bno, &alloc_rec(k, 1)).ok().unwrap();
         }
-        assert_eq!(s.root(Tree::Bno).ok().unwrap().1, 3, "a third level");
-        check(&mut s, Tree::Bno);
+        assert_eq!(s.root(AgTree::Bno).ok().unwrap().1, 3, "a third level");
+        check(&mut s, AgTree::Bno);
         // Every third record out (shuffled: borrows and joins), then back
         // in (shuffled: inserts in the middle, shifts and splits).
         let mut mid: Vec<u32> = asc.iter().copied().step_by(3).collect();
@@ -570,15 +570,15 @@ mod tests {
             mid.swap(i, j);
         }
         for &k in &mid {
-            s.delete(Tree::Bno, key_bno(k)).ok().unwrap();
+            s.delete(AgTree::Bno, key_bno(k)).ok().unwrap();
         }
-        check(&mut s, Tree::Bno);
+        check(&mut s, AgTree::Bno);
         for &k in &mid {
-            s.insert(Tree::Bno, &alloc_rec(k, 1)).ok().unwrap();
+            s.insert(AgTree::Bno, &alloc_rec(k, 1)).ok().unwrap();
         }
-        let r = check(&mut s, Tree::Bno);
+        let r = check(&mut s, AgTree::Bno);
         assert_eq!(r.records as usize, asc.len());
-        let shape = s.shape(Tree::Bno).ok().unwrap();
+        let shape = s.shape(AgTree::Bno).ok().unwrap();
         assert_eq!(shape.len(), 3);
         assert_eq!(shape[2].len(), 1);
         // Blocks came from the free list, counted in agf_btreeblks.
@@ -592,10 +592,10 @@ mod tests {
             blocks as u32 - 1
         );
         // Every record is found again, in order.
-        let all = s.records(Tree::Bno).ok().unwrap();
+        let all = s.records(AgTree::Bno).ok().unwrap();
         assert!(all
             .windows(2)
-            .all(|w| rec_key(Tree::Bno, &w[0]) < rec_key(Tree::Bno, &w[1])));
+            .all(|w| rec_key(AgTree::Bno, &w[0]) < rec_key(AgTree::Bno, &w[1])));
         // Delete in a shuffled order: borrows and joins at every level,
         // the root collapses back to one leaf.
         let mut del: Vec<u32> = asc.clone();
@@ -604,22 +604,22 @@ mod tests {
             del.swap(i, j);
         }
         for (n, &k) in del.iter().enumerate() {
-            s.delete(Tree::Bno, key_bno(k)).ok().unwrap();
+            s.delete(AgTree::Bno, key_bno(k)).ok().unwrap();
             if n % 1500 == 0 {
-                check(&mut s, Tree::Bno);
+                check(&mut s, AgTree::Bno);
             }
         }
-        check(&mut s, Tree::Bno);
-        assert!(s.records(Tree::Bno).ok().unwrap().is_empty());
-        assert_eq!(s.root(Tree::Bno).ok().unwrap().1, 1, "back to one level");
+        check(&mut s, AgTree::Bno);
+        assert!(s.records(AgTree::Bno).ok().unwrap().is_empty());
+        assert_eq!(s.root(AgTree::Bno).ok().unwrap().1, 1, "back to one level");
         // Every block went back to the free list.
         assert_eq!(s.agf_u32(offset_of!(XfsAgf, agf_btreeblks)), bt0);
         assert_eq!(s.agf_u32(offset_of!(XfsAgf, agf_flcount)), fl0);
         for r in &orig {
-            s.insert(Tree::Bno, r).ok().unwrap();
+            s.insert(AgTree::Bno, r).ok().unwrap();
         }
-        assert_eq!(s.records(Tree::Bno).ok().unwrap(), orig);
-        check(&mut s, Tree::Bno);
+        assert_eq!(s.records(AgTree::Bno).ok().unwrap(), orig);
+        check(&mut s, AgTree::Bno);
     }
 
     #[test]
@@ -629,40 +629,40 @@ mod tests {
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
         stock_freelist(&mut s, 20);
         for i in 0..300u32 {
-            s.insert(Tree::Cnt, &alloc_rec(1000 + 4 * i, 7))
+            s.insert(AgTree::Cnt, &alloc_rec(1000 + 4 * i, 7))
                 .ok()
                 .unwrap();
         }
-        let before = s.shape(Tree::Cnt).ok().unwrap();
+        let before = s.shape(AgTree::Cnt).ok().unwrap();
         assert_eq!(before.len(), 2);
         // Fill the gaps of the leftmost leaf: it is full, its right
         // sibling has room (rshift), and later the left has room (lshift).
         let fl = s.agf_u32(offset_of!(XfsAgf, agf_flcount));
         let first_leaf = before[0][0];
         let n_first = s.numrecs(first_leaf);
-        let room = s.maxrecs(Tree::Cnt, 0) - n_first;
+        let room = s.maxrecs(AgTree::Cnt, 0) - n_first;
         // Fill the first leaf up.
         let mut k = 0u32;
-        while s.numrecs(first_leaf) < s.maxrecs(Tree::Cnt, 0) {
-            s.insert(Tree::Cnt, &alloc_rec(500 + k, 6)).ok().unwrap();
+        while s.numrecs(first_leaf) < s.maxrecs(AgTree::Cnt, 0) {
+            s.insert(AgTree::Cnt, &alloc_rec(500 + k, 6)).ok().unwrap();
             k += 1;
         }
         assert_eq!(k as usize, room);
         let second = before[0][1];
         let n2 = s.numrecs(second);
         // One more in the first leaf: it goes right (rshift), no new block.
-        s.insert(Tree::Cnt, &alloc_rec(1001, 7)).ok().unwrap();
+        s.insert(AgTree::Cnt, &alloc_rec(1001, 7)).ok().unwrap();
         assert_eq!(s.agf_u32(offset_of!(XfsAgf, agf_flcount)), fl, "no split");
         assert_eq!(s.numrecs(second), n2 + 1, "one entry moved right");
-        check(&mut s, Tree::Cnt);
+        check(&mut s, AgTree::Cnt);
         // Delete from the second leaf until it borrows from a sibling.
-        let recs = s.records(Tree::Cnt).ok().unwrap();
-        let min = s.minrecs(Tree::Cnt, 0);
+        let recs = s.records(AgTree::Cnt).ok().unwrap();
+        let min = s.minrecs(AgTree::Cnt, 0);
         let second_recs: Vec<Vec<u8>> = recs
             .iter()
             .filter(|r| {
                 let (c, ok) = s
-                    .lookup(Tree::Cnt, Lookup::Eq, rec_key(Tree::Cnt, r))
+                    .lookup(AgTree::Cnt, Lookup::Eq, rec_key(AgTree::Cnt, r))
                     .ok()
                     .unwrap();
                 ok && c.leaf().0 == second
@@ -670,10 +670,10 @@ mod tests {
             .cloned()
             .collect();
         for r in second_recs.iter().take(s.numrecs(second) - min + 1) {
-            s.delete(Tree::Cnt, rec_key(Tree::Cnt, r)).ok().unwrap();
+            s.delete(AgTree::Cnt, rec_key(AgTree::Cnt, r)).ok().unwrap();
         }
         assert_eq!(s.numrecs(second), min, "topped up by a borrow");
-        check(&mut s, Tree::Cnt);
+        check(&mut s, AgTree::Cnt);
     }
 
     #[test]
@@ -691,22 +691,36 @@ mod tests {
             let len = 1 + (rng.next() % 400) as u32;
             let owner = 1000 + u64::from(i);
             let rec = rmap_rec(start, len, owner, u64::from(i) * 10);
-            s.insert(Tree::Rmap, &rec).ok().unwrap();
+            s.insert(AgTree::Rmap, &rec).ok().unwrap();
             added.push(rec);
         }
-        assert!(s.root(Tree::Rmap).ok().unwrap().1 >= 3);
-        check(&mut s, Tree::Rmap);
-        let blocks: usize = s.shape(Tree::Rmap).ok().unwrap().iter().map(Vec::len).sum();
+        assert!(s.root(AgTree::Rmap).ok().unwrap().1 >= 3);
+        check(&mut s, AgTree::Rmap);
+        let blocks: usize = s
+            .shape(AgTree::Rmap)
+            .ok()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .sum();
         assert_eq!(
             s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
             blocks,
             "agf_rmap_blocks"
         );
         for r in added.iter().step_by(2) {
-            s.delete(Tree::Rmap, rec_key(Tree::Rmap, r)).ok().unwrap();
+            s.delete(AgTree::Rmap, rec_key(AgTree::Rmap, r))
+                .ok()
+                .unwrap();
         }
-        check(&mut s, Tree::Rmap);
-        let blocks: usize = s.shape(Tree::Rmap).ok().unwrap().iter().map(Vec::len).sum();
+        check(&mut s, AgTree::Rmap);
+        let blocks: usize = s
+            .shape(AgTree::Rmap)
+            .ok()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .sum();
         assert_eq!(
             s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
             blocks,
@@ -730,19 +744,19 @@ mod tests {
             r[6] = 64;
             r[7] = 64;
             r[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
-            s.insert(Tree::Ino, &r).ok().unwrap();
+            s.insert(AgTree::Ino, &r).ok().unwrap();
         }
-        for t in [Tree::Ino, Tree::Bno, Tree::Cnt, Tree::Rmap] {
+        for t in [AgTree::Ino, AgTree::Bno, AgTree::Cnt, AgTree::Rmap] {
             check(&mut s, t);
         }
-        let shape = s.shape(Tree::Ino).ok().unwrap();
+        let shape = s.shape(AgTree::Ino).ok().unwrap();
         let blocks: u32 = shape.iter().map(|l| l.len() as u32).sum();
         assert!(shape.len() >= 2);
         if s.feat.inobtcount {
             assert_eq!(s.agi_u32(336).ok().unwrap(), blocks, "agi_iblocks");
         }
         // Every new block is mapped to XFS_RMAP_OWN_INOBT and left free space.
-        let rm = s.records(Tree::Rmap).ok().unwrap();
+        let rm = s.records(AgTree::Rmap).ok().unwrap();
         for l in &shape {
             for &b in l {
                 assert!(
@@ -760,12 +774,12 @@ mod tests {
         assert!(free1 + grown <= free0);
         // Deleting everything again frees the blocks (deferred frees).
         for i in 0..250u32 {
-            s.delete(Tree::Ino, key_ino(16384 + 64 * i)).ok().unwrap();
+            s.delete(AgTree::Ino, key_ino(16384 + 64 * i)).ok().unwrap();
         }
-        for t in [Tree::Ino, Tree::Bno, Tree::Cnt, Tree::Rmap] {
+        for t in [AgTree::Ino, AgTree::Bno, AgTree::Cnt, AgTree::Rmap] {
             check(&mut s, t);
         }
-        assert_eq!(s.root(Tree::Ino).ok().unwrap().1, 1);
+        assert_eq!(s.root(AgTree::Ino).ok().unwrap().1, 1);
         if s.feat.inobtcount {
             assert_eq!(s.agi_u32(336).ok().unwrap(), ib0);
         }
@@ -814,7 +828,7 @@ mod tests {
             bmbt_block: false,
         };
         let mine = |s: &mut AgStore<'_, FileReader>| -> Vec<(u32, u32, u64, u64)> {
-            s.records(Tree::Rmap)
+            s.records(AgTree::Rmap)
                 .unwrap()
                 .iter()
                 .filter(|r| be32(r, 0).unwrap() >= base)
@@ -863,7 +877,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(mine(&mut s), vec![]);
-        check(&mut s, Tree::Rmap);
+        check(&mut s, AgTree::Rmap);
     }
 
     #[test]
@@ -879,7 +893,7 @@ mod tests {
         let ov = Overlay::default();
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
         let root = s.agf_u32(offset_of!(XfsAgf, agf_rmap_root));
-        let e = err_text(s.insert(Tree::Rmap, &rmap_rec(9000, 1, 5000, 0)));
+        let e = err_text(s.insert(AgTree::Rmap, &rmap_rec(9000, 1, 5000, 0)));
         assert!(
             e.contains(&format!("block {root}")) && e.contains("numrecs 5000"),
             "{e}"
@@ -891,7 +905,7 @@ mod tests {
             crate::xfs::ag::testing::fix_crc(&mut b[o..o + 1024], 52);
         });
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        let e = err_text(s.records(Tree::Bno));
+        let e = err_text(s.records(AgTree::Bno));
         assert!(e.contains("bb_level 3 but expected level 0"), "{e}");
         // A leaf whose right sibling is itself.
         let fs = damaged(|b, fs| {
@@ -901,7 +915,7 @@ mod tests {
             crate::xfs::ag::testing::fix_crc(&mut b[o..o + 1024], 52);
         });
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        let e = err_text(s.shape(Tree::Cnt));
+        let e = err_text(s.shape(AgTree::Cnt));
         assert!(e.contains("rightsib"), "{e}");
         // A bad CRC.
         let fs = damaged(|b, fs| {
@@ -909,15 +923,15 @@ mod tests {
             b[o + 100] ^= 0xff;
         });
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        let e = err_text(s.find(Tree::Bno, key_bno(1)));
+        let e = err_text(s.find(AgTree::Bno, key_bno(1)));
         assert!(e.contains("bad CRC"), "{e}");
         // A root pointer outside the AG and a height of 40.
         let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
         s.set_agf_u32(offset_of!(XfsAgf, agf_bno_root), 0xFFFF_FF00);
-        assert!(err_text(s.find(Tree::Bno, key_bno(1))).contains("outside the AG"));
+        assert!(err_text(s.find(AgTree::Bno, key_bno(1))).contains("outside the AG"));
         s.set_agf_u32(offset_of!(XfsAgf, agf_bno_level), 40);
-        assert!(err_text(s.find(Tree::Bno, key_bno(1))).contains("height 40"));
+        assert!(err_text(s.find(AgTree::Bno, key_bno(1))).contains("height 40"));
     }
 
     #[test]
@@ -928,12 +942,12 @@ mod tests {
         r[8..16].copy_from_slice(&131u64.to_be_bytes());
         r[16..24].copy_from_slice(&(5u64 | XFS_RMAP_OFF_UNWRITTEN).to_be_bytes());
         let h = rmap_high_key(&r);
-        assert_eq!(key_order(Tree::Rmap, &h), (109, 131, 14));
+        assert_eq!(key_order(AgTree::Rmap, &h), (109, 131, 14));
         // The unwritten bit is not part of a key.
         assert_eq!(be64(&h, 12), Some(14));
         // Non-inode owners keep their offset.
         r[8..16].copy_from_slice(&XFS_RMAP_OWN_COW.to_be_bytes());
         let h = rmap_high_key(&r);
-        assert_eq!(key_order(Tree::Rmap, &h), (109, XFS_RMAP_OWN_COW, 5));
+        assert_eq!(key_order(AgTree::Rmap, &h), (109, XFS_RMAP_OWN_COW, 5));
     }
 }

@@ -4,24 +4,30 @@
 //! bytes of each tree.
 
 use super::btree::Lookup;
-use super::error::{refuse, EditResult};
-use super::tree_ops::{rec_key, rmap_off_key, Key, Tree};
+use super::error::EditResult;
+use super::tree_ops::{rec_key, rmap_off_key, AgTree, Key};
 use super::{corrupt_at, AgStore, Neighbors};
+use crate::xfs::error::Location;
 use crate::xfs::format::ag::XfsAgf;
 use crate::xfs::format::ag::NULLAGBLOCK;
 use crate::xfs::format::btree::{XfsAllocRec, XfsBtreeSblock, XfsRmapKey, XfsRmapRec};
-use crate::xfs::fs::{be16, be32};
+use crate::xfs::format::btree::{
+    XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN,
+    XFS_RMAP_OWN_NULL,
+};
+use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::ag::damaged;
 use core::mem::{offset_of, size_of};
 use std::collections::BTreeSet;
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
     /// After each public edit: `agf_longest` follows the cntbt
     /// (`xfs_alloc_fixup_longest`), and the frees the kernel defers run.
-    pub(super) fn after_edit(&mut self, tree: Tree) -> EditResult<()> {
-        if tree == Tree::Cnt {
+    pub(super) fn after_edit(&mut self, tree: AgTree) -> EditResult<()> {
+        if tree == AgTree::Cnt {
             let longest = self
-                .last_record(Tree::Cnt)?
+                .last_record(AgTree::Cnt)?
                 .and_then(|r| be32(&r, offset_of!(XfsAllocRec, ar_blockcount)))
                 .unwrap_or(0);
             self.set_agf_u32(offset_of!(XfsAgf, agf_longest), longest);
@@ -30,7 +36,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// Every record of the tree, in order (bounded by the AG size).
-    pub fn records(&mut self, tree: Tree) -> EditResult<Vec<Vec<u8>>> {
+    pub fn records(&mut self, tree: AgTree) -> EditResult<Vec<Vec<u8>>> {
         let mut out = Vec::new();
         let (mut cur, ok) = self.lookup(tree, Lookup::Ge, (0, 0, 0))?;
         if !ok {
@@ -46,7 +52,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                     0,
                     format!(
                         "{} AG {}: more records than the AG can hold (a loop)",
-                        tree.name(),
+                        tree.btree_name(),
                         self.agno
                     ),
                 ));
@@ -59,13 +65,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// The record with exactly this key.
-    pub fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>> {
+    pub fn find(&mut self, tree: AgTree, key: Key) -> EditResult<Option<Vec<u8>>> {
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         Ok(if ok { self.get_rec(&cur) } else { None })
     }
 
     /// The last record with key <= `key` and the one after it.
-    pub fn neighbors(&mut self, tree: Tree, key: Key) -> EditResult<Neighbors> {
+    pub fn neighbors(&mut self, tree: AgTree, key: Key) -> EditResult<Neighbors> {
         let (mut cur, ok) = self.lookup(tree, Lookup::Le, key)?;
         let left = if ok { self.get_rec(&cur) } else { None };
         let right = if self.increment(&mut cur)? {
@@ -77,58 +83,58 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// Delete the record with exactly this key.
-    pub fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()> {
+    pub fn delete(&mut self, tree: AgTree, key: Key) -> EditResult<()> {
         let (mut cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if !ok {
-            return refuse(format!(
-                "{} AG {}: no record with key {key:?} to delete",
-                tree.name(),
-                self.agno
-            ));
+            return damaged(
+                tree.btree_name(),
+                Some(Location::Ag { agno: self.agno }),
+                format!("no record with key {key:?} to delete"),
+            );
         }
         if !self.delete_at(&mut cur)? {
-            return refuse(format!("{}: nothing deleted", tree.name()));
+            return damaged(tree.btree_name(), None, "nothing deleted");
         }
         self.finish_deferred()
     }
 
     /// Insert a record (its key must not be present), where a lookup of
     /// its key puts it (`xfs_btree_lookup(EQ)` + `xfs_btree_insert`).
-    pub fn insert(&mut self, tree: Tree, rec: &[u8]) -> EditResult<()> {
+    pub fn insert(&mut self, tree: AgTree, rec: &[u8]) -> EditResult<()> {
         let key = rec_key(tree, rec);
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if ok {
-            return refuse(format!(
-                "{} AG {}: key {key:?} already present",
-                tree.name(),
-                self.agno
-            ));
+            return damaged(
+                tree.btree_name(),
+                Some(Location::Ag { agno: self.agno }),
+                format!("key {key:?} already present"),
+            );
         }
         self.insert_at(cur, rec)?;
         self.finish_deferred()
     }
 
     /// Replace the record with key `key` by `rec` (same position).
-    pub fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()> {
+    pub fn update(&mut self, tree: AgTree, key: Key, rec: &[u8]) -> EditResult<()> {
         let (cur, ok) = self.lookup(tree, Lookup::Eq, key)?;
         if !ok {
-            return refuse(format!(
-                "{} AG {}: no record with key {key:?} to update",
-                tree.name(),
-                self.agno
-            ));
+            return damaged(
+                tree.btree_name(),
+                Some(Location::Ag { agno: self.agno }),
+                format!("no record with key {key:?} to update"),
+            );
         }
         self.update_at(&cur, rec)
     }
 
     /// The last record of the tree (for `agf_longest` of the cntbt).
-    pub fn last_record(&mut self, tree: Tree) -> EditResult<Option<Vec<u8>>> {
+    pub fn last_record(&mut self, tree: AgTree) -> EditResult<Option<Vec<u8>>> {
         let (cur, ok) = self.lookup(tree, Lookup::Le, (u64::MAX, u64::MAX, u64::MAX))?;
         Ok(if ok { self.get_rec(&cur) } else { None })
     }
 
     /// The blocks of a tree per level, leaves first (for checks and tests).
-    pub fn shape(&mut self, tree: Tree) -> EditResult<Vec<Vec<u32>>> {
+    pub fn shape(&mut self, tree: AgTree) -> EditResult<Vec<Vec<u32>>> {
         let (root, levels) = self.root(tree)?;
         let nlevels = usize::try_from(levels).unwrap_or(0).min(9);
         let mut out = vec![Vec::new(); nlevels];
@@ -140,7 +146,11 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 if !seen.insert(b) || seen.len() > usize::try_from(self.agblocks).unwrap_or(0) {
                     return Err(corrupt_at(
                         self.daddr_of(b),
-                        format!("{} AG {} block {b}: a sibling loop", tree.name(), self.agno),
+                        format!(
+                            "{} AG {} block {b}: a sibling loop",
+                            tree.btree_name(),
+                            self.agno
+                        ),
                     ));
                 }
                 self.load(tree, b, Some(level))?;
@@ -162,10 +172,14 @@ impl<R: ReadAt> AgStore<'_, R> {
     /// order (the overlapped query of `xfs_rmap_query_range`, by the node
     /// low and high keys).
     pub fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
-        let tree = Tree::Rmap;
+        let tree = AgTree::Rmap;
         let (root, levels) = self.root(tree)?;
         if levels == 0 || levels > 9 {
-            return refuse(format!("{} tree of {levels} levels", tree.name()));
+            return damaged(
+                tree.btree_name(),
+                Some(Location::Ag { agno: self.agno }),
+                format!("a tree of {levels} levels"),
+            );
         }
         let top = usize::try_from(levels.saturating_sub(1)).unwrap_or(0);
         let mut out = Vec::new();
@@ -174,7 +188,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         while let Some((bno, level)) = stack.pop() {
             visited = visited.saturating_add(1);
             if visited > self.agblocks {
-                return refuse(format!("{}: the walk does not end", tree.name()));
+                return damaged(tree.btree_name(), None, "the walk does not end");
             }
             self.load(tree, bno, Some(level))?;
             let b = self.blk(bno).to_vec();
@@ -258,4 +272,74 @@ pub fn key_refcount(start: u32) -> Key {
 
 pub fn key_ino(startino: u32) -> Key {
     (u64::from(startino), 0, 0)
+}
+
+/// One reverse mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rmap {
+    pub start: u32,
+    pub len: u32,
+    pub owner: u64,
+    /// File offset (0 for non-inode owners and bmbt blocks).
+    pub offset: u64,
+    pub attr: bool,
+    pub bmbt: bool,
+    pub unwritten: bool,
+}
+
+impl Rmap {
+    pub fn parse(r: &[u8]) -> Rmap {
+        let off = be64(r, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
+        Rmap {
+            start: be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0),
+            len: be32(r, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0),
+            owner: be64(r, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
+            offset: off & XFS_RMAP_OFF_MASK,
+            attr: off & XFS_RMAP_OFF_ATTR_FORK != 0,
+            bmbt: off & XFS_RMAP_OFF_BMBT_BLOCK != 0,
+            unwritten: off & XFS_RMAP_OFF_UNWRITTEN != 0,
+        }
+    }
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut off = self.key_offset(self.offset);
+        if self.unwritten {
+            off |= XFS_RMAP_OFF_UNWRITTEN;
+        }
+        rmap_rec(self.start, self.len, self.owner, off)
+    }
+    /// The btree key: start, owner, offset with the fork and bmbt bits
+    /// (the written state is not part of it).
+    pub fn key(&self) -> Key {
+        key_rmap(self.start, self.owner, self.key_offset(self.offset))
+    }
+    pub(crate) fn key_offset(&self, offset: u64) -> u64 {
+        let mut off = offset & XFS_RMAP_OFF_MASK;
+        if self.attr {
+            off |= XFS_RMAP_OFF_ATTR_FORK;
+        }
+        if self.bmbt {
+            off |= XFS_RMAP_OFF_BMBT_BLOCK;
+        }
+        off
+    }
+    pub(crate) fn end(&self) -> u32 {
+        self.start.saturating_add(self.len)
+    }
+    /// `XFS_RMAP_NON_INODE_OWNER`, or a bmbt block: offsets do not count.
+    pub(crate) fn ignore_off(&self) -> bool {
+        non_inode(self.owner) || self.bmbt
+    }
+    /// `xfs_rmap_is_mergeable` against the owner and flags of `o`.
+    pub(crate) fn mergeable(&self, o: &Rmap) -> bool {
+        self.owner != XFS_RMAP_OWN_NULL
+            && self.owner == o.owner
+            && self.unwritten == o.unwritten
+            && self.attr == o.attr
+            && self.bmbt == o.bmbt
+    }
+}
+
+/// `XFS_RMAP_NON_INODE_OWNER`.
+pub(crate) fn non_inode(owner: u64) -> bool {
+    owner >> 63 != 0
 }

@@ -6,7 +6,7 @@
 
 use super::error::EditResult;
 use super::AgStore;
-use crate::xfs::format::ag::XfsAgf;
+use crate::xfs::format::ag::{XfsAgf, XfsAgi};
 use crate::xfs::format::btree::{XfsAllocRec, XfsRmapKey, XfsRmapRec};
 use crate::xfs::format::btree::{
     XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN, XFS_RMAP_OWN_INOBT,
@@ -16,75 +16,38 @@ use crate::xfs::fs::{be32, be64};
 use crate::xfs::read::ReadAt;
 use core::mem::offset_of;
 
-/// The AG btrees.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tree {
-    Bno,
-    Cnt,
-    Rmap,
-    Refcount,
-    Ino,
-    Fino,
-}
+pub use crate::xfs::ag::btree::AgTree;
 
-impl Tree {
-    pub fn rec_len(self) -> usize {
-        match self {
-            Tree::Bno | Tree::Cnt => 8,
-            Tree::Rmap => 24,
-            Tree::Refcount => 12,
-            Tree::Ino | Tree::Fino => 16,
-        }
-    }
-    /// Bytes of one node entry's keys (rmapbt: low and high key).
-    pub fn key_len(self) -> usize {
-        match self {
-            Tree::Bno | Tree::Cnt => 8,
-            Tree::Rmap => 40,
-            Tree::Refcount | Tree::Ino | Tree::Fino => 4,
-        }
-    }
-    pub fn overlapping(self) -> bool {
-        self == Tree::Rmap
-    }
+/// Where each tree's root lives, as replay edits it.
+impl AgTree {
     /// Root and level live in the AGI (else the AGF).
     pub fn in_agi(self) -> bool {
-        matches!(self, Tree::Ino | Tree::Fino)
+        matches!(self, AgTree::Ino | AgTree::Fino)
     }
     /// (root, level) offsets in the AGF or AGI.
     pub(super) fn root_level_off(self) -> (usize, usize) {
         match self {
-            Tree::Bno => (16, 28),
-            Tree::Cnt => (20, 32),
-            Tree::Rmap => (24, 36),
-            Tree::Refcount => (88, 92),
-            Tree::Ino => (20, 24),
-            Tree::Fino => (328, 332),
-        }
-    }
-    pub(super) fn magic(self, v5: bool) -> Option<u32> {
-        Some(match (self, v5) {
-            (Tree::Bno, true) => 0x4142_3342,
-            (Tree::Bno, false) => 0x4142_5442,
-            (Tree::Cnt, true) => 0x4142_3343,
-            (Tree::Cnt, false) => 0x4142_5443,
-            (Tree::Rmap, true) => 0x524d_4233,
-            (Tree::Refcount, true) => 0x5233_4643,
-            (Tree::Ino, true) => 0x4941_4233,
-            (Tree::Ino, false) => 0x4941_4254,
-            (Tree::Fino, true) => 0x4649_4233,
-            (Tree::Fino, false) => 0x4649_4254,
-            _ => return None,
-        })
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Tree::Bno => "bnobt",
-            Tree::Cnt => "cntbt",
-            Tree::Rmap => "rmapbt",
-            Tree::Refcount => "refcountbt",
-            Tree::Ino => "inobt",
-            Tree::Fino => "finobt",
+            AgTree::Bno => (
+                offset_of!(XfsAgf, agf_bno_root),
+                offset_of!(XfsAgf, agf_bno_level),
+            ),
+            AgTree::Cnt => (
+                offset_of!(XfsAgf, agf_cnt_root),
+                offset_of!(XfsAgf, agf_cnt_level),
+            ),
+            AgTree::Rmap => (
+                offset_of!(XfsAgf, agf_rmap_root),
+                offset_of!(XfsAgf, agf_rmap_level),
+            ),
+            AgTree::Refcount => (
+                offset_of!(XfsAgf, agf_refcount_root),
+                offset_of!(XfsAgf, agf_refcount_level),
+            ),
+            AgTree::Ino => (offset_of!(XfsAgi, agi_root), offset_of!(XfsAgi, agi_level)),
+            AgTree::Fino => (
+                offset_of!(XfsAgi, agi_free_root),
+                offset_of!(XfsAgi, agi_free_level),
+            ),
         }
     }
 }
@@ -100,15 +63,15 @@ pub(super) fn rmap_off_key(off: u64) -> u64 {
 }
 
 /// The (low) key of a record.
-pub fn rec_key(tree: Tree, rec: &[u8]) -> Key {
+pub fn rec_key(tree: AgTree, rec: &[u8]) -> Key {
     // Every AG btree record starts with its start block (or inode); the
     // free-space records follow with the length.
     let a = u64::from(be32(rec, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0));
     let b = u64::from(be32(rec, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0));
     match tree {
-        Tree::Bno | Tree::Refcount | Tree::Ino | Tree::Fino => (a, 0, 0),
-        Tree::Cnt => (b, a, 0),
-        Tree::Rmap => (
+        AgTree::Bno | AgTree::Refcount | AgTree::Ino | AgTree::Fino => (a, 0, 0),
+        AgTree::Cnt => (b, a, 0),
+        AgTree::Rmap => (
             a,
             be64(rec, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
             rmap_off_key(be64(rec, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0)),
@@ -117,16 +80,16 @@ pub fn rec_key(tree: Tree, rec: &[u8]) -> Key {
 }
 
 /// The order of a node key (a low or high half for the rmapbt).
-pub(super) fn key_order(tree: Tree, k: &[u8]) -> Key {
+pub(super) fn key_order(tree: AgTree, k: &[u8]) -> Key {
     let a = u64::from(be32(k, offset_of!(XfsAllocRec, ar_startblock)).unwrap_or(0));
     match tree {
-        Tree::Bno | Tree::Refcount | Tree::Ino | Tree::Fino => (a, 0, 0),
-        Tree::Cnt => (
+        AgTree::Bno | AgTree::Refcount | AgTree::Ino | AgTree::Fino => (a, 0, 0),
+        AgTree::Cnt => (
             u64::from(be32(k, offset_of!(XfsAllocRec, ar_blockcount)).unwrap_or(0)),
             a,
             0,
         ),
-        Tree::Rmap => (
+        AgTree::Rmap => (
             a,
             be64(k, offset_of!(XfsRmapKey, rm_owner)).unwrap_or(0),
             rmap_off_key(be64(k, offset_of!(XfsRmapKey, rm_offset)).unwrap_or(0)),
@@ -136,7 +99,7 @@ pub(super) fn key_order(tree: Tree, k: &[u8]) -> Key {
 
 /// Kept for callers that compare raw keys or records: a record of the
 /// tree's record length or a key.
-pub fn key_of(tree: Tree, k: &[u8]) -> Key {
+pub fn key_of(tree: AgTree, k: &[u8]) -> Key {
     if k.len() >= tree.rec_len() {
         rec_key(tree, k)
     } else {
@@ -145,11 +108,11 @@ pub fn key_of(tree: Tree, k: &[u8]) -> Key {
 }
 
 /// The low key bytes of a record (`init_key_from_rec`).
-pub(super) fn rec_low_key(tree: Tree, rec: &[u8]) -> Vec<u8> {
+pub(super) fn rec_low_key(tree: AgTree, rec: &[u8]) -> Vec<u8> {
     match tree {
-        Tree::Bno | Tree::Cnt => rec.get(..8).unwrap_or(&[0; 8]).to_vec(),
-        Tree::Refcount | Tree::Ino | Tree::Fino => rec.get(..4).unwrap_or(&[0; 4]).to_vec(),
-        Tree::Rmap => {
+        AgTree::Bno | AgTree::Cnt => rec.get(..8).unwrap_or(&[0; 8]).to_vec(),
+        AgTree::Refcount | AgTree::Ino | AgTree::Fino => rec.get(..4).unwrap_or(&[0; 4]).to_vec(),
+        AgTree::Rmap => {
             let mut k = Vec::with_capacity(20);
             k.extend_from_slice(rec.get(..4).unwrap_or(&[0; 4]));
             let owner = offset_of!(XfsRmapRec, rm_owner);
@@ -181,7 +144,7 @@ pub(super) fn rmap_high_key(rec: &[u8]) -> Vec<u8> {
 }
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
-    pub(crate) fn maxrecs(&self, tree: Tree, level: usize) -> usize {
+    pub(crate) fn maxrecs(&self, tree: AgTree, level: usize) -> usize {
         let room = self.blocksize.saturating_sub(self.hdr);
         let per = if level == 0 {
             tree.rec_len()
@@ -191,12 +154,12 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         room.checked_div(per).unwrap_or(0)
     }
 
-    pub(super) fn minrecs(&self, tree: Tree, level: usize) -> usize {
+    pub(super) fn minrecs(&self, tree: AgTree, level: usize) -> usize {
         self.maxrecs(tree, level) / 2
     }
 
     /// A new block for `tree` (`alloc_block`), `None` when there is none.
-    pub(super) fn alloc_block(&mut self, tree: Tree, hint: u32) -> EditResult<Option<u32>> {
+    pub(super) fn alloc_block(&mut self, tree: AgTree, hint: u32) -> EditResult<Option<u32>> {
         let b = self.alloc_block_bno(tree, hint)?;
         if let Some(b) = b {
             // xfs_btree_get_buf_block
@@ -205,16 +168,16 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         Ok(b)
     }
 
-    fn alloc_block_bno(&mut self, tree: Tree, hint: u32) -> EditResult<Option<u32>> {
+    fn alloc_block_bno(&mut self, tree: AgTree, hint: u32) -> EditResult<Option<u32>> {
         match tree {
-            Tree::Bno | Tree::Cnt | Tree::Rmap => {
+            AgTree::Bno | AgTree::Cnt | AgTree::Rmap => {
                 let b = self.get_freelist(true)?;
-                if b.is_some() && tree == Tree::Rmap {
+                if b.is_some() && tree == AgTree::Rmap {
                     self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), 1);
                 }
                 Ok(b)
             }
-            Tree::Refcount => {
+            AgTree::Refcount => {
                 let h = self.refcount_block();
                 let b = self.alloc_near_one(h, XFS_RMAP_OWN_REFC)?;
                 if b.is_some() {
@@ -222,10 +185,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 }
                 Ok(b)
             }
-            Tree::Ino | Tree::Fino => {
+            AgTree::Ino | AgTree::Fino => {
                 let b = self.alloc_near_one(hint, XFS_RMAP_OWN_INOBT)?;
                 if b.is_some() && self.feat.inobtcount {
-                    self.add_agi(if tree == Tree::Ino { 336 } else { 340 }, 1)?;
+                    self.add_agi(if tree == AgTree::Ino { 336 } else { 340 }, 1)?;
                 }
                 Ok(b)
             }
@@ -233,7 +196,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
     }
 
     /// `free_block`: the block leaves the tree.
-    pub(super) fn free_block(&mut self, tree: Tree, bno: u32) -> EditResult<()> {
+    pub(super) fn free_block(&mut self, tree: AgTree, bno: u32) -> EditResult<()> {
         // xfs_trans_binval: the block's changes are not written, and its
         // buffer item's dirty map is cleared.
         self.dirty.remove(&bno);
@@ -242,25 +205,25 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         self.cancels.insert(bno);
         self.pin(bno);
         match tree {
-            Tree::Bno | Tree::Cnt => {
+            AgTree::Bno | AgTree::Cnt => {
                 self.put_freelist_ex(bno, true)?;
                 self.busy_insert(bno, 1);
                 Ok(())
             }
-            Tree::Rmap => {
+            AgTree::Rmap => {
                 self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), -1);
                 self.put_freelist_ex(bno, true)?;
                 self.busy_insert(bno, 1);
                 Ok(())
             }
-            Tree::Refcount => {
+            AgTree::Refcount => {
                 self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), -1);
                 self.deferred.push((bno, XFS_RMAP_OWN_REFC));
                 Ok(())
             }
-            Tree::Ino | Tree::Fino => {
+            AgTree::Ino | AgTree::Fino => {
                 if self.feat.inobtcount {
-                    self.add_agi(if tree == Tree::Ino { 336 } else { 340 }, -1)?;
+                    self.add_agi(if tree == AgTree::Ino { 336 } else { 340 }, -1)?;
                 }
                 self.deferred.push((bno, XFS_RMAP_OWN_INOBT));
                 Ok(())

@@ -3,6 +3,8 @@
 //! block (`xfs_da_grow_inode`).
 
 use super::*;
+use crate::xfs::error::Location;
+use crate::xfs::replay::ag::{damaged, not_done};
 
 impl<R: ReadAt> ForkEditor<'_, R> {
     /// `xfs_bmap_first_unused` in an attr fork's extents `recs`: the first
@@ -33,7 +35,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let recs = self.attr_extents(ino)?;
         let got = recs.iter().find(|r| r.end() > off).copied();
         if got.is_some_and(|r| r.off <= off) {
-            return refuse(format!("inode {ino}: attr block {off} is already mapped"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                format!("attr block {off} is already mapped"),
+            );
         }
         let mut length = length.min(XFS_MAX_BMBT_EXTLEN);
         if let Some(r) = got {
@@ -45,7 +51,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(target));
         let len32 = u32::try_from(length).unwrap_or(u32::MAX);
         let Some(bno) = space.near(agno.0, agbno.0, len32)? else {
-            return refuse(format!(
+            return not_done(format!(
                 "inode {ino}: no {length} free blocks for the attr fork in AG {}",
                 agno.0
             ));

@@ -17,7 +17,9 @@
 //! next leaf (`xfs_da3_path_shift`), and so on.
 
 use super::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
+use crate::xfs::replay::ag::damaged;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -117,10 +119,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let mut entries = Self::da_entries(&step.b, v5);
             let idx = step.index;
             if idx >= entries.len() {
-                return refuse(format!(
-                    "inode {ino}: attr node entry {idx} of {}",
-                    entries.len()
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr node entry {idx} of {}", entries.len()),
+                );
             }
             let at1 = idx.saturating_add(1);
             if entries.len().saturating_add(adds.len()) <= node_ents {
@@ -151,15 +154,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             Self::put_node_entries(&mut nb, v5, &moved);
             // xfs_da3_blk_link: the new node after the old one.
             let forw = be32(&b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
-            put_be32(&mut nb, offset_of!(XfsDaBlkinfo, forw), forw);
-            put_be32(&mut nb, offset_of!(XfsDaBlkinfo, back), my_dablk);
+            set_be32(&mut nb, offset_of!(XfsDaBlkinfo, forw), forw)?;
+            set_be32(&mut nb, offset_of!(XfsDaBlkinfo, back), my_dablk)?;
             if forw != 0 {
                 let off = self.attr_block_off(ino, u64::from(forw))?;
                 let mut fb = self.read("attr node block", off, bs)?;
-                put_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), ndablk);
+                set_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), ndablk)?;
                 self.put_attr_block(off, fb);
             }
-            put_be32(&mut b, offset_of!(XfsDaBlkinfo, forw), ndablk);
+            set_be32(&mut b, offset_of!(XfsDaBlkinfo, forw), ndablk)?;
             Self::put_node_entries(&mut b, v5, &entries);
             self.put_attr_block(nboff, nb);
             self.put_attr_block(boff, b.clone());
@@ -173,7 +176,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         // xfs_da3_root_split: the root split above; it moves.
         let Some(root) = path.first() else {
-            return refuse(format!("inode {ino}: a leaf split with no node above"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                "a leaf split with no node above",
+            );
         };
         let (rboff, rb) = (root.boff, root.b.clone());
         let entries = Self::da_entries(&rb, v5);
@@ -187,13 +194,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             d.copy_from_slice(src);
         }
         if v5 {
-            put_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), cboff / 512);
+            set_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), cboff / 512)?;
         }
         let forw = be32(&copy, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
         if forw != 0 {
             let off = self.attr_block_off(ino, u64::from(forw))?;
             let mut fb = self.read("attr node block", off, bs)?;
-            put_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), cdablk);
+            set_be32(&mut fb, offset_of!(XfsDaBlkinfo, back), cdablk)?;
             self.put_attr_block(off, fb);
         }
         self.put_attr_block(cboff, copy);
@@ -210,7 +217,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     pub(super) fn attr_block_off(&self, ino: u64, dablk: u64) -> EditResult<u64> {
         let recs = self.attr_extents(ino)?;
         let Some(r) = recs.iter().find(|r| r.off <= dablk && r.end() > dablk) else {
-            return refuse(format!("inode {ino}: attr block {dablk} is not mapped"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                format!("attr block {dablk} is not mapped"),
+            );
         };
         self.block_off(
             "attr block",
@@ -237,9 +248,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let magic = be16(&b, offset_of!(XfsDaBlkinfo, magic));
             if !matches!(magic, Some(XFS_DA_NODE_MAGIC | XFS_DA3_NODE_MAGIC)) {
                 if want_level.is_some_and(|l| l != 0) {
-                    return refuse(format!(
-                        "inode {ino}: attr block {dablk} is a leaf where a node was due"
-                    ));
+                    return damaged(
+                        "attr fork",
+                        Some(Location::Inode { ino }),
+                        format!("attr block {dablk} is a leaf where a node was due"),
+                    );
                 }
                 let leaf = Leaf::parse(b, g.v5, "attr leaf block")
                     .map_err(|e| e.within(|| format!("inode {ino}, attr block {dablk}")))?;
@@ -251,14 +264,18 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let level = be16(&b, level_at).unwrap_or(0);
             let entries = bs.saturating_sub(hdr) / 8;
             if count == 0 || count > entries || level == 0 || level >= 5 {
-                return refuse(format!(
-                    "inode {ino}: attr node block {dablk} with {count} entries at level {level}"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr node block {dablk} with {count} entries at level {level}"),
+                );
             }
             if want_level.is_some_and(|l| l != level) {
-                return refuse(format!(
-                    "inode {ino}: attr node block {dablk} at level {level}, not the one due"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr node block {dablk} at level {level}, not the one due"),
+                );
             }
             want_level = Some(level.saturating_sub(1));
             let ent = |i: usize| {
@@ -273,9 +290,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 .unwrap_or(count.saturating_sub(1));
             let next = u64::from(ent(index).1);
             if next == 0 || path.len() >= 5 {
-                return refuse(format!(
-                    "inode {ino}: attr node block {dablk} points back at the root"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr node block {dablk} points back at the root"),
+                );
             }
             path.push(NodeStep { boff, b, index });
             dablk = next;
@@ -301,9 +320,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 return Ok((lf, path, found));
             }
             if !seen.insert(lf.boff) {
-                return refuse(format!(
-                    "inode {ino}: the attr tree leads back to a leaf it has searched"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    "the attr tree leads back to a leaf it has searched",
+                );
             }
             match self.shift_leaf(ino, &mut path, true)? {
                 Some(next) => lf = next,
@@ -396,9 +417,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let bs = usize::try_from(g.blocksize).unwrap_or(0);
         while path.len() < depth {
             if dablk == 0 {
-                return refuse(format!(
-                    "inode {ino}: an attr node entry points back at the root"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    "an attr node entry points back at the root",
+                );
             }
             let boff = self.attr_block_off(ino, dablk)?;
             let b = self.read("attr node block", boff, bs)?;
@@ -410,9 +433,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             ) || be16(&b, level_at).unwrap_or(0) != want
                 || count_of(&b) == 0
             {
-                return refuse(format!(
-                    "inode {ino}: attr block {dablk} is not the node at level {want} the tree leads to"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr block {dablk} is not the node at level {want} the tree leads to"),
+                );
             }
             let index = if forward {
                 0
@@ -423,9 +448,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             path.push(NodeStep { boff, b, index });
         }
         if dablk == 0 {
-            return refuse(format!(
-                "inode {ino}: an attr node entry points back at the root"
-            ));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                "an attr node entry points back at the root",
+            );
         }
         Ok(Some(dablk))
     }
@@ -578,10 +605,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 };
                 let sib = sib_path.last().map_or(0, |s| before_of(&s.b, s.index));
                 if blkno.is_some_and(|b| b != sib) {
-                    return refuse(format!(
-                        "inode {ino}: attr leaf {cur} names leaf {} as its sibling, the nodes lead to {sib}",
-                        blkno.unwrap_or(0)
-                    ));
+                    return damaged(
+                        "attr fork",
+                        Some(Location::Inode { ino }),
+                        format!(
+                            "attr leaf {cur} names leaf {} as its sibling, the nodes lead to {sib}",
+                            blkno.unwrap_or(0)
+                        ),
+                    );
                 }
                 (sibling, sib, sib_path)
             }
@@ -620,7 +651,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             if same_node {
                 if let Some(root) = path.last_mut() {
                     let at = save_path.last().map_or(0, |s| s.index);
-                    put_be32(&mut root.b, hdr.saturating_add(at.saturating_mul(8)), last);
+                    set_be32(&mut root.b, hdr.saturating_add(at.saturating_mul(8)), last)?;
                 }
             } else {
                 self.fix_hash_up(&mut save_path, last);
@@ -636,7 +667,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let relink = |ed: &mut Self, blk: u32, forw: bool| -> EditResult<()> {
             let off = ed.attr_block_off(ino, u64::from(blk))?;
             let mut b = ed.read("attr block", off, bs)?;
-            put_be32(&mut b, if forw { 0 } else { 4 }, save_blk);
+            set_be32(&mut b, if forw { 0 } else { 4 }, save_blk)?;
             ed.put_attr_block(off, b);
             Ok(())
         };
@@ -683,7 +714,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 d.fill(0);
             }
             let left = count.saturating_sub(1);
-            put_be16(&mut node.b, count_at, u16::try_from(left).unwrap_or(0));
+            set_be16(&mut node.b, count_at, u16::try_from(left).unwrap_or(0))?;
             self.put_attr_block(node.boff, node.b.clone());
             if depth == 1 {
                 break;
@@ -738,10 +769,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             let sib = dablk_of(&alt);
             if blkno.is_some_and(|b| b != sib) {
-                return refuse(format!(
-                    "inode {ino}: attr node {cur} names node {} as its sibling, the tree leads to {sib}",
-                    blkno.unwrap_or(0)
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!(
+                        "attr node {cur} names node {} as its sibling, the tree leads to {sib}",
+                        blkno.unwrap_or(0)
+                    ),
+                );
             }
             // The higher-numbered node goes; an empty one always does.
             let drop_sibling = blkno.is_some() && sib > cur;
@@ -769,9 +804,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 sents.iter().chain(dents.iter()).copied().collect()
             };
             if merged.len() != dcount.saturating_add(scount) || merged.len() > node_ents {
-                return refuse(format!(
-                    "inode {ino}: attr nodes {cur} and {sib} do not fit one block"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr nodes {cur} and {sib} do not fit one block"),
+                );
             }
             let (save_boff, drop_boff) = (sv.boff, d.boff);
             let (dforw, dback) = (
@@ -790,17 +827,17 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let relink = |ed: &mut Self, blk: u32, forw: bool| -> EditResult<()> {
                 let off = ed.attr_block_off(ino, u64::from(blk))?;
                 let mut b = ed.read("attr block", off, bs)?;
-                put_be32(&mut b, if forw { 0 } else { 4 }, save_blk);
+                set_be32(&mut b, if forw { 0 } else { 4 }, save_blk)?;
                 ed.put_attr_block(off, b);
                 Ok(())
             };
             if sback == drop_blk {
-                put_be32(&mut sb, offset_of!(XfsDaBlkinfo, back), dback);
+                set_be32(&mut sb, offset_of!(XfsDaBlkinfo, back), dback)?;
                 if dback != 0 {
                     relink(self, dback, true)?;
                 }
             } else if sforw == drop_blk {
-                put_be32(&mut sb, offset_of!(XfsDaBlkinfo, forw), dforw);
+                set_be32(&mut sb, offset_of!(XfsDaBlkinfo, forw), dforw)?;
                 if dforw != 0 {
                     relink(self, dforw, false)?;
                 }
@@ -836,11 +873,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let child_off = self.attr_block_off(ino, u64::from(child))?;
         let mut bytes = self.read("attr block", child_off, bs)?;
         if v5 {
-            put_be64(
+            set_be64(
                 &mut bytes,
                 offset_of!(XfsDa3Blkinfo, blkno),
                 root.boff / 512,
-            );
+            )?;
         }
         let root_off = root.boff;
         self.put_attr_block(root_off, bytes);

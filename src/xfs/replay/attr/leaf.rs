@@ -16,8 +16,10 @@
 //! takes both new entries, splitting if it must.
 
 use super::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::format::dinode::XfsDinode;
+use crate::xfs::replay::ag::{damaged, fails_mount};
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -46,9 +48,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         })?;
         let i = match found {
             Ok(_) => {
-                return refuse(format!(
-                    "inode {ino}: the attribute is already in the leaf: the kernel fails the mount"
-                ))
+                return fails_mount(format!("inode {ino}: the attribute is already in the leaf"))
             }
             Err(i) => i,
         };
@@ -110,7 +110,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let last = lf.leaf.lasthash().unwrap_or(0);
         let mut copy = lf.leaf.b.clone();
         if v5 {
-            put_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), nboff / 512);
+            set_be64(&mut copy, offset_of!(XfsDa3Blkinfo, blkno), nboff / 512)?;
         }
         self.put_attr_block(nboff, copy);
         let mut node = lf.leaf.b;
@@ -119,16 +119,16 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             if let Some(h) = node.get_mut(..hdr) {
                 h.fill(0);
             }
-            put_be64(&mut node, offset_of!(XfsDa3Blkinfo, blkno), lf.boff / 512);
+            set_be64(&mut node, offset_of!(XfsDa3Blkinfo, blkno), lf.boff / 512)?;
             if let Some(u) = node.get_mut(field_range(offset_of!(XfsDa3Blkinfo, uuid), 16)) {
                 u.copy_from_slice(&fs.meta_uuid());
             }
-            put_be64(&mut node, offset_of!(XfsDa3Blkinfo, owner), ino);
+            set_be64(&mut node, offset_of!(XfsDa3Blkinfo, owner), ino)?;
         } else {
-            put_be32(&mut node, offset_of!(XfsDaBlkinfo, forw), 0);
-            put_be32(&mut node, offset_of!(XfsDaBlkinfo, back), 0);
+            set_be32(&mut node, offset_of!(XfsDaBlkinfo, forw), 0)?;
+            set_be32(&mut node, offset_of!(XfsDaBlkinfo, back), 0)?;
         }
-        put_be16(
+        set_be16(
             &mut node,
             offset_of!(XfsDaBlkinfo, magic),
             if v5 {
@@ -136,15 +136,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             } else {
                 XFS_DA_NODE_MAGIC
             },
-        );
-        put_be16(&mut node, count_at, 1);
-        put_be16(&mut node, level_at, 1);
-        put_be32(&mut node, hdr, last);
-        put_be32(
+        )?;
+        set_be16(&mut node, count_at, 1)?;
+        set_be16(&mut node, level_at, 1)?;
+        set_be32(&mut node, hdr, last)?;
+        set_be32(
             &mut node,
             hdr.saturating_add(4),
             u32::try_from(dablk).unwrap_or(0),
-        );
+        )?;
         self.put_attr_block(lf.boff, node);
         Ok(work)
     }
@@ -202,8 +202,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             };
             let target = if inleaf2 { src } else { &mut extra };
             if !Self::leaf_add_entry(target, idx2, hash, p, remote)? {
-                return refuse(format!(
-                    "inode {ino}: the entry fits no leaf of a second split: the kernel fails the mount"
+                return fails_mount(format!(
+                    "inode {ino}: the entry fits no leaf of a second split"
                 ));
             }
             link
@@ -225,7 +225,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         } else if neighbour != 0 {
             let off = self.attr_block_off(ino, u64::from(neighbour))?;
             let mut b = self.read("attr block", off, bs)?;
-            put_be32(&mut b, if set_forw { 0 } else { 4 }, xdablk);
+            set_be32(&mut b, if set_forw { 0 } else { 4 }, xdablk)?;
             self.put_attr_block(off, b);
         }
         // The old leaf's hash up the path, then xfs_da3_node_add twice: the
@@ -258,7 +258,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (hdr, _, _) = node_layout(g.v5);
         let cc0 = be64(&self.inode(ino)?.1, offset_of!(XfsDinode, di_changecount)).unwrap_or(0);
         let Some(bottom) = path.last() else {
-            return refuse(format!("inode {ino}: a leaf split with no node above"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                "a leaf split with no node above",
+            );
         };
         let old_dablk = be32(
             &bottom.b,
@@ -284,7 +288,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let relink = |ed: &mut Self, sib: u32, set_forw: bool| -> EditResult<()> {
             let off = ed.attr_block_off(ino, u64::from(sib))?;
             let mut b = ed.read("attr block", off, bs)?;
-            put_be32(&mut b, if set_forw { 0 } else { 4 }, new_dablk);
+            set_be32(&mut b, if set_forw { 0 } else { 4 }, new_dablk)?;
             ed.put_attr_block(off, b);
             Ok(())
         };

@@ -27,9 +27,9 @@ use crate::xfs::format::attr::{
 };
 use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::fs::{be16, be32};
-use crate::xfs::replay::ag::{refuse, EditResult};
+use crate::xfs::replay::ag::{damaged, not_done, EditResult};
 use crate::xfs::replay::field_range;
-use crate::xfs::replay::{put_be16, put_be32, put_be64};
+use crate::xfs::replay::{put_be16, put_be32, put_be64, set_be16, set_be32};
 use core::mem::offset_of;
 
 const ENTRY: usize = 8;
@@ -93,7 +93,11 @@ impl Leaf {
             XFS_ATTR_LEAF_MAGIC
         };
         if magic != want {
-            return refuse(format!("{what}: magic {magic:#x} is not an attr leaf's"));
+            return damaged(
+                "attr leaf",
+                None,
+                format!("{what}: magic {magic:#x} is not an attr leaf's"),
+            );
         }
         let bs = b.len();
         let c = lay.count;
@@ -124,16 +128,24 @@ impl Leaf {
                 .iter()
                 .any(|&(base, size)| base.saturating_add(size) > bs)
         {
-            return refuse(format!(
-                "{what}: {} entries, first name at {}, in a block of {bs}",
-                hdr.count, hdr.firstused
-            ));
+            return damaged(
+                "attr leaf",
+                None,
+                format!(
+                    "{what}: {} entries, first name at {}, in a block of {bs}",
+                    hdr.count, hdr.firstused
+                ),
+            );
         }
         let leaf = Leaf { b, hdr, lay };
         for i in 0..leaf.hdr.count {
             let (_, nameidx, _) = leaf.entry(i);
             if nameidx < leaf.hdr.firstused || nameidx.saturating_add(leaf.entsize_at(i)) > bs {
-                return refuse(format!("{what}: entry {i}'s name lies outside the block"));
+                return damaged(
+                    "attr leaf",
+                    None,
+                    format!("{what}: entry {i}'s name lies outside the block"),
+                );
             }
         }
         Ok(leaf)
@@ -308,8 +320,8 @@ impl Leaf {
         let entsize = entsize_local(name.len(), value.len());
         if entsize >= self.b.len().saturating_mul(3) / 4 || name.len() > 255 || value.len() > 0xffff
         {
-            return refuse(format!(
-                "a value of {} bytes goes into remote blocks: not done here",
+            return not_done(format!(
+                "a value of {} bytes goes into remote blocks",
                 value.len()
             ));
         }
@@ -415,16 +427,16 @@ impl Leaf {
         }
         self.hdr.count = h.count.saturating_add(1);
         let Some(fm) = self.hdr.freemap.get_mut(m) else {
-            return refuse("the attr leaf block's free region vanished".into());
+            return damaged("attr leaf", None, "the block's free region vanished");
         };
         fm.1 = fm.1.saturating_sub(entsize);
         let nameidx = fm.0.saturating_add(fm.1);
-        put_be32(&mut self.b, at, hash);
-        put_be16(
+        set_be32(&mut self.b, at, hash)?;
+        set_be16(
             &mut self.b,
             at.saturating_add(4),
             u16::try_from(nameidx).unwrap_or(0),
-        );
+        )?;
         if let Some(f) = self.b.get_mut(at.saturating_add(6)..at.saturating_add(8)) {
             f.copy_from_slice(&[flags, 0]);
         }

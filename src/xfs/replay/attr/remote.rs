@@ -20,7 +20,9 @@
 //! shortform list if the rest fits; a set's add comes after that.
 
 use super::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::attr::XfsAttr3RmtHdr;
+use crate::xfs::replay::ag::damaged;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -90,7 +92,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     == p.ns | XFS_ATTR_INCOMPLETE
         })?;
         let Ok(i) = found else {
-            return refuse(format!("inode {ino}: the remote value's entry is gone"));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                "the remote value's entry is gone",
+            );
         };
         lf.leaf
             .clear_incomplete(i, u32::try_from(at.first).unwrap_or(0), valuelen);
@@ -110,9 +116,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         for (i, part) in value.chunks(space).enumerate() {
             let lblk = first.saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
             let Some(r) = recs.iter().find(|r| r.off <= lblk && r.end() > lblk) else {
-                return refuse(format!(
-                    "inode {ino}: attr block {lblk} of a remote value is not mapped"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("attr block {lblk} of a remote value is not mapped"),
+                );
             };
             let fsb = r.start.saturating_add(lblk.saturating_sub(r.off));
             let boff = self
@@ -120,28 +128,28 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 .map_err(|e| e.within(|| format!("inode {ino}")))?;
             let mut v = vec![0u8; bs];
             let data_at = if g.v5 {
-                put_be32(
+                set_be32(
                     &mut v,
                     offset_of!(XfsAttr3RmtHdr, rm_magic),
                     XFS_ATTR3_RMT_MAGIC,
-                );
+                )?;
                 let off = i.saturating_mul(space);
-                put_be32(
+                set_be32(
                     &mut v,
                     offset_of!(XfsAttr3RmtHdr, rm_offset),
                     u32::try_from(off).unwrap_or(0),
-                );
-                put_be32(
+                )?;
+                set_be32(
                     &mut v,
                     offset_of!(XfsAttr3RmtHdr, rm_bytes),
                     u32::try_from(part.len()).unwrap_or(0),
-                );
+                )?;
                 if let Some(d) = v.get_mut(field_range(offset_of!(XfsAttr3RmtHdr, rm_uuid), 16)) {
                     d.copy_from_slice(&fs.meta_uuid());
                 }
-                put_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_owner), ino);
-                put_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_blkno), boff / 512);
-                put_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_lsn), u64::MAX);
+                set_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_owner), ino)?;
+                set_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_blkno), boff / 512)?;
+                set_be64(&mut v, offset_of!(XfsAttr3RmtHdr, rm_lsn), u64::MAX)?;
                 RMT_HDR
             } else {
                 0

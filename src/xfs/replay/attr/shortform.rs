@@ -23,9 +23,11 @@
 //! the block's reverse mapping and what the allocation let go of.
 
 use super::*;
+use crate::xfs::error::Location;
 use crate::xfs::format::attr::XfsAttrSfHdr;
 use crate::xfs::format::da::XfsDa3Blkinfo;
 use crate::xfs::format::dinode::XfsDinode;
+use crate::xfs::replay::ag::{damaged, fails_mount, not_done};
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -49,10 +51,14 @@ pub(super) fn sf_entries(sf: &[u8], ino: u64) -> EditResult<Vec<SfEntry>> {
     let total = usize::from(be16(sf, offset_of!(XfsAttrSfHdr, totsize)).unwrap_or(0));
     let count = usize::from(sf.get(2).copied().unwrap_or(0));
     if total < 4 || total > sf.len() {
-        return refuse(format!(
-            "inode {ino}: shortform attr list of {total} bytes in a fork of {}",
-            sf.len()
-        ));
+        return damaged(
+            "attr fork",
+            Some(Location::Inode { ino }),
+            format!(
+                "shortform attr list of {total} bytes in a fork of {}",
+                sf.len()
+            ),
+        );
     }
     let mut out = Vec::with_capacity(count);
     let mut at = 4usize;
@@ -61,9 +67,11 @@ pub(super) fn sf_entries(sf: &[u8], ino: u64) -> EditResult<Vec<SfEntry>> {
         let vl = usize::from(sf.get(at.saturating_add(1)).copied().unwrap_or(0));
         let len = 3usize.saturating_add(nl).saturating_add(vl);
         if at.saturating_add(len) > total {
-            return refuse(format!(
-                "inode {ino}: shortform attr entry {i} runs past the list's {total} bytes"
-            ));
+            return damaged(
+                "attr fork",
+                Some(Location::Inode { ino }),
+                format!("shortform attr entry {i} runs past the list's {total} bytes"),
+            );
         }
         out.push(SfEntry { at, len });
         at = at.saturating_add(len);
@@ -142,7 +150,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             XFS_DINODE_FMT_BTREE => {
                 bmdr(usize::from(be16(b, f.core.saturating_add(2)).unwrap_or(0)))
             }
-            d => return refuse(format!("inode {ino}: data fork format {d}")),
+            d => {
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    format!("data fork format {d}"),
+                )
+            }
         };
         let fs = self.fs();
         Ok(Shape {
@@ -182,7 +196,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let at = f.core.saturating_add(forkoff.saturating_mul(8));
             match f.b.get_mut(at..at.saturating_add(f.sf.len())) {
                 Some(d) => d.copy_from_slice(&f.sf),
-                None => return refuse(format!("inode {ino}: the attr list overruns the inode")),
+                None => {
+                    return damaged(
+                        "attr fork",
+                        Some(Location::Inode { ino }),
+                        "the attr list overruns the inode",
+                    )
+                }
             }
         }
         self.log_inode(ino, f.ioff, f.b, bumps);
@@ -238,8 +258,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         // owner (xfs_attr3_leaf_header_check).
         let owner = be64(&lf.leaf.b, offset_of!(XfsDa3Blkinfo, owner)).unwrap_or(0);
         if self.fs().geo.v5 && owner != ino {
-            return refuse(format!(
-                "inode {ino}: its attr leaf names inode {owner} as owner: the kernel fails the mount"
+            return fails_mount(format!(
+                "inode {ino}: its attr leaf names inode {owner} as owner"
             ));
         }
         let fit = match lf.leaf.shortform_bytes() {
@@ -302,7 +322,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     }
                 }
                 let total = u16::try_from(sf.len()).unwrap_or(u16::MAX);
-                put_be16(&mut sf, offset_of!(XfsAttrSfHdr, totsize), total);
+                set_be16(&mut sf, offset_of!(XfsAttrSfHdr, totsize), total)?;
                 if let Some(d) = b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2)) {
                     d.copy_from_slice(&[u8::try_from(fo).unwrap_or(0), XFS_DINODE_FMT_LOCAL]);
                 }
@@ -310,7 +330,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 match b.get_mut(at..at.saturating_add(sf.len())) {
                     Some(d) => d.copy_from_slice(&sf),
                     None => {
-                        return refuse(format!("inode {ino}: the attr list overruns the inode"))
+                        return damaged(
+                            "attr fork",
+                            Some(Location::Inode { ino }),
+                            "the attr list overruns the inode",
+                        )
                     }
                 }
             }
@@ -376,7 +400,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             )
         };
         let Some(bno) = space.near(agno, agbno, 1)? else {
-            return refuse(format!(
+            return not_done(format!(
                 "inode {ino}: no block for an attr leaf in AG {agno}"
             ));
         };
@@ -406,14 +430,18 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     && fl2 & XFS_ATTR_NSP_ONDISK_MASK == ns
                     && (ns & XFS_ATTR_PARENT == 0 || v == value.as_slice())
             }) else {
-                return refuse(format!(
-                    "inode {ino}: the shortform list names an attribute twice"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    "the shortform list names an attribute twice",
+                );
             };
             if !leaf.add(i, hash, ns, &name, &value)? {
-                return refuse(format!(
-                    "inode {ino}: the shortform list does not fit a leaf block"
-                ));
+                return damaged(
+                    "attr fork",
+                    Some(Location::Inode { ino }),
+                    "the shortform list does not fit a leaf block",
+                );
             }
         }
         self.put_attr_block(boff, leaf.b);
@@ -424,12 +452,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             d.copy_from_slice(&[u8::try_from(forkoff).unwrap_or(0), XFS_DINODE_FMT_EXTENTS]);
         }
         let at = f.core.saturating_add(forkoff.saturating_mul(8));
-        put_be64(&mut f.b, at, fsb >> 43);
-        put_be64(
+        set_be64(&mut f.b, at, fsb >> 43)?;
+        set_be64(
             &mut f.b,
             at.saturating_add(8),
             ((fsb & ((1 << 43) - 1)) << 21) | 1,
-        );
+        )?;
         set_anextents(&mut f.b, 1);
         add_nblocks(&mut f.b, 1);
         self.log_inode(ino, ioff, f.b, 1);
@@ -470,8 +498,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let ino = p.ino;
         let (name, value) = (&p.name, &p.value);
         if name.len() >= SF_ENTSIZE_MAX || value.len() >= SF_ENTSIZE_MAX {
-            return refuse(format!(
-                "inode {ino}: a name of {} or value of {} bytes moves the list to a leaf block, which this tool does not do",
+            return not_done(format!(
+                "inode {ino}: a name of {} or value of {} bytes moves the list to a leaf block",
                 name.len(),
                 value.len()
             ));
@@ -483,9 +511,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 .saturating_add(value.len());
         let forkoff = bytesfit(&self.shape(&f, ino, f.forkoff)?, newsize);
         if forkoff == 0 {
-            return refuse(format!(
-                "inode {ino}: {newsize} bytes of attributes no longer fit the inode; the kernel moves them to a leaf block, which this tool does not do"
-            ));
+            return not_done(format!("inode {ino}: {newsize} bytes of attributes no longer fit the inode; the kernel moves them to a leaf block"));
         }
         f.sf.push(u8::try_from(name.len()).unwrap_or(0));
         f.sf.push(u8::try_from(value.len()).unwrap_or(0));
@@ -496,15 +522,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             *c = c.saturating_add(1);
         }
         let total = u16::try_from(f.sf.len()).unwrap_or(u16::MAX);
-        put_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total);
+        set_be16(&mut f.sf, offset_of!(XfsAttrSfHdr, totsize), total)?;
         let v3 = f.b.get(4) == Some(&3);
         let big = v3
             && be64(&f.b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0) & XFS_DIFLAG2_BIGTIME != 0;
-        put_be64(
+        set_be64(
             &mut f.b,
             offset_of!(XfsDinode, di_ctime),
             Timestamp::encode(now.sec, now.nsec, big),
-        );
+        )?;
         self.put_sf(ino, f, forkoff, bumps)
     }
 }

@@ -35,12 +35,13 @@
 mod refcount;
 mod rmap;
 
+use crate::xfs::error::Location;
+use crate::xfs::replay::ag::damaged;
 use refcount::{refcount_adjust, refcount_cow};
 pub use rmap::Rmap;
 use rmap::{rmap_convert, rmap_convert_shared, rmap_map_shared, rmap_unmap_shared};
 
-use super::ag::refuse;
-use super::ag::{AgStore, EditResult, Neighbors, Snapshot, Tree};
+use super::ag::{AgStore, AgTree, EditResult, Neighbors, Snapshot};
 use super::alloc::RmapOwner;
 use super::ckpt::Cut;
 use crate::xfs::format::btree::{XFS_RMAP_OWN_AG, XFS_RMAP_OWN_UNKNOWN};
@@ -53,30 +54,30 @@ pub type Key = (u64, u64, u64);
 
 /// Record access the work needs; [`AgStore`] is the real one.
 pub trait RecordStore {
-    fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>>;
+    fn find(&mut self, tree: AgTree, key: Key) -> EditResult<Option<Vec<u8>>>;
     /// The last record with key <= `key` and the first after it.
-    fn neighbors(&mut self, tree: Tree, key: Key) -> EditResult<Neighbors>;
-    fn insert(&mut self, tree: Tree, rec: &[u8]) -> EditResult<()>;
-    fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()>;
-    fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()>;
+    fn neighbors(&mut self, tree: AgTree, key: Key) -> EditResult<Neighbors>;
+    fn insert(&mut self, tree: AgTree, rec: &[u8]) -> EditResult<()>;
+    fn delete(&mut self, tree: AgTree, key: Key) -> EditResult<()>;
+    fn update(&mut self, tree: AgTree, key: Key, rec: &[u8]) -> EditResult<()>;
     /// rmapbt records whose blocks overlap `[lo, hi]`, in key order.
     fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>>;
 }
 
 impl<R: ReadAt> RecordStore for AgStore<'_, R> {
-    fn find(&mut self, tree: Tree, key: Key) -> EditResult<Option<Vec<u8>>> {
+    fn find(&mut self, tree: AgTree, key: Key) -> EditResult<Option<Vec<u8>>> {
         AgStore::find(self, tree, key)
     }
-    fn neighbors(&mut self, tree: Tree, key: Key) -> EditResult<Neighbors> {
+    fn neighbors(&mut self, tree: AgTree, key: Key) -> EditResult<Neighbors> {
         AgStore::neighbors(self, tree, key)
     }
-    fn insert(&mut self, tree: Tree, rec: &[u8]) -> EditResult<()> {
+    fn insert(&mut self, tree: AgTree, rec: &[u8]) -> EditResult<()> {
         AgStore::insert(self, tree, rec)
     }
-    fn delete(&mut self, tree: Tree, key: Key) -> EditResult<()> {
+    fn delete(&mut self, tree: AgTree, key: Key) -> EditResult<()> {
         AgStore::delete(self, tree, key)
     }
-    fn update(&mut self, tree: Tree, key: Key, rec: &[u8]) -> EditResult<()> {
+    fn update(&mut self, tree: AgTree, key: Key, rec: &[u8]) -> EditResult<()> {
         AgStore::update(self, tree, key, rec)
     }
     fn rmap_overlapping(&mut self, lo: u32, hi: u32) -> EditResult<Vec<Vec<u8>>> {
@@ -93,6 +94,17 @@ pub enum FreeOwner {
     Unknown,
     /// A known owner (a bmbt block, inode chunk, AG metadata).
     Known(Rmap),
+}
+
+impl FreeOwner {
+    /// The owner whose mapping `xfs_free_ag_extent` removes first, if any.
+    fn rmap_owner(self) -> Option<RmapOwner> {
+        match self {
+            FreeOwner::Skip => None,
+            FreeOwner::Unknown => Some(RmapOwner::special(XFS_RMAP_OWN_UNKNOWN)),
+            FreeOwner::Known(m) => Some(RmapOwner::of(&m)),
+        }
+    }
 }
 
 /// One piece of deferred work.
@@ -382,7 +394,11 @@ impl<'a, R: ReadAt> Engine<'a, R> {
 
     pub fn store(&mut self, agno: u32) -> EditResult<&mut AgStore<'a, R>> {
         if agno >= self.fs.geo.agcount {
-            return refuse(format!("AG {agno} is outside the filesystem"));
+            return damaged(
+                "intent",
+                Some(Location::Ag { agno }),
+                "the AG is outside the filesystem",
+            );
         }
         if !self.stores.contains_key(&agno) {
             let mut s = AgStore::new(self.fs, self.base, agno)?;
@@ -391,7 +407,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         }
         match self.stores.get_mut(&agno) {
             Some(s) => Ok(s),
-            None => refuse(format!("AG {agno}: store vanished")),
+            None => damaged("AG", Some(Location::Ag { agno }), "store vanished"),
         }
     }
 
@@ -432,16 +448,6 @@ impl<'a, R: ReadAt> Engine<'a, R> {
         Ok(Self::deferred_work(agno, items))
     }
 
-    /// The owner of a mapping as the AG store takes it.
-    fn owner_of(m: &Rmap) -> RmapOwner {
-        RmapOwner {
-            owner: m.owner,
-            offset: m.offset,
-            attr_fork: m.attr,
-            bmbt_block: m.bmbt,
-        }
-    }
-
     /// The frees an AG store deferred, as work items.
     fn deferred_work(agno: u32, items: Vec<(u32, u64)>) -> Vec<Work> {
         items
@@ -469,22 +475,6 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             .collect()
     }
 
-    /// `xfs_free_ag_extent` with its rmap step, done by the AG store.
-    fn free_ag_extent(
-        &mut self,
-        agno: u32,
-        agbno: u32,
-        len: u32,
-        owner: FreeOwner,
-    ) -> EditResult<()> {
-        let o = match owner {
-            FreeOwner::Skip => None,
-            FreeOwner::Unknown => Some(RmapOwner::special(XFS_RMAP_OWN_UNKNOWN)),
-            FreeOwner::Known(m) => Some(Self::owner_of(&m)),
-        };
-        self.store(agno)?.free_ag_extent(agbno, len, o)
-    }
-
     /// Finish one item; the work it creates is returned in order.
     pub fn finish(&mut self, w: &Work) -> EditResult<Vec<Work>> {
         let agblocks = self.fs.geo.agblocks;
@@ -499,7 +489,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                 if *shared {
                     rmap_map_shared(s, m)?;
                 } else {
-                    s.rmap_map(m.start, m.len, m.unwritten, Self::owner_of(m))?;
+                    s.rmap_map(m.start, m.len, m.unwritten, RmapOwner::of(m))?;
                 }
             }
             Work::RmapUnmap { agno, m, shared } => {
@@ -511,7 +501,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                 if *shared {
                     rmap_unmap_shared(s, m)?;
                 } else {
-                    s.rmap_unmap(m.start, m.len, m.unwritten, Self::owner_of(m))?;
+                    s.rmap_unmap(m.start, m.len, m.unwritten, RmapOwner::of(m))?;
                 }
             }
             Work::Refcount {
@@ -557,23 +547,16 @@ impl<'a, R: ReadAt> Engine<'a, R> {
                 owner,
             } => {
                 out = self.fix_freelist(*agno)?;
-                self.free_ag_extent(*agno, *agbno, *len, *owner)?;
+                let owner = owner.rmap_owner();
+                self.store(*agno)?.free_ag_extent(*agbno, *len, owner)?;
                 // __xfs_free_extent: busy until the log moves on.
                 self.store(*agno)?.busy_insert(*agbno, *len);
             }
             Work::AgflFree { agno, agbno } => {
-                let owner = FreeOwner::Known(Rmap {
-                    start: *agbno,
-                    len: 1,
-                    owner: XFS_RMAP_OWN_AG,
-                    offset: 0,
-                    attr: false,
-                    bmbt: false,
-                    unwritten: false,
-                });
                 // xfs_agfl_free_finish_item: the block goes back to free
                 // space; its buffer is not got again.
-                self.free_ag_extent(*agno, *agbno, 1, owner)?;
+                let owner = Some(RmapOwner::special(XFS_RMAP_OWN_AG));
+                self.store(*agno)?.free_ag_extent(*agbno, 1, owner)?;
             }
         }
         self.settle_forces();
@@ -625,7 +608,7 @@ impl<'a, R: ReadAt> Engine<'a, R> {
             for w in &run {
                 guard = guard.saturating_add(1);
                 if guard > 1 << 24 {
-                    return refuse("deferred work does not end".into());
+                    return damaged("deferred work", None, "the chain does not end");
                 }
                 created.extend(self.finish(w).map_err(|e| e.within(|| w.describe()))?);
             }
@@ -699,20 +682,20 @@ mod tests {
         trees: BTreeMap<u8, BTreeMap<Key, Vec<u8>>>,
     }
 
-    fn tid(t: Tree) -> u8 {
+    fn tid(t: AgTree) -> u8 {
         // Not a match: the editor may know more trees than these four.
-        [Tree::Bno, Tree::Cnt, Tree::Rmap, Tree::Refcount]
+        [AgTree::Bno, AgTree::Cnt, AgTree::Rmap, AgTree::Refcount]
             .iter()
             .position(|x| *x == t)
             .map_or(9, |i| i as u8)
     }
 
-    fn key_of(t: Tree, r: &[u8]) -> Key {
+    fn key_of(t: AgTree, r: &[u8]) -> Key {
         let a = be32(r, 0).unwrap();
         let b = be32(r, 4).unwrap();
-        if t == Tree::Cnt {
+        if t == AgTree::Cnt {
             key_cnt(a, b)
-        } else if t == Tree::Rmap {
+        } else if t == AgTree::Rmap {
             Rmap::parse(r).key()
         } else {
             key_bno(a)
@@ -720,10 +703,10 @@ mod tests {
     }
 
     impl RecordStore for Mem {
-        fn find(&mut self, t: Tree, k: Key) -> EditResult<Option<Vec<u8>>> {
+        fn find(&mut self, t: AgTree, k: Key) -> EditResult<Option<Vec<u8>>> {
             Ok(self.trees.entry(tid(t)).or_default().get(&k).cloned())
         }
-        fn neighbors(&mut self, t: Tree, k: Key) -> EditResult<Neighbors> {
+        fn neighbors(&mut self, t: AgTree, k: Key) -> EditResult<Neighbors> {
             let m = self.trees.entry(tid(t)).or_default();
             let l = m.range(..=k).next_back().map(|(_, v)| v.clone());
             let r = m
@@ -732,18 +715,18 @@ mod tests {
                 .map(|(_, v)| v.clone());
             Ok((l, r))
         }
-        fn insert(&mut self, t: Tree, rec: &[u8]) -> EditResult<()> {
+        fn insert(&mut self, t: AgTree, rec: &[u8]) -> EditResult<()> {
             let k = key_of(t, rec);
             let m = self.trees.entry(tid(t)).or_default();
             assert!(m.insert(k, rec.to_vec()).is_none(), "duplicate key {k:?}");
             Ok(())
         }
-        fn delete(&mut self, t: Tree, k: Key) -> EditResult<()> {
+        fn delete(&mut self, t: AgTree, k: Key) -> EditResult<()> {
             let m = self.trees.entry(tid(t)).or_default();
             assert!(m.remove(&k).is_some(), "no record {k:?}");
             Ok(())
         }
-        fn update(&mut self, t: Tree, k: Key, rec: &[u8]) -> EditResult<()> {
+        fn update(&mut self, t: AgTree, k: Key, rec: &[u8]) -> EditResult<()> {
             let m = self.trees.entry(tid(t)).or_default();
             assert!(m.remove(&k).is_some(), "no record {k:?}");
             m.insert(key_of(t, rec), rec.to_vec());
@@ -808,7 +791,7 @@ mod tests {
         let mut m = Mem::default();
         for &(start, len, refcount) in recs {
             m.insert(
-                Tree::Refcount,
+                AgTree::Refcount,
                 &RefcountRecord {
                     start,
                     len,
@@ -901,11 +884,11 @@ mod tests {
     #[test]
     fn converting_part_of_a_mapping_splits_it_and_merges_with_neighbours() {
         let mut m = Mem::default();
-        m.insert(Tree::Rmap, &rm(0, 1, u64::MAX - 2, 0).bytes())
+        m.insert(AgTree::Rmap, &rm(0, 1, u64::MAX - 2, 0).bytes())
             .ok();
         let mut u = rm(100, 10, 131, 0);
         u.unwritten = true;
-        m.insert(Tree::Rmap, &u.bytes()).ok();
+        m.insert(AgTree::Rmap, &u.bytes()).ok();
         let written = |m: &mut Mem| -> Vec<(u32, u32, u64, bool)> {
             m.trees[&2]
                 .values()
@@ -937,7 +920,7 @@ mod tests {
     fn shared_rmaps_pick_the_owners_record_among_others() {
         let mut m = Mem::default();
         for owner in [131u64, 140, 150] {
-            m.insert(Tree::Rmap, &rm(100, 10, owner, 0).bytes()).ok();
+            m.insert(AgTree::Rmap, &rm(100, 10, owner, 0).bytes()).ok();
         }
         assert!(rmap_unmap_shared(&mut m, &rm(104, 2, 140, 4)).is_ok());
         assert_eq!(

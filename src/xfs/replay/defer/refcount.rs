@@ -8,8 +8,9 @@ use super::RecordStore;
 use crate::xfs::format::btree::XfsRefcountRec;
 use crate::xfs::format::btree::{MAXREFCOUNT, XFS_REFC_COWFLAG};
 use crate::xfs::fs::be32;
-use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::{key_refcount, EditResult, Tree};
+use crate::xfs::replay::ag::damaged;
+
+use crate::xfs::replay::ag::{key_refcount, AgTree, EditResult};
 use core::mem::offset_of;
 
 /// One reference count record (shared domain unless `cow`).
@@ -62,7 +63,7 @@ pub(super) fn refcount_le<S: RecordStore>(
     agbno: u32,
     cow: bool,
 ) -> EditResult<Option<RefcountRecord>> {
-    Ok(s.neighbors(Tree::Refcount, rkey(agbno, cow))?
+    Ok(s.neighbors(AgTree::Refcount, rkey(agbno, cow))?
         .0
         .and_then(|r| RefcountRecord::parse(&r))
         .filter(|r| r.cow == cow))
@@ -73,7 +74,7 @@ pub(super) fn refcount_ge<S: RecordStore>(
     agbno: u32,
     cow: bool,
 ) -> EditResult<Option<RefcountRecord>> {
-    let (l, r) = s.neighbors(Tree::Refcount, rkey(agbno, cow))?;
+    let (l, r) = s.neighbors(AgTree::Refcount, rkey(agbno, cow))?;
     if let Some(l) = l.and_then(|l| RefcountRecord::parse(&l)) {
         if l.start == agbno && l.cow == cow {
             return Ok(Some(l));
@@ -87,7 +88,7 @@ pub(super) fn refcount_after<S: RecordStore>(
     s: &mut S,
     r: &RefcountRecord,
 ) -> EditResult<Option<RefcountRecord>> {
-    Ok(s.neighbors(Tree::Refcount, r.key())?
+    Ok(s.neighbors(AgTree::Refcount, r.key())?
         .1
         .and_then(|x| RefcountRecord::parse(&x))
         .filter(|x| x.cow == r.cow))
@@ -117,14 +118,14 @@ pub(super) fn refcount_split<S: RecordStore>(s: &mut S, agbno: u32, cow: bool) -
         refcount: r.refcount,
         cow,
     };
-    s.update(Tree::Refcount, r.key(), &right.bytes())?;
+    s.update(AgTree::Refcount, r.key(), &right.bytes())?;
     let left = RefcountRecord {
         start: r.start,
         len: agbno.saturating_sub(r.start),
         refcount: r.refcount,
         cow,
     };
-    s.insert(Tree::Refcount, &left.bytes())
+    s.insert(AgTree::Refcount, &left.bytes())
 }
 
 pub(super) fn merged_refcount(r: &RefcountRecord, adj: i32) -> u32 {
@@ -211,15 +212,15 @@ pub(super) fn refcount_merge<S: RecordStore>(
             let first = refcount_ge(s, c.start, cow)?
                 .map(|x| x.key())
                 .unwrap_or(r.key());
-            s.delete(Tree::Refcount, first)?;
+            s.delete(AgTree::Refcount, first)?;
             if c.refcount > 1 {
-                s.delete(Tree::Refcount, r.key())?;
+                s.delete(AgTree::Refcount, r.key())?;
             }
             let nl = RefcountRecord {
                 len: u32::try_from(total).unwrap_or(u32::MAX),
                 ..l
             };
-            s.update(Tree::Refcount, l.key(), &nl.bytes())?;
+            s.update(AgTree::Refcount, l.key(), &nl.bytes())?;
             *aglen = 0;
             return Ok(());
         }
@@ -229,13 +230,13 @@ pub(super) fn refcount_merge<S: RecordStore>(
             && u64::from(l.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refcount, c.key())?;
+                s.delete(AgTree::Refcount, c.key())?;
             }
             let nl = RefcountRecord {
                 len: l.len.saturating_add(c.len),
                 ..l
             };
-            s.update(Tree::Refcount, l.key(), &nl.bytes())?;
+            s.update(AgTree::Refcount, l.key(), &nl.bytes())?;
             *agbno = agbno.saturating_add(c.len);
             *aglen = aglen.saturating_sub(c.len);
             if cequal {
@@ -248,7 +249,7 @@ pub(super) fn refcount_merge<S: RecordStore>(
             && u64::from(r.len).saturating_add(u64::from(c.len)) < u64::from(u32::MAX >> 1)
         {
             if c.refcount > 1 {
-                s.delete(Tree::Refcount, c.key())?;
+                s.delete(AgTree::Refcount, c.key())?;
             }
             let nr = RefcountRecord {
                 start: r.start.saturating_sub(c.len),
@@ -256,7 +257,7 @@ pub(super) fn refcount_merge<S: RecordStore>(
                 refcount: r.refcount,
                 cow,
             };
-            s.update(Tree::Refcount, r.key(), &nr.bytes())?;
+            s.update(AgTree::Refcount, r.key(), &nr.bytes())?;
             *aglen = aglen.saturating_sub(c.len);
         }
     }
@@ -277,7 +278,7 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
     while *aglen > 0 {
         guard = guard.saturating_add(1);
         if guard > u64::from(agblocks).saturating_add(2) {
-            return refuse("refcount: the adjustment does not end".into());
+            return damaged("refcount", None, "the adjustment does not end");
         }
         let mut ext = refcount_ge(s, *agbno, false)?.unwrap_or(RefcountRecord {
             start: agblocks,
@@ -293,10 +294,10 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
                 cow: false,
             };
             if hole.len == 0 {
-                return refuse("refcount: records overlap".into());
+                return damaged("refcount", None, "records overlap");
             }
             if hole.refcount != 0 {
-                s.insert(Tree::Refcount, &hole.bytes())?;
+                s.insert(AgTree::Refcount, &hole.bytes())?;
             } else {
                 frees.push((hole.start, hole.len));
             }
@@ -307,22 +308,26 @@ pub(super) fn refcount_adjust_extents<S: RecordStore>(
             }
             match refcount_ge(s, *agbno, false)? {
                 Some(e) => ext = e,
-                None => return refuse("refcount: record vanished".into()),
+                None => return damaged("refcount", None, "record vanished"),
             }
         }
         if ext.start != *agbno || ext.len > *aglen || ext.len == 0 {
-            return refuse(format!(
-                "refcount: record {}+{} straddles the end of the range {}+{}",
-                ext.start, ext.len, agbno, aglen
-            ));
+            return damaged(
+                "refcount",
+                None,
+                format!(
+                    "record {}+{} straddles the end of the range {}+{}",
+                    ext.start, ext.len, agbno, aglen
+                ),
+            );
         }
         if ext.refcount != MAXREFCOUNT {
             let old = ext.start;
             ext.refcount = ext.refcount.saturating_add_signed(adj);
             if ext.refcount > 1 {
-                s.update(Tree::Refcount, rkey(old, false), &ext.bytes())?;
+                s.update(AgTree::Refcount, rkey(old, false), &ext.bytes())?;
             } else if ext.refcount == 1 {
-                s.delete(Tree::Refcount, rkey(old, false))?;
+                s.delete(AgTree::Refcount, rkey(old, false))?;
             } else {
                 frees.push((ext.start, ext.len));
             }
@@ -369,9 +374,11 @@ pub fn refcount_cow<S: RecordStore>(
         let before = refcount_le(s, agbno, true)?;
         let after = refcount_ge(s, agbno, true)?;
         if before.is_some_and(|x| x.end() > agbno) || after.is_some_and(|x| x.start < end) {
-            return refuse(format!(
-                "refcount: CoW blocks {agbno}+{len} are already reserved"
-            ));
+            return damaged(
+                "refcount",
+                None,
+                format!("CoW blocks {agbno}+{len} are already reserved"),
+            );
         }
     }
     let (mut b, mut l) = (agbno, len);
@@ -389,10 +396,14 @@ pub fn refcount_cow<S: RecordStore>(
     });
     if alloc {
         if ext.start < b.saturating_add(l) {
-            return refuse(format!("refcount: CoW blocks {b}+{l} are already reserved"));
+            return damaged(
+                "refcount",
+                None,
+                format!("CoW blocks {b}+{l} are already reserved"),
+            );
         }
         s.insert(
-            Tree::Refcount,
+            AgTree::Refcount,
             &RefcountRecord {
                 start: b,
                 len: l,
@@ -403,10 +414,12 @@ pub fn refcount_cow<S: RecordStore>(
         )
     } else {
         if ext.start != b || ext.len != l || ext.refcount != 1 {
-            return refuse(format!(
-                "refcount: no CoW staging record {b}+{l} to release"
-            ));
+            return damaged(
+                "refcount",
+                None,
+                format!("no CoW staging record {b}+{l} to release"),
+            );
         }
-        s.delete(Tree::Refcount, ext.key())
+        s.delete(AgTree::Refcount, ext.key())
     }
 }

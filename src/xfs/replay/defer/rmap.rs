@@ -5,98 +5,13 @@
 
 use super::Key;
 use super::RecordStore;
-use crate::xfs::format::btree::XfsRmapRec;
-use crate::xfs::format::btree::{
-    XFS_RMAP_OFF_ATTR_FORK, XFS_RMAP_OFF_BMBT_BLOCK, XFS_RMAP_OFF_MASK, XFS_RMAP_OFF_UNWRITTEN,
-    XFS_RMAP_OWN_NULL,
-};
-use crate::xfs::fs::{be32, be64};
-use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::{key_rmap, EditResult, Tree};
-use core::mem::offset_of;
+use crate::xfs::replay::ag::damaged;
 
-/// One reverse mapping.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rmap {
-    pub start: u32,
-    pub len: u32,
-    pub owner: u64,
-    /// File offset (0 for non-inode owners and bmbt blocks).
-    pub offset: u64,
-    pub attr: bool,
-    pub bmbt: bool,
-    pub unwritten: bool,
-}
-
-impl Rmap {
-    pub fn parse(r: &[u8]) -> Rmap {
-        let off = be64(r, offset_of!(XfsRmapRec, rm_offset)).unwrap_or(0);
-        Rmap {
-            start: be32(r, offset_of!(XfsRmapRec, rm_startblock)).unwrap_or(0),
-            len: be32(r, offset_of!(XfsRmapRec, rm_blockcount)).unwrap_or(0),
-            owner: be64(r, offset_of!(XfsRmapRec, rm_owner)).unwrap_or(0),
-            offset: off & XFS_RMAP_OFF_MASK,
-            attr: off & XFS_RMAP_OFF_ATTR_FORK != 0,
-            bmbt: off & XFS_RMAP_OFF_BMBT_BLOCK != 0,
-            unwritten: off & XFS_RMAP_OFF_UNWRITTEN != 0,
-        }
-    }
-    pub fn bytes(&self) -> Vec<u8> {
-        let mut off = self.offset & XFS_RMAP_OFF_MASK;
-        if self.attr {
-            off |= XFS_RMAP_OFF_ATTR_FORK;
-        }
-        if self.bmbt {
-            off |= XFS_RMAP_OFF_BMBT_BLOCK;
-        }
-        if self.unwritten {
-            off |= XFS_RMAP_OFF_UNWRITTEN;
-        }
-        let mut r = Vec::with_capacity(24);
-        r.extend_from_slice(&self.start.to_be_bytes());
-        r.extend_from_slice(&self.len.to_be_bytes());
-        r.extend_from_slice(&self.owner.to_be_bytes());
-        r.extend_from_slice(&off.to_be_bytes());
-        r
-    }
-    /// The btree key: start, owner, offset with the fork and bmbt bits
-    /// (the written state is not part of it).
-    pub fn key(&self) -> Key {
-        key_rmap(self.start, self.owner, self.key_offset(self.offset))
-    }
-    fn key_offset(&self, offset: u64) -> u64 {
-        let mut off = offset & XFS_RMAP_OFF_MASK;
-        if self.attr {
-            off |= XFS_RMAP_OFF_ATTR_FORK;
-        }
-        if self.bmbt {
-            off |= XFS_RMAP_OFF_BMBT_BLOCK;
-        }
-        off
-    }
-    pub(super) fn end(&self) -> u32 {
-        self.start.saturating_add(self.len)
-    }
-    /// `XFS_RMAP_NON_INODE_OWNER`, or a bmbt block: offsets do not count.
-    fn ignore_off(&self) -> bool {
-        non_inode(self.owner) || self.bmbt
-    }
-    /// `xfs_rmap_is_mergeable` against the owner and flags of `o`.
-    fn mergeable(&self, o: &Rmap) -> bool {
-        self.owner != XFS_RMAP_OWN_NULL
-            && self.owner == o.owner
-            && self.unwritten == o.unwritten
-            && self.attr == o.attr
-            && self.bmbt == o.bmbt
-    }
-}
-
-pub(super) fn non_inode(owner: u64) -> bool {
-    owner >> 63 != 0
-}
+pub use crate::xfs::replay::ag::Rmap;
+use crate::xfs::replay::ag::{key_rmap, non_inode, AgTree, EditResult};
 
 pub(super) fn rmap_le<S: RecordStore>(s: &mut S, key: Key) -> EditResult<Option<Rmap>> {
-    Ok(s.neighbors(Tree::Rmap, key)?.0.map(|r| Rmap::parse(&r)))
+    Ok(s.neighbors(AgTree::Rmap, key)?.0.map(|r| Rmap::parse(&r)))
 }
 
 /// `xfs_rmap_lookup_le_range`: the mapping of the owner of `m` that holds
@@ -123,39 +38,47 @@ pub(super) fn rmap_find_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResul
 /// where several owners may map the same blocks.
 pub fn rmap_unmap_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     let Some(lt) = rmap_find_shared(s, m)? else {
-        return refuse(format!(
-            "rmap: no mapping of owner {} offset {} at block {}",
-            m.owner, m.offset, m.start
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "no mapping of owner {} offset {} at block {}",
+                m.owner, m.offset, m.start
+            ),
+        );
     };
     if lt.start > m.start || lt.end() < m.end() || lt.unwritten != m.unwritten {
-        return refuse(format!(
-            "rmap: the mapping {}+{} does not cover {}+{}",
-            lt.start, lt.len, m.start, m.len
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "the mapping {}+{} does not cover {}+{}",
+                lt.start, lt.len, m.start, m.len
+            ),
+        );
     }
     if lt.start == m.start && lt.len == m.len {
-        s.delete(Tree::Rmap, lt.key())
+        s.delete(AgTree::Rmap, lt.key())
     } else if lt.start == m.start {
-        s.delete(Tree::Rmap, lt.key())?;
+        s.delete(AgTree::Rmap, lt.key())?;
         let mut n = lt;
         n.start = n.start.saturating_add(m.len);
         n.len = n.len.saturating_sub(m.len);
         n.offset = n.offset.saturating_add(u64::from(m.len));
-        s.insert(Tree::Rmap, &n.bytes())
+        s.insert(AgTree::Rmap, &n.bytes())
     } else if lt.end() == m.end() {
         let mut n = lt;
         n.len = n.len.saturating_sub(m.len);
-        s.update(Tree::Rmap, lt.key(), &n.bytes())
+        s.update(AgTree::Rmap, lt.key(), &n.bytes())
     } else {
         let mut n = lt;
         n.len = m.start.saturating_sub(lt.start);
-        s.update(Tree::Rmap, lt.key(), &n.bytes())?;
+        s.update(AgTree::Rmap, lt.key(), &n.bytes())?;
         let mut r = lt;
         r.start = m.end();
         r.len = lt.len.saturating_sub(m.len).saturating_sub(n.len);
         r.offset = m.offset.saturating_add(u64::from(m.len));
-        s.insert(Tree::Rmap, &r.bytes())
+        s.insert(AgTree::Rmap, &r.bytes())
     }
 }
 
@@ -179,7 +102,7 @@ pub fn rmap_map_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     }
     let gkey = key_rmap(m.end(), m.owner, m.offset.saturating_add(u64::from(m.len)));
     let gt = s
-        .find(Tree::Rmap, gkey)?
+        .find(AgTree::Rmap, gkey)?
         .map(|r| Rmap::parse(&r))
         .filter(|g| g.mergeable(m));
     let left_ok = lt.is_some_and(|l| {
@@ -193,20 +116,20 @@ pub fn rmap_map_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
             let mut n = l;
             n.len = n.len.saturating_add(m.len);
             if let (true, Some(g)) = (right_ok, g) {
-                s.delete(Tree::Rmap, g.key())?;
+                s.delete(AgTree::Rmap, g.key())?;
                 n.len = n.len.saturating_add(g.len);
             }
-            s.update(Tree::Rmap, l.key(), &n.bytes())
+            s.update(AgTree::Rmap, l.key(), &n.bytes())
         }
         (_, Some(g)) if right_ok => {
-            s.delete(Tree::Rmap, g.key())?;
+            s.delete(AgTree::Rmap, g.key())?;
             let mut n = g;
             n.start = m.start;
             n.len = n.len.saturating_add(m.len);
             n.offset = m.offset;
-            s.insert(Tree::Rmap, &n.bytes())
+            s.insert(AgTree::Rmap, &n.bytes())
         }
-        _ => s.insert(Tree::Rmap, &m.bytes()),
+        _ => s.insert(AgTree::Rmap, &m.bytes()),
     }
 }
 
@@ -226,14 +149,18 @@ pub(super) fn key_before(k: Key) -> Key {
 /// merged with its neighbours as the kernel does.
 pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     if m.ignore_off() {
-        return refuse("rmap: convert of a non-inode owner or a bmbt block".into());
+        return damaged("rmap", None, "convert of a non-inode owner or a bmbt block");
     }
     let new = m.unwritten;
     let mut old_m = *m;
     old_m.unwritten = !new;
-    let (prev, _) = s.neighbors(Tree::Rmap, old_m.key())?;
+    let (prev, _) = s.neighbors(AgTree::Rmap, old_m.key())?;
     let Some(prev) = prev.map(|r| Rmap::parse(&r)) else {
-        return refuse(format!("rmap: no mapping to convert at block {}", m.start));
+        return damaged(
+            "rmap",
+            None,
+            format!("no mapping to convert at block {}", m.start),
+        );
     };
     let new_endoff = m.offset.saturating_add(u64::from(m.len));
     if prev.owner != m.owner
@@ -243,19 +170,23 @@ pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
         || prev.offset > m.offset
         || prev.offset.saturating_add(u64::from(prev.len)) < new_endoff
     {
-        return refuse(format!(
-            "rmap: the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
-            prev.start, prev.len, prev.owner, m.start, m.len
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
+                prev.start, prev.len, prev.owner, m.start, m.len
+            ),
+        );
     }
     let lf = prev.offset == m.offset;
     let rf = prev.offset.saturating_add(u64::from(prev.len)) == new_endoff;
     let left = s
-        .neighbors(Tree::Rmap, key_before(prev.key()))?
+        .neighbors(AgTree::Rmap, key_before(prev.key()))?
         .0
         .map(|r| Rmap::parse(&r));
     let right = s
-        .neighbors(Tree::Rmap, prev.key())?
+        .neighbors(AgTree::Rmap, prev.key())?
         .1
         .map(|r| Rmap::parse(&r));
     let mut newm = *m;
@@ -278,63 +209,63 @@ pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     }
     match (lf, lc, rf, rc) {
         (true, Some(l), true, Some(r)) => {
-            s.delete(Tree::Rmap, r.key())?;
-            s.delete(Tree::Rmap, prev.key())?;
+            s.delete(AgTree::Rmap, r.key())?;
+            s.delete(AgTree::Rmap, prev.key())?;
             let mut n = l;
             n.len = n.len.saturating_add(prev.len).saturating_add(r.len);
-            s.update(Tree::Rmap, l.key(), &n.bytes())
+            s.update(AgTree::Rmap, l.key(), &n.bytes())
         }
         (true, Some(l), true, None) => {
-            s.delete(Tree::Rmap, prev.key())?;
+            s.delete(AgTree::Rmap, prev.key())?;
             let mut n = l;
             n.len = n.len.saturating_add(prev.len);
-            s.update(Tree::Rmap, l.key(), &n.bytes())
+            s.update(AgTree::Rmap, l.key(), &n.bytes())
         }
         (true, None, true, Some(r)) => {
-            s.delete(Tree::Rmap, r.key())?;
+            s.delete(AgTree::Rmap, r.key())?;
             let mut n = prev;
             n.len = m.len.saturating_add(r.len);
             n.unwritten = new;
-            s.update(Tree::Rmap, prev.key(), &n.bytes())
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())
         }
         (true, None, true, None) => {
             let mut n = prev;
             n.unwritten = new;
-            s.update(Tree::Rmap, prev.key(), &n.bytes())
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())
         }
         (true, Some(l), false, _) => {
             let mut n = prev;
             n.offset = n.offset.saturating_add(u64::from(m.len));
             n.start = n.start.saturating_add(m.len);
             n.len = n.len.saturating_sub(m.len);
-            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())?;
             let mut nl = l;
             nl.len = nl.len.saturating_add(m.len);
-            s.update(Tree::Rmap, l.key(), &nl.bytes())
+            s.update(AgTree::Rmap, l.key(), &nl.bytes())
         }
         (true, None, false, _) => {
             let mut n = prev;
             n.start = n.start.saturating_add(m.len);
             n.offset = n.offset.saturating_add(u64::from(m.len));
             n.len = n.len.saturating_sub(m.len);
-            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
-            s.insert(Tree::Rmap, &newm.bytes())
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())?;
+            s.insert(AgTree::Rmap, &newm.bytes())
         }
         (false, _, true, Some(r)) => {
             let mut n = prev;
             n.len = n.len.saturating_sub(m.len);
-            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())?;
             let mut nr = r;
             nr.offset = m.offset;
             nr.start = m.start;
             nr.len = nr.len.saturating_add(m.len);
-            s.update(Tree::Rmap, r.key(), &nr.bytes())
+            s.update(AgTree::Rmap, r.key(), &nr.bytes())
         }
         (false, _, true, None) => {
             let mut n = prev;
             n.len = n.len.saturating_sub(m.len);
-            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
-            s.insert(Tree::Rmap, &newm.bytes())
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())?;
+            s.insert(AgTree::Rmap, &newm.bytes())
         }
         (false, _, false, _) => {
             // The middle: the right part takes the record's place, then
@@ -348,11 +279,11 @@ pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
                     .saturating_sub(new_endoff),
             )
             .unwrap_or(0);
-            s.update(Tree::Rmap, prev.key(), &r.bytes())?;
+            s.update(AgTree::Rmap, prev.key(), &r.bytes())?;
             let mut l = prev;
             l.len = u32::try_from(m.offset.saturating_sub(prev.offset)).unwrap_or(0);
-            s.insert(Tree::Rmap, &l.bytes())?;
-            s.insert(Tree::Rmap, &newm.bytes())
+            s.insert(AgTree::Rmap, &l.bytes())?;
+            s.insert(AgTree::Rmap, &newm.bytes())
         }
     }
 }
@@ -363,24 +294,36 @@ pub fn rmap_convert<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
 /// key, and every change of a key done as a delete and an insert.
 pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()> {
     if m.ignore_off() || m.attr {
-        return refuse("rmap: shared convert of a non-inode owner, bmbt block or attr fork".into());
+        return damaged(
+            "rmap",
+            None,
+            "shared convert of a non-inode owner, bmbt block or attr fork",
+        );
     }
     let new = m.unwritten;
     let mut old_m = *m;
     old_m.unwritten = !new;
     let Some(prev) = rmap_find_shared(s, &old_m)? else {
-        return refuse(format!(
-            "rmap: no mapping of owner {} offset {} at block {} to convert",
-            m.owner, m.offset, m.start
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "no mapping of owner {} offset {} at block {} to convert",
+                m.owner, m.offset, m.start
+            ),
+        );
     };
     let new_endoff = m.offset.saturating_add(u64::from(m.len));
     let prev_endoff = prev.offset.saturating_add(u64::from(prev.len));
     if prev.unwritten == new || prev.offset > m.offset || prev_endoff < new_endoff {
-        return refuse(format!(
-            "rmap: the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
-            prev.start, prev.len, prev.owner, m.start, m.len
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!(
+                "the mapping {}+{} owner {:#x} does not hold {}+{} to convert",
+                prev.start, prev.len, prev.owner, m.start, m.len
+            ),
+        );
     }
     let lf = prev.offset == m.offset;
     let rf = prev_endoff == new_endoff;
@@ -402,15 +345,16 @@ pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()
             });
     }
     if left.is_some_and(|l| l.end() > m.start) {
-        return refuse(format!(
-            "rmap: a mapping of owner {} overlaps block {}",
-            m.owner, m.start
-        ));
+        return damaged(
+            "rmap",
+            None,
+            format!("a mapping of owner {} overlaps block {}", m.owner, m.start),
+        );
     }
     let lc = left.filter(|l| l.mergeable(&newm));
     let rkey = key_rmap(m.end(), m.owner, newm.key_offset(new_endoff));
     let right = s
-        .find(Tree::Rmap, rkey)?
+        .find(AgTree::Rmap, rkey)?
         .map(|r| Rmap::parse(&r))
         .filter(|r| r.unwritten == new);
     let mut rc = right.filter(|r| r.mergeable(&newm));
@@ -429,36 +373,36 @@ pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()
     };
     match (lf, lc, rf, rc) {
         (true, Some(l), true, Some(r)) => {
-            s.delete(Tree::Rmap, r.key())?;
-            s.delete(Tree::Rmap, prev.key())?;
+            s.delete(AgTree::Rmap, r.key())?;
+            s.delete(AgTree::Rmap, prev.key())?;
             let n = grow(l, prev.len.saturating_add(r.len));
-            s.update(Tree::Rmap, l.key(), &n.bytes())
+            s.update(AgTree::Rmap, l.key(), &n.bytes())
         }
         (true, Some(l), true, None) => {
-            s.delete(Tree::Rmap, prev.key())?;
-            s.update(Tree::Rmap, l.key(), &grow(l, prev.len).bytes())
+            s.delete(AgTree::Rmap, prev.key())?;
+            s.update(AgTree::Rmap, l.key(), &grow(l, prev.len).bytes())
         }
         (true, None, true, Some(r)) => {
-            s.delete(Tree::Rmap, r.key())?;
+            s.delete(AgTree::Rmap, r.key())?;
             let n = Rmap {
                 unwritten: r.unwritten,
                 ..grow(prev, r.len)
             };
-            s.update(Tree::Rmap, prev.key(), &n.bytes())
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())
         }
-        (true, None, true, None) => s.update(Tree::Rmap, prev.key(), &newm_of(prev, new).bytes()),
+        (true, None, true, None) => s.update(AgTree::Rmap, prev.key(), &newm_of(prev, new).bytes()),
         (true, lc, false, _) => {
-            s.delete(Tree::Rmap, prev.key())?;
+            s.delete(AgTree::Rmap, prev.key())?;
             let n = Rmap {
                 start: prev.start.saturating_add(m.len),
                 offset: prev.offset.saturating_add(u64::from(m.len)),
                 len: prev.len.saturating_sub(m.len),
                 ..prev
             };
-            s.insert(Tree::Rmap, &n.bytes())?;
+            s.insert(AgTree::Rmap, &n.bytes())?;
             match lc {
-                Some(l) => s.update(Tree::Rmap, l.key(), &grow(l, m.len).bytes()),
-                None => s.insert(Tree::Rmap, &newm.bytes()),
+                Some(l) => s.update(AgTree::Rmap, l.key(), &grow(l, m.len).bytes()),
+                None => s.insert(AgTree::Rmap, &newm.bytes()),
             }
         }
         (false, _, true, rc) => {
@@ -466,18 +410,18 @@ pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()
                 len: u32::try_from(m.offset.saturating_sub(prev.offset)).unwrap_or(0),
                 ..prev
             };
-            s.update(Tree::Rmap, prev.key(), &n.bytes())?;
+            s.update(AgTree::Rmap, prev.key(), &n.bytes())?;
             match rc {
                 Some(r) => {
-                    s.delete(Tree::Rmap, r.key())?;
+                    s.delete(AgTree::Rmap, r.key())?;
                     let nr = Rmap {
                         offset: m.offset,
                         start: m.start,
                         ..grow(r, m.len)
                     };
-                    s.insert(Tree::Rmap, &nr.bytes())
+                    s.insert(AgTree::Rmap, &nr.bytes())
                 }
-                None => s.insert(Tree::Rmap, &newm.bytes()),
+                None => s.insert(AgTree::Rmap, &newm.bytes()),
             }
         }
         (false, _, false, _) => {
@@ -489,13 +433,13 @@ pub fn rmap_convert_shared<S: RecordStore>(s: &mut S, m: &Rmap) -> EditResult<()
                 len: u32::try_from(prev_endoff.saturating_sub(new_endoff)).unwrap_or(0),
                 ..prev
             };
-            s.insert(Tree::Rmap, &r.bytes())?;
+            s.insert(AgTree::Rmap, &r.bytes())?;
             let l = Rmap {
                 len: u32::try_from(m.offset.saturating_sub(prev.offset)).unwrap_or(0),
                 ..prev
             };
-            s.update(Tree::Rmap, prev.key(), &l.bytes())?;
-            s.insert(Tree::Rmap, &newm.bytes())
+            s.update(AgTree::Rmap, prev.key(), &l.bytes())?;
+            s.insert(AgTree::Rmap, &newm.bytes())
         }
     }
 }
