@@ -149,3 +149,173 @@ fn every_route_round_trips_through_its_hash() {
     assert_eq!(Route::parse("#/ag/x"), Route::Unknown("ag/x".into()));
     assert_eq!(Route::parse("#/hex/"), Route::Unknown("hex/".into()));
 }
+
+/// The worker's answers to `reqs`, in order, with the caps `caps`.
+fn worker_answers(
+    caps: xfs_explorer::web::worker::Caps,
+    reqs: Vec<xfs_explorer::web::protocol::Request>,
+) -> Vec<xfs_explorer::web::protocol::Response> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use xfs_explorer::web::protocol::Response;
+    let seen: Rc<RefCell<Vec<Response>>> = Rc::new(RefCell::new(Vec::new()));
+    let out: Rc<dyn Fn(&Response)> = {
+        let seen = Rc::clone(&seen);
+        Rc::new(move |r: &Response| seen.borrow_mut().push(r.clone()))
+    };
+    xfs_explorer::web::worker::set_caps(caps);
+    for r in reqs {
+        xfs_explorer::web::worker::handle(&out, r);
+    }
+    xfs_explorer::web::worker::set_caps(Default::default());
+    let v = seen.borrow().clone();
+    v
+}
+
+/// The kernel-made image with the largest fixture log, as a Blob.
+fn big_log_blob() -> web_sys::Blob {
+    const ZST: &[u8] = include_bytes!("fixtures/log-1k-rmap.img.zst");
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(ZST).unwrap();
+    let mut img = Vec::new();
+    dec.read_to_end(&mut img).unwrap();
+    blob_of(&img)
+}
+
+fn open_big_log() -> xfs_explorer::web::protocol::Request {
+    xfs_explorer::web::protocol::Request::Open {
+        blob: big_log_blob(),
+        name: "log-1k-rmap.img".into(),
+    }
+}
+
+/// Every request's final answer (progress and memory reports left out).
+fn answers(
+    v: Vec<xfs_explorer::web::protocol::Response>,
+) -> Vec<xfs_explorer::web::protocol::Response> {
+    use xfs_explorer::web::protocol::Response;
+    v.into_iter()
+        .filter(|r| !matches!(r, Response::Progress { .. } | Response::Memory { .. }))
+        .collect()
+}
+
+#[wasm_bindgen_test]
+fn the_decoded_log_cap_refuses_a_bigger_log_with_a_message() {
+    use xfs_explorer::web::protocol::{Request, Response};
+    use xfs_explorer::web::worker::Caps;
+    // xfs_logprint's tail and head of this log.
+    const FACTS: &str = include_str!("fixtures/log-1k-rmap.logfacts.txt");
+    let fact = |k: &str| -> u64 {
+        FACTS
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let span = (fact("head_block") - fact("tail_block")) * 512;
+    let small = Caps {
+        decoded_log: span - 512,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(
+        small,
+        vec![
+            open_big_log(),
+            Request::Log,
+            Request::SetReplay { on: true },
+        ],
+    ));
+    assert!(matches!(got[0], Response::Opened(_)), "{:?}", got[0]);
+    let span_text = format!("is {:.1} MiB, more than", span as f64 / 1_048_576.0);
+    match &got[1] {
+        Response::ViewError { what, message } => {
+            assert_eq!(what, "log");
+            assert!(message.contains(&span_text), "{message}");
+            assert!(message.contains("DECODED_LOG_CAP"), "{message}");
+            assert!(message.contains("tail 1:720 to head 1:8733"), "{message}");
+        }
+        other => panic!("expected the cap's message, got {other:?}"),
+    }
+    match &got[2] {
+        Response::Replay(r) => {
+            let e = r.error.as_deref().unwrap_or_default();
+            assert!(e.contains("DECODED_LOG_CAP"), "{e}");
+            assert!(!r.on);
+        }
+        other => panic!("expected the cap's message, got {other:?}"),
+    }
+    // At the cap itself the same log is decoded.
+    let at = Caps {
+        decoded_log: span,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(at, vec![open_big_log(), Request::Log]));
+    assert!(matches!(got[1], Response::Log(_)), "{:?}", got[1]);
+}
+
+#[wasm_bindgen_test]
+fn the_replay_overlay_diff_rows_and_dir_entries_caps_are_enforced() {
+    use xfs_explorer::web::protocol::{DiffSection, Request, Response};
+    use xfs_explorer::web::worker::Caps;
+    let tiny_overlay = Caps {
+        replay_overlay: 4096,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(
+        tiny_overlay,
+        vec![open_big_log(), Request::SetReplay { on: true }],
+    ));
+    match &got[1] {
+        Response::Replay(r) => {
+            let e = r.error.as_deref().unwrap_or_default();
+            assert!(e.contains("REPLAY_OVERLAY_CAP"), "{e}");
+            assert!(e.contains("more than the 0.0 MiB"), "{e}");
+        }
+        other => panic!("expected the cap's message, got {other:?}"),
+    }
+    // One row of each part kept, one directory entry listed.
+    let one = Caps {
+        diff_rows: 1,
+        dir_entries: 1,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(
+        one,
+        vec![
+            open_big_log(),
+            Request::Path { path: "/".into() },
+            Request::SetReplay { on: true },
+            Request::ReplayDiff,
+        ],
+    ));
+    match &got[1] {
+        Response::Dir(d) => {
+            assert_eq!(d.entries.len(), 1);
+            assert!(
+                // The kernel lists two entries in the root (besides . and ..).
+                d.problems.iter().any(|p| p.contains("2 entries: only the first 1 are listed (DIR_ENTRIES_CAP)")),
+                "{:?}",
+                d.problems
+            );
+        }
+        other => panic!("expected the root directory, got {other:?}"),
+    }
+    assert!(
+        matches!(&got[2], Response::Replay(r) if r.on && r.error.is_none()),
+        "{:?}",
+        got[2]
+    );
+    match &got[3] {
+        Response::ReplayDiff(d) => {
+            for s in DiffSection::ALL {
+                assert!(d.count(s, "") <= 1, "{s:?}: {:?}", d.counts);
+            }
+            assert!(
+                d.problems.iter().any(|p| p.contains("(DIFF_ROWS_CAP)")),
+                "{:?}",
+                d.problems
+            );
+        }
+        other => panic!("expected what replay changed, got {other:?}"),
+    }
+}

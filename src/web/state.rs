@@ -58,6 +58,11 @@ pub struct State {
     pub search_error: Option<String>,
     /// The worker's wasm memory after its last request, in bytes.
     pub worker_memory: Option<u64>,
+    /// The last route whose view was shown in full (where a cancel goes
+    /// back to).
+    pub shown_route: Route,
+    /// The last recovered image written: its name and size.
+    pub saved: Option<(String, u64)>,
 }
 
 impl Default for State {
@@ -91,6 +96,8 @@ impl Default for State {
             cancelled: None,
             search_error: None,
             worker_memory: None,
+            shown_route: Route::Superblock,
+            saved: None,
         }
     }
 }
@@ -107,6 +114,8 @@ pub enum Action {
     Loading(String),
     /// The user cancelled the work under way: the worker restarts.
     Cancelled,
+    /// A recovered image was written in full: its name and size.
+    Saved(String, u64),
     Response(Response),
 }
 
@@ -126,6 +135,9 @@ impl Reducible for State {
                 s.error = Some(message);
             }
             Action::Navigate(route) => {
+                if matches!(route, Route::Superblock | Route::Unknown(_)) {
+                    s.shown_route = route.clone();
+                }
                 s.route = route;
                 s.view_error = None;
                 s.search_error = None;
@@ -134,12 +146,29 @@ impl Reducible for State {
                 s.busy = Some((what, None));
                 s.view_error = None;
                 s.cancelled = None;
+                s.saved = None;
             }
+            Action::Saved(name, bytes) => s.saved = Some((name, bytes)),
             Action::Cancelled => {
                 s.cancelled = s.busy.take().map(|(what, _)| what);
                 s.worker_ready = false;
             }
-            Action::Response(r) => reduce_response(&mut s, r),
+            Action::Response(r) => {
+                let was_busy = s.busy.is_some();
+                let view = !matches!(
+                    r,
+                    Response::Opened(_)
+                        | Response::ChoosePartition(_)
+                        | Response::Error { .. }
+                        | Response::Progress { .. }
+                        | Response::Memory { .. }
+                );
+                reduce_response(&mut s, r);
+                // The work asked for is done and its view shown.
+                if was_busy && s.busy.is_none() && view {
+                    s.shown_route = s.route.clone();
+                }
+            }
         }
         Rc::new(s)
     }
@@ -228,7 +257,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.busy = None;
             s.xattr_values.insert((ino, name), Rc::new(value));
         }
-        Response::FileChunk { last, .. } => {
+        Response::FileChunk { last, .. } | Response::ExportChunk { last, .. } => {
             if last {
                 s.busy = None;
             }

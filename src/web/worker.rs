@@ -12,6 +12,7 @@ use crate::xfs::read::ReadAt;
 use crate::xfs::sb::read_superblock;
 use crate::xfs::types::{AgNumber, Ino};
 use std::cell::RefCell;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
@@ -55,10 +56,107 @@ thread_local! {
 /// What replay changed, the milliseconds it took, entries added and removed.
 type StoredDiff = (crate::xfs::replay::diff::ReplayDiff, f64, (u64, u64));
 
-/// Inodes compared at most.
-const DIFF_INODE_LIMIT: usize = 1_000_000;
+/// The live part of the log (tail to head) the page decodes and replays
+/// at most: the decoded log holds every logged region of it, and replay
+/// holds the blocks it recovers. A bigger log is refused with a message
+/// (the command line has no such cap).
+pub const DECODED_LOG_CAP: u64 = 1 << 30;
+/// The recovered blocks replay holds at most (its overlay, in bytes); a
+/// replay that recovers more is dropped and refused with a message.
+pub const REPLAY_OVERLAY_CAP: u64 = 1 << 30;
+/// Inodes compared at most by what replay changed (more are reported as
+/// not compared).
+pub const DIFF_INODE_CAP: usize = 1_000_000;
+/// Rows of each part of what replay changed kept at most (paths, inodes,
+/// xattrs, block ranges); the rest are counted, not kept.
+pub const DIFF_ROWS_CAP: usize = 1_000_000;
+/// Entries of one directory listed at most (each is an inode read).
+pub const DIR_ENTRIES_CAP: usize = 100_000;
 
-fn post(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
+/// The caps in force (the constants above; tests set smaller ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    pub decoded_log: u64,
+    pub replay_overlay: u64,
+    pub diff_inodes: usize,
+    pub diff_rows: usize,
+    pub dir_entries: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            decoded_log: DECODED_LOG_CAP,
+            replay_overlay: REPLAY_OVERLAY_CAP,
+            diff_inodes: DIFF_INODE_CAP,
+            diff_rows: DIFF_ROWS_CAP,
+            dir_entries: DIR_ENTRIES_CAP,
+        }
+    }
+}
+
+thread_local! {
+    static CAPS: std::cell::Cell<Caps> = std::cell::Cell::new(Caps::default());
+}
+
+/// Set the caps in force (for tests: small caps on small fixtures).
+pub fn set_caps(c: Caps) {
+    CAPS.with(|x| x.set(c));
+}
+
+pub fn caps() -> Caps {
+    CAPS.with(std::cell::Cell::get)
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", to_f64(b) / 1_048_576.0)
+}
+
+#[allow(clippy::as_conversions, clippy::cast_precision_loss)]
+fn to_f64(n: u64) -> f64 {
+    n as f64
+}
+
+/// The bytes between the log's tail and head (0 for a clean log), refused
+/// when over [`Caps::decoded_log`].
+fn check_log_span(fs: &Fs<Disk>) -> Result<u64, String> {
+    use crate::xfs::log::{find::find_head_tail, LogDev};
+    // A log that cannot be read is left to the work itself to report.
+    let Ok(dev) = LogDev::of_fs(fs) else {
+        return Ok(0);
+    };
+    let Ok(ht) = find_head_tail(&dev) else {
+        return Ok(0);
+    };
+    let span = if ht.clean {
+        0
+    } else {
+        u64::from(dev.distance(ht.tail.block, ht.head.block)).saturating_mul(512)
+    };
+    let cap = caps().decoded_log;
+    if span > cap {
+        return Err(format!(
+            "the live part of the log (tail {}:{} to head {}:{}) is {}, more than the {} the page decodes and replays (DECODED_LOG_CAP); the command line (xfs-explorer log, replay) has no such cap",
+            ht.tail.cycle,
+            ht.tail.block,
+            ht.head.cycle,
+            ht.head.block,
+            mib(span),
+            mib(cap)
+        ));
+    }
+    Ok(span)
+}
+
+/// Where responses go: the page (`postMessage`), or a test's collector.
+pub type Out<'a> = &'a Rc<dyn Fn(&Response)>;
+
+fn post(out: Out<'_>, resp: &Response) {
+    out(resp);
+}
+
+/// Send `resp` to the page.
+fn post_js(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
     let t0 = timing::now();
     let encoded = crate::web::protocol::to_js(resp);
     let t1 = timing::now();
@@ -271,7 +369,7 @@ fn with_fs(what: &str, f: impl FnOnce(&Fs<Disk>) -> Response) -> Response {
     })
 }
 
-fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<Disk>, ino: u64) {
+fn read_file(scope: Out<'_>, fs: &Fs<Disk>, ino: u64) {
     let i = match fs.inode(Ino(ino)) {
         Ok(i) => i,
         Err(e) => return post(scope, &view_error(format!("inode {ino}"), e)),
@@ -323,11 +421,54 @@ fn read_file(scope: &DedicatedWorkerGlobalScope, fs: &Fs<Disk>, ino: u64) {
     );
 }
 
-/// Run `f` on the decoded log, decoding it first if needed.
-fn with_log(f: impl FnOnce(&log_views::DecodedLog) -> Response) -> Response {
+/// Run `f` while progress is reported from the bytes read from the file
+/// (work with no progress of its own: decoding the log, mapping an AG):
+/// `stage`, bytes read so far and `total` (0 when not known).
+fn with_read_progress<T>(out: Out<'_>, stage: &str, total: u64, f: impl FnOnce() -> T) -> T {
+    post(
+        out,
+        &Response::Progress {
+            stage: format!("{stage}: {} read", mib(0)),
+            done: 0,
+            total,
+        },
+    );
+    let (out2, stage2) = (Rc::clone(out), stage.to_string());
+    let mut done = 0u64;
+    let mut last = js_sys::Date::now();
+    crate::web::blob_reader::set_read_hook(Some(Box::new(move |n: u64| {
+        done = done.saturating_add(n);
+        let now = js_sys::Date::now();
+        if now - last > 200.0 {
+            last = now;
+            post(
+                &out2,
+                &Response::Progress {
+                    stage: format!("{stage2}: {} read", mib(done)),
+                    done: if total > 0 { done.min(total) } else { done },
+                    total,
+                },
+            );
+        }
+    })));
+    let r = f();
+    crate::web::blob_reader::set_read_hook(None);
+    r
+}
+
+/// Run `f` on the decoded log, decoding it first if needed (refused when
+/// its live part is over [`Caps::decoded_log`]).
+fn with_log(out: Out<'_>, f: impl FnOnce(&log_views::DecodedLog) -> Response) -> Response {
     let have = LOG.with(|l| l.borrow().is_some());
     if !have {
-        let decoded = FS.with(|cell| cell.borrow().as_ref().map(log_views::decode));
+        let decoded = FS.with(|cell| {
+            cell.borrow().as_ref().map(|fs| {
+                let span = check_log_span(fs)?;
+                with_read_progress(out, "finding and decoding the log", span, || {
+                    log_views::decode(fs)
+                })
+            })
+        });
         match decoded {
             Some(Ok(d)) => LOG.with(|l| *l.borrow_mut() = Some(d)),
             Some(Err(e)) => return view_error("log", e),
@@ -343,7 +484,7 @@ fn with_log(f: impl FnOnce(&log_views::DecodedLog) -> Response) -> Response {
 /// Replay the log once (an overlay of recovered blocks; the file is never
 /// written) and lay the result under the image, leaving the reads of the
 /// views where they were.
-fn ensure_replayed(scope: &DedicatedWorkerGlobalScope) -> Result<(), String> {
+fn ensure_replayed(scope: Out<'_>) -> Result<(), String> {
     use crate::web::protocol::{Kv, ReplayView};
     if REPLAY.with(|r| r.borrow().is_some()) {
         return Ok(());
@@ -353,6 +494,7 @@ fn ensure_replayed(scope: &DedicatedWorkerGlobalScope) -> Result<(), String> {
         let fs = b
             .as_mut()
             .ok_or_else(|| "no filesystem is open".to_string())?;
+        check_log_span(fs)?;
         let mut last = 0.0f64;
         let (rep, mut plan) = crate::xfs::replay::replay_and_mount(
             fs,
@@ -376,6 +518,15 @@ fn ensure_replayed(scope: &DedicatedWorkerGlobalScope) -> Result<(), String> {
             },
         )
         .map_err(|e| e.to_string())?;
+        let held = rep.overlay_sectors.saturating_mul(512);
+        let cap = caps().replay_overlay;
+        if held > cap {
+            return Err(format!(
+                "replay recovered {} of blocks, more than the {} the page holds (REPLAY_OVERLAY_CAP); the command line (xfs-explorer replay -o) has no such cap",
+                mib(held),
+                mib(cap)
+            ));
+        }
         let kv = |n: &str, v: u64| Kv {
             name: n.into(),
             value: v.to_string(),
@@ -435,7 +586,7 @@ fn ensure_replayed(scope: &DedicatedWorkerGlobalScope) -> Result<(), String> {
 
 /// Switch the reads of every view to the replayed state (replaying the
 /// first time), or back.
-fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
+fn set_replay(scope: Out<'_>, on: bool) -> Response {
     use crate::web::protocol::ReplayView;
     if on {
         if let Err(e) = ensure_replayed(scope) {
@@ -459,7 +610,7 @@ fn set_replay(scope: &DedicatedWorkerGlobalScope, on: bool) -> Response {
 
 /// What replay changed: compared once (the log replayed first if needed),
 /// then summarised.
-fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
+fn replay_diff(scope: Out<'_>) -> Response {
     use crate::web::protocol::{DiffSection, ReplayDiffView};
     if let Err(e) = ensure_replayed(scope) {
         return view_error("replay", e);
@@ -473,7 +624,7 @@ fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
             Some(crate::xfs::replay::diff::diff_with(
                 fs,
                 crate::xfs::replay::diff::Options {
-                    limit: DIFF_INODE_LIMIT,
+                    limit: caps().diff_inodes,
                     inode_fields: false,
                 },
                 &mut |p| {
@@ -503,6 +654,26 @@ fn replay_diff(scope: &DedicatedWorkerGlobalScope) -> Response {
         };
         let entries = (count("added"), count("removed"));
         d.entries = Vec::new();
+        let cap = caps().diff_rows;
+        let cut = |what: &str, n: usize| {
+            (n > cap).then(|| {
+                format!("{n} {what} rows: only the first {cap} are kept and counted here (DIFF_ROWS_CAP)")
+            })
+        };
+        let notes: Vec<String> = [
+            cut("path", d.paths.len()),
+            cut("inode", d.inodes.len()),
+            cut("xattr", d.xattrs.len()),
+            cut("block range", d.blocks.len()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        d.paths.truncate(cap);
+        d.inodes.truncate(cap);
+        d.xattrs.truncate(cap);
+        d.blocks.truncate(cap);
+        d.problems.extend(notes);
         DIFF.with(|c| *c.borrow_mut() = Some((d, ms, entries)));
     }
     let notes = REPLAY
@@ -665,18 +836,18 @@ fn replay_diff_rows(
     }))
 }
 
-/// Stream the recovered image to the page in 4 MiB pieces; nothing but the
-/// piece in flight is held here.
-fn download_recovered(scope: &DedicatedWorkerGlobalScope, log_device: bool) {
-    use crate::web::protocol::{RECOVERED_IMAGE, RECOVERED_LOG_DEVICE};
-    const PIECE: u64 = 4 << 20;
-    let (id, what) = if log_device {
-        (RECOVERED_LOG_DEVICE, "recovered log device")
+/// One piece of the recovered image (or of the recovered log device) from
+/// `offset`, the log replayed first if needed. Nothing but this piece is
+/// made: the page asks for the next once it has written this one.
+fn export_chunk(out: Out<'_>, log_device: bool, offset: u64) -> Response {
+    use crate::web::protocol::EXPORT_PIECE;
+    let what = if log_device {
+        "recovered log device"
     } else {
-        (RECOVERED_IMAGE, "recovered image")
+        "recovered image"
     };
-    if let Err(e) = ensure_replayed(scope) {
-        post(scope, &view_error("replay", e));
+    if let Err(e) = ensure_replayed(out) {
+        return view_error(what, e);
     }
     let result = FS.with(|cell| {
         let b = cell.borrow();
@@ -699,50 +870,34 @@ fn download_recovered(scope: &DedicatedWorkerGlobalScope, log_device: bool) {
             } else {
                 rec.len()
             };
-            let mut offset = 0u64;
-            while offset < total {
-                let n = PIECE.min(total.saturating_sub(offset));
-                let mut buf = vec![0u8; usize::try_from(n).map_err(|e| e.to_string())?];
-                if log_device {
-                    rec.read_log_at(offset, &mut buf)
-                } else {
-                    rec.read_at(offset, &mut buf)
-                }
-                .map_err(|e| e.to_string())?;
-                post(
-                    scope,
-                    &Response::FileChunk {
-                        ino: id,
-                        offset,
-                        bytes: buf,
-                        last: false,
-                    },
-                );
-                offset = offset.saturating_add(n);
-                post(
-                    scope,
-                    &Response::Progress {
-                        stage: format!("writing the {what}"),
-                        done: offset,
-                        total,
-                    },
-                );
+            let at = offset.min(total);
+            let n = EXPORT_PIECE.min(total.saturating_sub(at));
+            let mut buf = vec![0u8; usize::try_from(n).map_err(|e| e.to_string())?];
+            if log_device {
+                rec.read_log_at(at, &mut buf)
+            } else {
+                rec.read_at(at, &mut buf)
             }
-            Ok::<(), String>(())
+            .map_err(|e| e.to_string())?;
+            let end = at.saturating_add(n);
+            post(
+                out,
+                &Response::Progress {
+                    stage: format!("writing the {what}"),
+                    done: end,
+                    total,
+                },
+            );
+            Ok::<_, String>(Response::ExportChunk {
+                log_device,
+                offset: at,
+                total,
+                bytes: crate::web::protocol::JsBytes(js_sys::Uint8Array::from(buf.as_slice())),
+                last: end >= total,
+            })
         })
     });
-    if let Err(e) = result {
-        post(scope, &view_error(what, e));
-    }
-    post(
-        scope,
-        &Response::FileChunk {
-            ino: id,
-            offset: 0,
-            bytes: Vec::new(),
-            last: true,
-        },
-    );
+    result.unwrap_or_else(|e| view_error(what, e))
 }
 
 /// Run `f` on the open filesystem read in the state `replayed` says (the
@@ -760,7 +915,7 @@ fn in_state<T>(replayed: bool, f: impl FnOnce(&Fs<Disk>) -> T) -> Option<T> {
 }
 
 /// Reconstruct the operations of the log once per image.
-fn ensure_ops(scope: &DedicatedWorkerGlobalScope) {
+fn ensure_ops(scope: Out<'_>) {
     if OPS.with(|o| o.borrow().is_some()) {
         return;
     }
@@ -792,7 +947,7 @@ fn ensure_ops(scope: &DedicatedWorkerGlobalScope) {
 
 /// The forkoff distribution of the disk's state or the replayed one, once
 /// per image.
-fn ensure_forkoff(scope: &DedicatedWorkerGlobalScope, replayed: bool) {
+fn ensure_forkoff(scope: Out<'_>, replayed: bool) {
     let slot = usize::from(replayed);
     if FORKOFF.with(|f| f.borrow().get(slot).is_some_and(Option::is_some)) {
         return;
@@ -829,7 +984,7 @@ fn ensure_forkoff(scope: &DedicatedWorkerGlobalScope, replayed: bool) {
 
 /// The operations view: the log's operations in numbers, the forkoff
 /// distribution on disk and, when the views show it, after replay.
-fn ops(scope: &DedicatedWorkerGlobalScope) -> Response {
+fn ops(scope: Out<'_>) -> Response {
     post(
         scope,
         &Response::Progress {
@@ -859,7 +1014,7 @@ fn ops(scope: &DedicatedWorkerGlobalScope) -> Response {
 
 /// A page of the operations timeline (the operations reconstructed first
 /// if needed).
-fn ops_timeline(scope: &DedicatedWorkerGlobalScope, start: u32, skip: u32) -> Response {
+fn ops_timeline(scope: Out<'_>, start: u32, skip: u32) -> Response {
     ensure_ops(scope);
     OPS.with(|o| match o.borrow().as_ref() {
         Some(s) => Response::OpsTimeline(Box::new(ops_views::timeline(s, start, skip))),
@@ -867,8 +1022,24 @@ fn ops_timeline(scope: &DedicatedWorkerGlobalScope, start: u32, skip: u32) -> Re
     })
 }
 
-fn ags(fs: &Fs<Disk>) -> Response {
+fn ags(out: Out<'_>, fs: &Fs<Disk>) -> Response {
+    let total = u64::from(fs.geo.agcount);
+    let mut last = 0.0f64;
     let ags = (0..fs.geo.agcount)
+        .inspect(|a| {
+            let now = js_sys::Date::now();
+            if now - last > 200.0 {
+                last = now;
+                post(
+                    out,
+                    &Response::Progress {
+                        stage: format!("reading the headers of AG {a} of {total}"),
+                        done: u64::from(*a),
+                        total,
+                    },
+                );
+            }
+        })
         .map(|a| match crate::xfs::ag::summarize(fs, AgNumber(a)) {
             Ok(s) => views::ag_view(&s),
             Err(e) => crate::web::protocol::AgView {
@@ -897,7 +1068,9 @@ fn timed_name(req: &Request) -> &'static str {
     }
 }
 
-fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
+/// Answer one request, the responses going to `scope` (the page, or a
+/// test's collector).
+pub fn handle(scope: Out<'_>, req: Request) {
     let name = timed_name(&req);
     timing::take();
     let t0 = timing::now();
@@ -968,9 +1141,12 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
             });
             return;
         }
-        Request::Ags => with_fs("allocation groups", ags),
+        Request::Ags => with_fs("allocation groups", |fs| ags(scope, fs)),
         Request::AgMap { agno } => with_fs("AG map", |fs| {
-            match crate::xfs::agmap::ag_map(fs, AgNumber(agno)) {
+            let stage = format!("mapping AG {agno}");
+            match with_read_progress(scope, &stage, 0, || {
+                crate::xfs::agmap::ag_map(fs, AgNumber(agno))
+            }) {
                 Ok(m) => Response::AgMap(Box::new(m)),
                 Err(e) => view_error(format!("AG {agno} map"), e),
             }
@@ -1025,19 +1201,12 @@ fn handle(scope: &DedicatedWorkerGlobalScope, req: Request) {
                     total: 0,
                 },
             );
-            with_log(log_views::summary)
+            with_log(scope, log_views::summary)
         }
-        Request::LogRows { start, count } => with_log(|l| log_views::rows(l, start, count)),
-        Request::LogTransaction { index } => with_log(|l| log_views::transaction(l, index)),
+        Request::LogRows { start, count } => with_log(scope, |l| log_views::rows(l, start, count)),
+        Request::LogTransaction { index } => with_log(scope, |l| log_views::transaction(l, index)),
         Request::SetReplay { on } => set_replay(scope, on),
-        Request::DownloadRecovered => {
-            download_recovered(scope, false);
-            return;
-        }
-        Request::DownloadRecoveredLog => {
-            download_recovered(scope, true);
-            return;
-        }
+        Request::ExportChunk { log_device, offset } => export_chunk(scope, log_device, offset),
         Request::ReplayDiff => replay_diff(scope),
         Request::ReplayDiffRows {
             section,
@@ -1068,12 +1237,15 @@ fn wasm_memory_bytes() -> u64 {
 /// Entry point of the worker binary.
 pub fn start() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    let scope2 = scope.clone();
+    let out: Rc<dyn Fn(&Response)> = {
+        let scope = scope.clone();
+        Rc::new(move |r: &Response| post_js(&scope, r))
+    };
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         match serde_wasm_bindgen::from_value::<Request>(ev.data()) {
-            Ok(req) => handle(&scope2, req),
+            Ok(req) => handle(&out, req),
             Err(e) => post(
-                &scope2,
+                &out,
                 &Response::Error {
                     name: String::new(),
                     message: format!("the worker did not understand a request: {e}"),
@@ -1083,5 +1255,5 @@ pub fn start() {
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
-    post(&scope, &Response::Ready);
+    post_js(&scope, &Response::Ready);
 }
