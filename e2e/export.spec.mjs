@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TMP } from './oracle.mjs';
 
-const CLI = join(process.cwd(), 'target', 'release', 'xfs-explorer');
+// The release command line, or the one XFS_EXPLORER_CLI names.
+const CLI = process.env.XFS_EXPLORER_CLI || join(process.cwd(), 'target', 'release', 'xfs-explorer');
 // 64 MiB: 16 pieces.
 const NAME = 'log-1k-rmap';
 let want;
@@ -19,7 +20,9 @@ let want;
 test.beforeAll(() => {
   // The release command line, built here (cargo does nothing when it is current).
   test.setTimeout(20 * 60_000);
-  execFileSync('cargo', ['build', '--release', '--locked', '--bin', 'xfs-explorer'], { stdio: 'inherit' });
+  if (!process.env.XFS_EXPLORER_CLI) {
+    execFileSync('cargo', ['build', '--release', '--locked', '--bin', 'xfs-explorer'], { stdio: 'inherit' });
+  }
   const dir = mkdtempSync(join(tmpdir(), 'export-'));
   try {
     const out = join(dir, 'recovered.img');

@@ -90,9 +90,11 @@ for (const k of KINDS) {
     // The view shown before is back, read by the new worker.
     expect(new URL(page.url()).hash).toBe('#/path/files');
     await expect(page.getByTestId('progress')).toHaveCount(0, { timeout: 30_000 });
-    await expect(page.getByTestId('image-name')).toHaveText(`${BIG}.img`);
     await expect(page.getByTestId('replay-toggle')).not.toBeChecked();
     await expect(page.getByTestId('dir-list')).toBeVisible();
+    // The same file, open in the new worker, answers.
+    await page.evaluate(() => { location.hash = '#/'; });
+    await expect(page.getByTestId('image-name')).toHaveText(`${BIG}.img`);
     await page.evaluate(() => { location.hash = '#/inode/64'; });
     await expect(page.getByTestId('inode-picture')).toBeVisible();
     await showFiles(page);

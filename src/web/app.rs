@@ -436,77 +436,11 @@ pub fn app() -> Html {
             move |_| {
                 if let Some(o) = &opened {
                     if o.fs_error.is_none() {
-                        let req = match &route {
-                            Route::Path(p) => {
-                                Some((format!("reading {p}"), Request::Path { path: p.clone() }))
-                            }
-                            Route::Metadir(p) => Some((
-                                format!("reading metadata directory {p}"),
-                                Request::MetadirPath { path: p.clone() },
-                            )),
-                            Route::Inode(ino) => {
-                                Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
-                            }
-                            Route::Ags => {
-                                Some(("reading the allocation groups".to_string(), Request::Ags))
-                            }
-                            Route::AgMap(agno) => {
-                                Some((format!("mapping AG {agno}"), Request::AgMap { agno: *agno }))
-                            }
-                            Route::AgTree { agno, tree, start } => Some((
-                                format!("reading the {tree} records of AG {agno}"),
-                                Request::AgRecords {
-                                    agno: *agno,
-                                    tree: tree.clone(),
-                                    start: *start,
-                                    count: crate::web::components::ag_records::PAGE,
-                                },
-                            )),
-                            Route::Hex(daddr) => Some((
-                                format!("reading daddr {daddr}"),
-                                Request::Hex { daddr: *daddr },
-                            )),
-                            Route::LogHex(daddr) => Some((
-                                format!("reading daddr {daddr} of the log device"),
-                                Request::LogHex { daddr: *daddr },
-                            )),
-                            Route::Log(sel) => {
-                                if let Some(i) = sel {
-                                    send(Request::LogTransaction { index: *i });
-                                }
-                                Some(("finding and decoding the log".to_string(), Request::Log))
-                            }
-                            Route::Replay {
-                                section,
-                                filter,
-                                start,
-                            } => {
-                                send(Request::ReplayDiff);
-                                Some((
-                                    "what replay changed".to_string(),
-                                    Request::ReplayDiffRows {
-                                        section: *section,
-                                        filter: filter.clone(),
-                                        start: *start,
-                                        count: crate::web::components::replay_diff::PAGE,
-                                    },
-                                ))
-                            }
-                            Route::Ops { start, skip } => {
-                                send(Request::Ops);
-                                Some((
-                                    "reconstructing the operations of the log".to_string(),
-                                    Request::OpsTimeline {
-                                        start: *start,
-                                        skip: *skip,
-                                    },
-                                ))
-                            }
-                            Route::Superblock | Route::Unknown(_) => None,
-                        };
-                        if let Some((what, req)) = req {
+                        if let Some((what, reqs)) = route::requests_for(&route) {
                             dispatcher.dispatch(Action::Loading(what));
-                            send(req);
+                            for r in reqs {
+                                send(r);
+                            }
                         }
                     }
                 }

@@ -54,6 +54,9 @@ pub struct State {
     pub generation: u32,
     /// What the last cancel stopped (shown until the next work).
     pub cancelled: Option<String>,
+    /// The view shown before the cancel is being read again (its loading
+    /// leaves `cancelled` shown).
+    pub restoring: bool,
     /// Why the path typed in the search box cannot be reached.
     pub search_error: Option<String>,
     /// The worker's wasm memory after its last request, in bytes.
@@ -94,6 +97,7 @@ impl Default for State {
             ops_timeline: None,
             generation: 0,
             cancelled: None,
+            restoring: false,
             search_error: None,
             worker_memory: None,
             shown_route: Route::Superblock,
@@ -126,6 +130,7 @@ impl Reducible for State {
         let mut s = (*self).clone();
         match action {
             Action::Opening(name) => {
+                s.restoring = false;
                 s.busy = Some((format!("opening {name}"), None));
                 s.error = None;
                 s.choosing = None;
@@ -145,13 +150,20 @@ impl Reducible for State {
             Action::Loading(what) => {
                 s.busy = Some((what, None));
                 s.view_error = None;
-                s.cancelled = None;
+                if s.restoring {
+                    s.restoring = false;
+                } else {
+                    s.cancelled = None;
+                }
                 s.saved = None;
             }
             Action::Saved(name, bytes) => s.saved = Some((name, bytes)),
             Action::Cancelled => {
                 s.cancelled = s.busy.take().map(|(what, _)| what);
                 s.worker_ready = false;
+                // The view goes back to the last one shown, which loads
+                // again once the file is open in the new worker.
+                s.restoring = crate::web::route::requests_for(&s.shown_route).is_some();
             }
             Action::Response(r) => {
                 let was_busy = s.busy.is_some();
@@ -205,6 +217,9 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ops_timeline = None;
             s.choosing = None;
             s.opened = Some(Rc::from(*o));
+            // The views load again, even when the same file was opened
+            // again (in a new worker, after a cancel).
+            s.generation = s.generation.wrapping_add(1);
         }
         Response::ChoosePartition(c) => {
             s.busy = None;
