@@ -161,6 +161,9 @@ impl Reducible for State {
             Action::Cancelled => {
                 s.cancelled = s.busy.take().map(|(what, _)| what);
                 s.worker_ready = false;
+                // Nothing is open in the new worker until it says so (the
+                // views then load once).
+                s.opened = None;
                 // The view goes back to the last one shown, which loads
                 // again once the file is open in the new worker.
                 s.restoring = crate::web::route::requests_for(&s.shown_route).is_some();
