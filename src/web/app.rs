@@ -1,5 +1,6 @@
-//! The root component: owns the state reducer and the worker bridge, and
-//! lays out the page.
+//! The root component: the state reducer, the worker (`use_worker`), the
+//! location hash (`use_hash_route`) and the requests each route needs
+//! (`use_route_requests`, from [`route::requests_for`]); lays out the page.
 
 use crate::web::bridge::Bridge;
 use crate::web::components::ag_map::AgMapView;
@@ -302,12 +303,22 @@ fn start_export(
     });
 }
 
-#[function_component(App)]
-pub fn app() -> Html {
-    let state = use_reducer(|| State {
-        route: route::current(),
-        ..State::default()
-    });
+/// The worker as the page uses it: `send` a request; the requests that
+/// opened what is open (`session`, to open it again in a new worker after
+/// a cancel); the response callback (`responder`, for that new worker);
+/// downloads under way.
+struct WorkerHandle {
+    bridge: Rc<RefCell<Option<Bridge>>>,
+    responder: Rc<RefCell<Option<Callback<Response>>>>,
+    session: Rc<RefCell<Vec<Request>>>,
+    downloads: Rc<RefCell<Downloads>>,
+    send: Rc<dyn Fn(Request)>,
+}
+
+/// Start the worker once, hand its responses to the state (pieces of
+/// downloads to `Downloads` first), and stop it when the page goes.
+#[hook]
+fn use_worker(dispatcher: UseReducerDispatcher<State>) -> WorkerHandle {
     let bridge: Rc<RefCell<Option<Bridge>>> = use_mut_ref(|| None);
     // The response callback (to start a new worker on cancel) and the
     // requests that opened what is open (to open it again in the new one).
@@ -316,7 +327,7 @@ pub fn app() -> Html {
     let downloads: Rc<RefCell<Downloads>> = use_mut_ref(Downloads::default);
 
     {
-        let dispatcher = state.dispatcher();
+        let dispatcher = dispatcher.clone();
         let bridge = Rc::clone(&bridge);
         let downloads = Rc::clone(&downloads);
         let responder = Rc::clone(&responder);
@@ -377,9 +388,34 @@ pub fn app() -> Html {
         });
     }
 
-    // Follow the location hash (links, back and forward).
+    let send: Rc<dyn Fn(Request)> = {
+        let dispatcher = dispatcher.clone();
+        let bridge = Rc::clone(&bridge);
+        Rc::new(move |req: Request| {
+            let sent = match bridge.borrow().as_ref() {
+                Some(b) => b.send(&req),
+                None => Err("the worker is not running".to_string()),
+            };
+            if let Err(e) = sent {
+                dispatcher.dispatch(Action::Failed(e));
+            }
+        })
+    };
+
+    WorkerHandle {
+        bridge,
+        responder,
+        session,
+        downloads,
+        send,
+    }
+}
+
+/// Follow the location hash (links, back and forward).
+#[hook]
+fn use_hash_route(dispatcher: UseReducerDispatcher<State>) {
     {
-        let dispatcher = state.dispatcher();
+        let dispatcher = dispatcher.clone();
         use_effect_with((), move |_| {
             let listener = web_sys::window().map(|w| {
                 gloo::events::EventListener::new(&w, "hashchange", move |_| {
@@ -389,6 +425,49 @@ pub fn app() -> Html {
             move || drop(listener)
         });
     }
+}
+
+/// Ask the worker for what the route shows ([`route::requests_for`]), once
+/// per route and image.
+#[hook]
+fn use_route_requests(state: &UseReducerHandle<State>, send: Rc<dyn Fn(Request)>) {
+    {
+        let dispatcher = state.dispatcher();
+        let opened = state.opened.clone();
+        let route = state.route.clone();
+        use_effect_with(
+            (route.clone(), opened.clone(), state.generation),
+            move |_| {
+                if let Some(o) = &opened {
+                    if o.fs_error.is_none() {
+                        if let Some((what, reqs)) = route::requests_for(&route) {
+                            dispatcher.dispatch(Action::Loading(what));
+                            for r in reqs {
+                                send(r);
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    }
+}
+
+#[function_component(App)]
+pub fn app() -> Html {
+    let state = use_reducer(|| State {
+        route: route::current(),
+        ..State::default()
+    });
+    let WorkerHandle {
+        bridge,
+        responder,
+        session,
+        downloads,
+        send,
+    } = use_worker(state.dispatcher());
+    use_hash_route(state.dispatcher());
+    use_route_requests(&state, Rc::clone(&send));
 
     // The guided tour: the step shown, if any (kept in localStorage).
     let tour = use_state(|| None::<usize>);
@@ -409,43 +488,6 @@ pub fn app() -> Html {
             });
             move || drop(listener)
         });
-    }
-
-    let send: Rc<dyn Fn(Request)> = {
-        let dispatcher = state.dispatcher();
-        let bridge = Rc::clone(&bridge);
-        Rc::new(move |req: Request| {
-            let sent = match bridge.borrow().as_ref() {
-                Some(b) => b.send(&req),
-                None => Err("the worker is not running".to_string()),
-            };
-            if let Err(e) = sent {
-                dispatcher.dispatch(Action::Failed(e));
-            }
-        })
-    };
-
-    // Ask the worker for what the route shows, once per route and image.
-    {
-        let dispatcher = state.dispatcher();
-        let send = Rc::clone(&send);
-        let opened = state.opened.clone();
-        let route = state.route.clone();
-        use_effect_with(
-            (route.clone(), opened.clone(), state.generation),
-            move |_| {
-                if let Some(o) = &opened {
-                    if o.fs_error.is_none() {
-                        if let Some((what, reqs)) = route::requests_for(&route) {
-                            dispatcher.dispatch(Action::Loading(what));
-                            for r in reqs {
-                                send(r);
-                            }
-                        }
-                    }
-                }
-            },
-        );
     }
 
     let open_blob = {

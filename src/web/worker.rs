@@ -432,6 +432,31 @@ fn read_file(scope: Out<'_>, fs: &Fs<Disk>, metadump: bool, ino: u64) {
     );
 }
 
+/// When to post progress: at most every 200 ms.
+#[derive(Default)]
+struct Ticker {
+    last: f64,
+}
+
+impl Ticker {
+    /// A ticker whose first tick is 200 ms from now.
+    fn started() -> Ticker {
+        Ticker {
+            last: js_sys::Date::now(),
+        }
+    }
+
+    /// Whether progress is due now (the first time, at once).
+    fn due(&mut self) -> bool {
+        let now = js_sys::Date::now();
+        let due = now - self.last > 200.0;
+        if due {
+            self.last = now;
+        }
+        due
+    }
+}
+
 /// Run `f` while progress is reported from the bytes read from the file
 /// (work with no progress of its own: decoding the log, mapping an AG):
 /// `stage`, bytes read so far and `total` (0 when not known).
@@ -446,12 +471,10 @@ fn with_read_progress<T>(out: Out<'_>, stage: &str, total: u64, f: impl FnOnce()
     );
     let (out2, stage2) = (Rc::clone(out), stage.to_string());
     let mut done = 0u64;
-    let mut last = js_sys::Date::now();
+    let mut tick = Ticker::started();
     crate::web::blob_reader::set_read_hook(Some(Box::new(move |n: u64| {
         done = done.saturating_add(n);
-        let now = js_sys::Date::now();
-        if now - last > 200.0 {
-            last = now;
+        if tick.due() {
             post(
                 &out2,
                 &Response::Progress {
@@ -508,14 +531,12 @@ impl Session {
                 .as_mut()
                 .ok_or_else(|| "no filesystem is open".to_string())?;
             check_log_span(fs)?;
-            let mut last = 0.0f64;
+            let mut tick = Ticker::default();
             let (rep, mut plan) = crate::xfs::replay::replay_and_mount(
                 fs,
                 crate::xfs::replay::RecoveryTime::from_millis(js_sys::Date::now()),
                 &mut |p| {
-                    let now = js_sys::Date::now();
-                    if now - last > 200.0 {
-                        last = now;
+                    if tick.due() {
                         post(
                             scope,
                             &Response::Progress {
@@ -631,7 +652,7 @@ impl Session {
         if self.diff.is_none() {
             let t0 = js_sys::Date::now();
             let made = self.fs.as_mut().map(|fs| {
-                let mut last = 0.0f64;
+                let mut tick = Ticker::default();
                 crate::xfs::replay::diff::diff_with(
                     fs,
                     crate::xfs::replay::diff::Options {
@@ -639,9 +660,7 @@ impl Session {
                         inode_fields: false,
                     },
                     &mut |p| {
-                        let now = js_sys::Date::now();
-                        if now - last > 200.0 {
-                            last = now;
+                        if tick.due() {
                             post(
                                 scope,
                                 &Response::Progress {
@@ -924,13 +943,11 @@ impl Session {
         if self.ops.is_some() {
             return;
         }
-        let mut last = 0.0f64;
+        let mut tick = Ticker::default();
         // The log as it is on disk, whatever state the views show.
         let made = self.in_state(false, |fs| {
             ops_views::analyze(fs, &mut |p| {
-                let now = js_sys::Date::now();
-                if now - last > 200.0 {
-                    last = now;
+                if tick.due() {
                     post(
                         scope,
                         &Response::Progress {
@@ -963,11 +980,9 @@ impl Session {
                 .map(|s| s.icount.saturating_sub(s.ifree))
                 .unwrap_or(0);
             let t0 = js_sys::Date::now();
-            let mut last = 0.0f64;
+            let mut tick = Ticker::default();
             let d = crate::xfs::ops::forkoff::distribution(fs, &mut |n| {
-                let now = js_sys::Date::now();
-                if now - last > 200.0 {
-                    last = now;
+                if tick.due() {
                     post(
                         scope,
                         &Response::Progress {
@@ -1025,12 +1040,10 @@ impl Session {
 
 fn ags(out: Out<'_>, fs: &Fs<Disk>) -> Response {
     let total = u64::from(fs.geo.agcount);
-    let mut last = 0.0f64;
+    let mut tick = Ticker::default();
     let ags = (0..fs.geo.agcount)
         .inspect(|a| {
-            let now = js_sys::Date::now();
-            if now - last > 200.0 {
-                last = now;
+            if tick.due() {
                 post(
                     out,
                     &Response::Progress {
