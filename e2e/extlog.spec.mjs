@@ -66,6 +66,8 @@ test('the data device alone says its log is external; the log device added later
 });
 
 test('the recovered data device is the kernel\'s, and the recovered log device is a clean log of the same size', async ({ page }) => {
+  // The download path (where the browser cannot write a picked file).
+  await page.addInitScript(() => { delete window.showSaveFilePicker; });
   await page.goto('/');
   await expect(page.getByText('Ready.')).toBeVisible();
   await page.getByTestId('image-input').setInputFiles([join(TMP, `${NAME}.img`), join(TMP, `${NAME}.log`)]);

@@ -53,6 +53,8 @@ test('the downloaded recovered image equals the kernel-recovered copy outside th
   const bs = Number(oracle.match(/# blocksize (\d+)/)[1]);
   const [, logFirst, logLast] = oracle.match(/linear blocks (\d+)\.\.(\d+)/).map(Number);
   const changed = new Map(oracle.split('\n').filter((l) => /^\d+ /.test(l)).map((l) => l.split(' ')).map(([b, h]) => [Number(b), h]));
+  // The download path (where the browser cannot write a picked file).
+  await page.addInitScript(() => { delete window.showSaveFilePicker; });
   await page.goto('/');
   await expect(page.getByText('Ready.')).toBeVisible();
   await page.getByTestId('image-input').setInputFiles(join(TMP, `${name}.img`));

@@ -149,3 +149,276 @@ fn every_route_round_trips_through_its_hash() {
     assert_eq!(Route::parse("#/ag/x"), Route::Unknown("ag/x".into()));
     assert_eq!(Route::parse("#/hex/"), Route::Unknown("hex/".into()));
 }
+
+/// The worker's answers to `reqs`, in order, with the caps `caps`.
+fn worker_answers(
+    caps: xfs_explorer::web::worker::Caps,
+    reqs: Vec<xfs_explorer::web::protocol::Request>,
+) -> Vec<xfs_explorer::web::protocol::Response> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use xfs_explorer::web::protocol::Response;
+    let seen: Rc<RefCell<Vec<Response>>> = Rc::new(RefCell::new(Vec::new()));
+    let out: Rc<dyn Fn(&Response)> = {
+        let seen = Rc::clone(&seen);
+        Rc::new(move |r: &Response| seen.borrow_mut().push(r.clone()))
+    };
+    xfs_explorer::web::worker::set_caps(caps);
+    for r in reqs {
+        xfs_explorer::web::worker::handle(&out, r);
+    }
+    xfs_explorer::web::worker::set_caps(Default::default());
+    let v = seen.borrow().clone();
+    v
+}
+
+/// The kernel-made image with the largest fixture log, as a Blob.
+fn big_log_blob() -> web_sys::Blob {
+    const ZST: &[u8] = include_bytes!("fixtures/log-1k-rmap.img.zst");
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(ZST).unwrap();
+    let mut img = Vec::new();
+    dec.read_to_end(&mut img).unwrap();
+    blob_of(&img)
+}
+
+fn open_big_log() -> xfs_explorer::web::protocol::Request {
+    xfs_explorer::web::protocol::Request::Open {
+        blob: big_log_blob(),
+        name: "log-1k-rmap.img".into(),
+    }
+}
+
+/// Every request's final answer (progress and memory reports left out).
+fn answers(
+    v: Vec<xfs_explorer::web::protocol::Response>,
+) -> Vec<xfs_explorer::web::protocol::Response> {
+    use xfs_explorer::web::protocol::Response;
+    v.into_iter()
+        .filter(|r| !matches!(r, Response::Progress { .. } | Response::Memory { .. }))
+        .collect()
+}
+
+#[wasm_bindgen_test]
+fn the_decoded_log_cap_refuses_a_bigger_log_with_a_message() {
+    use xfs_explorer::web::protocol::{Request, Response};
+    use xfs_explorer::web::worker::Caps;
+    // xfs_logprint's tail and head of this log.
+    const FACTS: &str = include_str!("fixtures/log-1k-rmap.logfacts.txt");
+    let fact = |k: &str| -> u64 {
+        FACTS
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let span = (fact("head_block") - fact("tail_block")) * 512;
+    let small = Caps {
+        decoded_log: span - 512,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(
+        small,
+        vec![
+            open_big_log(),
+            Request::Log,
+            Request::SetReplay { on: true },
+        ],
+    ));
+    assert!(matches!(got[0], Response::Opened(_)), "{:?}", got[0]);
+    let span_text = format!("is {:.1} MiB, more than", span as f64 / 1_048_576.0);
+    match &got[1] {
+        Response::ViewError { what, message } => {
+            assert_eq!(what, "log");
+            assert!(message.contains(&span_text), "{message}");
+            assert!(message.contains("DECODED_LOG_CAP"), "{message}");
+            assert!(message.contains("tail 1:720 to head 1:8733"), "{message}");
+        }
+        other => panic!("expected the cap's message, got {other:?}"),
+    }
+    match &got[2] {
+        Response::Replay(r) => {
+            let e = r.error.as_deref().unwrap_or_default();
+            assert!(e.contains("DECODED_LOG_CAP"), "{e}");
+            assert!(!r.on);
+        }
+        other => panic!("expected the cap's message, got {other:?}"),
+    }
+    // At the cap itself the same log is decoded.
+    let at = Caps {
+        decoded_log: span,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(at, vec![open_big_log(), Request::Log]));
+    assert!(matches!(got[1], Response::Log(_)), "{:?}", got[1]);
+}
+
+#[wasm_bindgen_test]
+fn the_replay_overlay_diff_rows_and_dir_entries_caps_are_enforced() {
+    use xfs_explorer::web::protocol::{DiffSection, Request, Response};
+    use xfs_explorer::web::worker::Caps;
+    let tiny_overlay = Caps {
+        replay_overlay: 4096,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(
+        tiny_overlay,
+        vec![open_big_log(), Request::SetReplay { on: true }],
+    ));
+    match &got[1] {
+        Response::Replay(r) => {
+            let e = r.error.as_deref().unwrap_or_default();
+            assert!(e.contains("REPLAY_OVERLAY_CAP"), "{e}");
+            assert!(e.contains("more than the 0.0 MiB"), "{e}");
+        }
+        other => panic!("expected the cap's message, got {other:?}"),
+    }
+    // One row of each part kept, one directory entry listed.
+    let one = Caps {
+        diff_rows: 1,
+        dir_entries: 1,
+        ..Caps::default()
+    };
+    let got = answers(worker_answers(
+        one,
+        vec![
+            open_big_log(),
+            Request::Path { path: "/".into() },
+            Request::SetReplay { on: true },
+            Request::ReplayDiff,
+        ],
+    ));
+    match &got[1] {
+        Response::Dir(d) => {
+            assert_eq!(d.entries.len(), 1);
+            assert!(
+                // The kernel lists two entries in the root (besides . and ..).
+                d.problems.iter().any(|p| p.contains("2 entries: only the first 1 are listed (DIR_ENTRIES_CAP)")),
+                "{:?}",
+                d.problems
+            );
+        }
+        other => panic!("expected the root directory, got {other:?}"),
+    }
+    assert!(
+        matches!(&got[2], Response::Replay(r) if r.on && r.error.is_none()),
+        "{:?}",
+        got[2]
+    );
+    match &got[3] {
+        Response::ReplayDiff(d) => {
+            for s in DiffSection::ALL {
+                assert!(d.count(s, "") <= 1, "{s:?}: {:?}", d.counts);
+            }
+            assert!(
+                d.problems.iter().any(|p| p.contains("(DIFF_ROWS_CAP)")),
+                "{:?}",
+                d.problems
+            );
+        }
+        other => panic!("expected what replay changed, got {other:?}"),
+    }
+}
+
+#[wasm_bindgen_test]
+fn every_route_asks_the_worker_for_what_it_shows() {
+    use xfs_explorer::web::protocol::DiffSection;
+    use xfs_explorer::web::route::{requests_for, Route};
+    let asked = |r: Route| {
+        requests_for(&r).map(|(what, reqs)| {
+            let reqs: Vec<String> = reqs
+                .iter()
+                .map(|q| serde_json::to_string(q).unwrap())
+                .collect();
+            (what, reqs)
+        })
+    };
+    let one = |what: &str, req: &str| Some((what.to_string(), vec![req.to_string()]));
+    assert_eq!(asked(Route::Superblock), None);
+    assert_eq!(asked(Route::Unknown("nowhere".into())), None);
+    assert_eq!(
+        asked(Route::Path("/a b".into())),
+        one("reading /a b", r#"{"Path":{"path":"/a b"}}"#)
+    );
+    assert_eq!(
+        asked(Route::Metadir("/rtgroups".into())),
+        one(
+            "reading metadata directory /rtgroups",
+            r#"{"MetadirPath":{"path":"/rtgroups"}}"#
+        )
+    );
+    assert_eq!(
+        asked(Route::Inode(131)),
+        one("reading inode 131", r#"{"Inode":{"ino":131}}"#)
+    );
+    assert_eq!(
+        asked(Route::Ags),
+        one("reading the allocation groups", r#""Ags""#)
+    );
+    assert_eq!(
+        asked(Route::AgMap(3)),
+        one("mapping AG 3", r#"{"AgMap":{"agno":3}}"#)
+    );
+    assert_eq!(
+        asked(Route::AgTree {
+            agno: 1,
+            tree: "bno".into(),
+            start: 400
+        }),
+        one(
+            "reading the bno records of AG 1",
+            r#"{"AgRecords":{"agno":1,"tree":"bno","start":400,"count":200}}"#
+        )
+    );
+    assert_eq!(
+        asked(Route::Hex(32778)),
+        one("reading daddr 32778", r#"{"Hex":{"daddr":32778}}"#)
+    );
+    assert_eq!(
+        asked(Route::LogHex(61)),
+        one(
+            "reading daddr 61 of the log device",
+            r#"{"LogHex":{"daddr":61}}"#
+        )
+    );
+    assert_eq!(
+        asked(Route::Log(None)),
+        one("finding and decoding the log", r#""Log""#)
+    );
+    // A selected transaction is asked for first, then the log's summary.
+    assert_eq!(
+        asked(Route::Log(Some(7))),
+        Some((
+            "finding and decoding the log".to_string(),
+            vec![
+                r#"{"LogTransaction":{"index":7}}"#.to_string(),
+                r#""Log""#.to_string()
+            ]
+        ))
+    );
+    assert_eq!(
+        asked(Route::Replay {
+            section: DiffSection::Inodes,
+            filter: "changed".into(),
+            start: 500
+        }),
+        Some((
+            "what replay changed".to_string(),
+            vec![
+                r#""ReplayDiff""#.to_string(),
+                r#"{"ReplayDiffRows":{"section":"Inodes","filter":"changed","start":500,"count":500}}"#
+                    .to_string()
+            ]
+        ))
+    );
+    assert_eq!(
+        asked(Route::Ops { start: 2, skip: 5 }),
+        Some((
+            "reconstructing the operations of the log".to_string(),
+            vec![
+                r#""Ops""#.to_string(),
+                r#"{"OpsTimeline":{"start":2,"skip":5}}"#.to_string()
+            ]
+        ))
+    );
+}

@@ -1,5 +1,6 @@
-//! The root component: owns the state reducer and the worker bridge, and
-//! lays out the page.
+//! The root component: the state reducer, the worker (`use_worker`), the
+//! location hash (`use_hash_route`) and the requests each route needs
+//! (`use_route_requests`, from [`route::requests_for`]); lays out the page.
 
 use crate::web::bridge::Bridge;
 use crate::web::components::ag_map::AgMapView;
@@ -143,12 +144,181 @@ fn agcount_of(o: &crate::web::protocol::Opened) -> u32 {
         .unwrap_or(1)
 }
 
-#[function_component(App)]
-pub fn app() -> Html {
-    let state = use_reducer(|| State {
-        route: route::current(),
-        ..State::default()
+/// A piece of an export as the worker sent it.
+struct Piece {
+    log_device: bool,
+    offset: u64,
+    total: u64,
+    bytes: js_sys::Uint8Array,
+    last: bool,
+}
+
+/// Write a piece of the export under way and ask the worker for the next
+/// (once it is written: one piece at most is in flight).
+fn export_piece(
+    downloads: &Rc<RefCell<Downloads>>,
+    bridge: &Rc<RefCell<Option<Bridge>>>,
+    dispatcher: &UseReducerDispatcher<State>,
+    p: Piece,
+) {
+    use crate::web::download::{call_async, save, Sink};
+    let Piece {
+        log_device,
+        offset,
+        total,
+        bytes,
+        last,
+    } = p;
+    let ask = {
+        let bridge = Rc::clone(bridge);
+        let dispatcher = dispatcher.clone();
+        let next = Request::ExportChunk {
+            log_device,
+            offset: offset.saturating_add(u64::from(bytes.length())),
+        };
+        move || {
+            if let Some(b) = bridge.borrow().as_ref() {
+                if let Err(e) = b.send(&next) {
+                    dispatcher.dispatch(Action::Failed(e));
+                }
+            }
+        }
+    };
+    let (name, sink) = match downloads.borrow().export.as_ref() {
+        Some(e) if e.log_device == log_device => (
+            e.name.clone(),
+            match &e.sink {
+                Sink::Parts(parts) => Sink::Parts(parts.clone()),
+                Sink::Writable(w) => Sink::Writable(w.clone()),
+            },
+        ),
+        // Not asked for, or cancelled.
+        _ => return,
+    };
+    match sink {
+        Sink::Parts(parts) => {
+            let one = js_sys::Array::of1(&bytes);
+            match web_sys::Blob::new_with_u8_array_sequence(&one) {
+                Ok(b) => parts.push(&b),
+                Err(_) => parts.push(&bytes),
+            };
+            if last {
+                downloads.borrow_mut().export = None;
+                save(&name, &parts);
+                dispatcher.dispatch(Action::Saved(name, total));
+            } else {
+                ask();
+            }
+        }
+        Sink::Writable(w) => {
+            let downloads = Rc::clone(downloads);
+            let dispatcher = dispatcher.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let written = async {
+                    call_async(&w, "write", Some(&bytes)).await?;
+                    if last {
+                        call_async(&w, "close", None).await?;
+                    }
+                    Ok::<(), String>(())
+                }
+                .await;
+                let current = downloads
+                    .borrow()
+                    .export
+                    .as_ref()
+                    .is_some_and(|e| e.log_device == log_device);
+                if !current {
+                    return;
+                }
+                match written {
+                    Ok(()) if last => {
+                        downloads.borrow_mut().export = None;
+                        dispatcher.dispatch(Action::Saved(name, total));
+                    }
+                    Ok(()) => ask(),
+                    Err(e) => {
+                        downloads.borrow_mut().abort_export();
+                        dispatcher.dispatch(Action::Failed(format!("writing {name}: {e}")));
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Start writing the recovered image (or log device) as `name`: to a file
+/// the user picks where the browser can write one, else as a download.
+fn start_export(
+    log_device: bool,
+    name: String,
+    downloads: Rc<RefCell<Downloads>>,
+    send: Rc<dyn Fn(Request)>,
+    dispatcher: UseReducerDispatcher<State>,
+) {
+    use crate::web::download::{call_async, js_error, save_file_picker, Export, Sink};
+    let what = if log_device {
+        "writing the recovered log device"
+    } else {
+        "writing the recovered image"
+    };
+    let begin = {
+        let (name, dispatcher) = (name.clone(), dispatcher.clone());
+        move |sink: Sink| {
+            downloads.borrow_mut().abort_export();
+            downloads.borrow_mut().export = Some(Export {
+                log_device,
+                name,
+                sink,
+            });
+            dispatcher.dispatch(Action::Loading(what.into()));
+            send(Request::ExportChunk {
+                log_device,
+                offset: 0,
+            });
+        }
+    };
+    let (Some(picker), Some(window)) = (save_file_picker(), web_sys::window()) else {
+        begin(Sink::Parts(js_sys::Array::new()));
+        return;
+    };
+    // Called here, in the click, for the user activation the picker needs.
+    let opts = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&opts, &"suggestedName".into(), &name.as_str().into());
+    let picked = picker.call1(&window, &opts);
+    wasm_bindgen_futures::spawn_local(async move {
+        let handle = match picked.map(|p| p.dyn_into::<js_sys::Promise>()) {
+            Ok(Ok(p)) => JsFuture::from(p).await.map_err(|e| js_error(&e)),
+            Ok(Err(_)) => Err("showSaveFilePicker did not return a promise".to_string()),
+            Err(e) => Err(js_error(&e)),
+        };
+        match handle {
+            Ok(h) => match call_async(&h, "createWritable", None).await {
+                Ok(w) => begin(Sink::Writable(w)),
+                Err(e) => dispatcher.dispatch(Action::Failed(format!("cannot write {name}: {e}"))),
+            },
+            // The user closed the picker.
+            Err(e) if e.starts_with("AbortError") => {}
+            Err(e) => dispatcher.dispatch(Action::Failed(format!("cannot write {name}: {e}"))),
+        }
     });
+}
+
+/// The worker as the page uses it: `send` a request; the requests that
+/// opened what is open (`session`, to open it again in a new worker after
+/// a cancel); the response callback (`responder`, for that new worker);
+/// downloads under way.
+struct WorkerHandle {
+    bridge: Rc<RefCell<Option<Bridge>>>,
+    responder: Rc<RefCell<Option<Callback<Response>>>>,
+    session: Rc<RefCell<Vec<Request>>>,
+    downloads: Rc<RefCell<Downloads>>,
+    send: Rc<dyn Fn(Request)>,
+}
+
+/// Start the worker once, hand its responses to the state (pieces of
+/// downloads to `Downloads` first), and stop it when the page goes.
+#[hook]
+fn use_worker(dispatcher: UseReducerDispatcher<State>) -> WorkerHandle {
     let bridge: Rc<RefCell<Option<Bridge>>> = use_mut_ref(|| None);
     // The response callback (to start a new worker on cancel) and the
     // requests that opened what is open (to open it again in the new one).
@@ -157,10 +327,11 @@ pub fn app() -> Html {
     let downloads: Rc<RefCell<Downloads>> = use_mut_ref(Downloads::default);
 
     {
-        let dispatcher = state.dispatcher();
+        let dispatcher = dispatcher.clone();
         let bridge = Rc::clone(&bridge);
         let downloads = Rc::clone(&downloads);
         let responder = Rc::clone(&responder);
+        let bridge2 = Rc::clone(&bridge);
         use_effect_with((), move |_| {
             let d2 = dispatcher.clone();
             let on_response = Callback::from(move |r: Response| {
@@ -169,6 +340,27 @@ pub fn app() -> Html {
                         ino, bytes, last, ..
                     } => {
                         downloads.borrow_mut().file_chunk(*ino, bytes, *last);
+                    }
+                    Response::ExportChunk {
+                        log_device,
+                        offset,
+                        total,
+                        bytes,
+                        last,
+                    } => export_piece(
+                        &downloads,
+                        &bridge2,
+                        &d2,
+                        Piece {
+                            log_device: *log_device,
+                            offset: *offset,
+                            total: *total,
+                            bytes: bytes.0.clone(),
+                            last: *last,
+                        },
+                    ),
+                    Response::ViewError { what, .. } if what.starts_with("recovered") => {
+                        downloads.borrow_mut().abort_export();
                     }
                     Response::XattrValue { ino, name, value } => {
                         downloads.borrow_mut().xattr_value(*ino, name, value);
@@ -196,9 +388,34 @@ pub fn app() -> Html {
         });
     }
 
-    // Follow the location hash (links, back and forward).
+    let send: Rc<dyn Fn(Request)> = {
+        let dispatcher = dispatcher.clone();
+        let bridge = Rc::clone(&bridge);
+        Rc::new(move |req: Request| {
+            let sent = match bridge.borrow().as_ref() {
+                Some(b) => b.send(&req),
+                None => Err("the worker is not running".to_string()),
+            };
+            if let Err(e) = sent {
+                dispatcher.dispatch(Action::Failed(e));
+            }
+        })
+    };
+
+    WorkerHandle {
+        bridge,
+        responder,
+        session,
+        downloads,
+        send,
+    }
+}
+
+/// Follow the location hash (links, back and forward).
+#[hook]
+fn use_hash_route(dispatcher: UseReducerDispatcher<State>) {
     {
-        let dispatcher = state.dispatcher();
+        let dispatcher = dispatcher.clone();
         use_effect_with((), move |_| {
             let listener = web_sys::window().map(|w| {
                 gloo::events::EventListener::new(&w, "hashchange", move |_| {
@@ -208,6 +425,49 @@ pub fn app() -> Html {
             move || drop(listener)
         });
     }
+}
+
+/// Ask the worker for what the route shows ([`route::requests_for`]), once
+/// per route and image.
+#[hook]
+fn use_route_requests(state: &UseReducerHandle<State>, send: Rc<dyn Fn(Request)>) {
+    {
+        let dispatcher = state.dispatcher();
+        let opened = state.opened.clone();
+        let route = state.route.clone();
+        use_effect_with(
+            (route.clone(), opened.clone(), state.generation),
+            move |_| {
+                if let Some(o) = &opened {
+                    if o.fs_error.is_none() {
+                        if let Some((what, reqs)) = route::requests_for(&route) {
+                            dispatcher.dispatch(Action::Loading(what));
+                            for r in reqs {
+                                send(r);
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    }
+}
+
+#[function_component(App)]
+pub fn app() -> Html {
+    let state = use_reducer(|| State {
+        route: route::current(),
+        ..State::default()
+    });
+    let WorkerHandle {
+        bridge,
+        responder,
+        session,
+        downloads,
+        send,
+    } = use_worker(state.dispatcher());
+    use_hash_route(state.dispatcher());
+    use_route_requests(&state, Rc::clone(&send));
 
     // The guided tour: the step shown, if any (kept in localStorage).
     let tour = use_state(|| None::<usize>);
@@ -228,109 +488,6 @@ pub fn app() -> Html {
             });
             move || drop(listener)
         });
-    }
-
-    let send: Rc<dyn Fn(Request)> = {
-        let dispatcher = state.dispatcher();
-        let bridge = Rc::clone(&bridge);
-        Rc::new(move |req: Request| {
-            let sent = match bridge.borrow().as_ref() {
-                Some(b) => b.send(&req),
-                None => Err("the worker is not running".to_string()),
-            };
-            if let Err(e) = sent {
-                dispatcher.dispatch(Action::Failed(e));
-            }
-        })
-    };
-
-    // Ask the worker for what the route shows, once per route and image.
-    {
-        let dispatcher = state.dispatcher();
-        let send = Rc::clone(&send);
-        let opened = state.opened.clone();
-        let route = state.route.clone();
-        use_effect_with(
-            (route.clone(), opened.clone(), state.generation),
-            move |_| {
-                if let Some(o) = &opened {
-                    if o.fs_error.is_none() {
-                        let req = match &route {
-                            Route::Path(p) => {
-                                Some((format!("reading {p}"), Request::Path { path: p.clone() }))
-                            }
-                            Route::Metadir(p) => Some((
-                                format!("reading metadata directory {p}"),
-                                Request::MetadirPath { path: p.clone() },
-                            )),
-                            Route::Inode(ino) => {
-                                Some((format!("reading inode {ino}"), Request::Inode { ino: *ino }))
-                            }
-                            Route::Ags => {
-                                Some(("reading the allocation groups".to_string(), Request::Ags))
-                            }
-                            Route::AgMap(agno) => {
-                                Some((format!("mapping AG {agno}"), Request::AgMap { agno: *agno }))
-                            }
-                            Route::AgTree { agno, tree, start } => Some((
-                                format!("reading the {tree} records of AG {agno}"),
-                                Request::AgRecords {
-                                    agno: *agno,
-                                    tree: tree.clone(),
-                                    start: *start,
-                                    count: crate::web::components::ag_records::PAGE,
-                                },
-                            )),
-                            Route::Hex(daddr) => Some((
-                                format!("reading daddr {daddr}"),
-                                Request::Hex { daddr: *daddr },
-                            )),
-                            Route::LogHex(daddr) => Some((
-                                format!("reading daddr {daddr} of the log device"),
-                                Request::LogHex { daddr: *daddr },
-                            )),
-                            Route::Log(sel) => {
-                                if let Some(i) = sel {
-                                    send(Request::LogTransaction { index: *i });
-                                }
-                                Some(("finding and decoding the log".to_string(), Request::Log))
-                            }
-                            Route::Replay {
-                                section,
-                                filter,
-                                start,
-                            } => {
-                                send(Request::ReplayDiff);
-                                Some((
-                                    "what replay changed".to_string(),
-                                    Request::ReplayDiffRows {
-                                        section: *section,
-                                        filter: filter.clone(),
-                                        start: *start,
-                                        count: crate::web::components::replay_diff::PAGE,
-                                    },
-                                ))
-                            }
-                            Route::Ops { start, skip } => {
-                                send(Request::Ops);
-                                Some((
-                                    "reconstructing the operations of the log".to_string(),
-                                    Request::OpsTimeline {
-                                        start: *start,
-                                        skip: *skip,
-                                    },
-                                ))
-                            }
-                            Route::Superblock | Route::Unknown(_) => None,
-                        };
-                        if let Some((what, req)) = req {
-                            dispatcher.dispatch(Action::Loading(what));
-                            send(req);
-                        }
-                    }
-                }
-            },
-        );
     }
 
     let open_blob = {
@@ -381,17 +538,21 @@ pub fn app() -> Html {
     };
     // Cancel: stop the worker (the only way to stop work inside it), start
     // a new one and open the same files in it; the view goes back to the
-    // superblock so the cancelled request is not asked for again.
+    // last one shown in full (the cancelled work's own view would ask for
+    // it again), and loads again once the files are open.
     let on_cancel = {
         let dispatcher = state.dispatcher();
         let bridge = Rc::clone(&bridge);
         let responder = Rc::clone(&responder);
         let session = Rc::clone(&session);
+        let downloads = Rc::clone(&downloads);
+        let back = state.shown_route.clone();
         Callback::from(move |_: ()| {
             bridge.borrow_mut().take();
+            downloads.borrow_mut().abort_export();
             dispatcher.dispatch(Action::Cancelled);
             if let Some(w) = web_sys::window() {
-                let _ = w.location().set_hash(&Route::Superblock.href());
+                let _ = w.location().set_hash(&back.href());
             }
             let Some(cb) = responder.borrow().clone() else {
                 return;
@@ -539,12 +700,13 @@ pub fn app() -> Html {
             .unwrap_or_default();
         Callback::from(move |_: MouseEvent| {
             let base = name.strip_suffix(".img").unwrap_or(&name);
-            downloads.borrow_mut().want_file(
-                crate::web::protocol::RECOVERED_IMAGE,
+            start_export(
+                false,
                 format!("{base}-recovered.img"),
+                Rc::clone(&downloads),
+                Rc::clone(&send),
+                dispatcher.clone(),
             );
-            dispatcher.dispatch(Action::Loading("writing the recovered image".into()));
-            send(Request::DownloadRecovered);
         })
     };
     let on_log_device = {
@@ -583,12 +745,13 @@ pub fn app() -> Html {
             .unwrap_or_default();
         Callback::from(move |_: MouseEvent| {
             let base = name.strip_suffix(".log").unwrap_or(&name);
-            downloads.borrow_mut().want_file(
-                crate::web::protocol::RECOVERED_LOG_DEVICE,
+            start_export(
+                true,
                 format!("{base}-recovered.log"),
+                Rc::clone(&downloads),
+                Rc::clone(&send),
+                dispatcher.clone(),
             );
-            dispatcher.dispatch(Action::Loading("writing the recovered log device".into()));
-            send(Request::DownloadRecoveredLog);
         })
     };
     let on_need_rows = {
@@ -815,7 +978,7 @@ pub fn app() -> Html {
                 <TourPanel step={i} route={state.route.clone()} on_step={on_tour_step.clone()} on_leave={leave_tour.clone()} />
             }
             <OpenPanel on_open={open_blob} on_sample={open_sample} ready={state.worker_ready} />
-            <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} memory={state.worker_memory} />
+            <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} memory={state.worker_memory} saved={state.saved.clone()} />
             { body }
         </main>
     }

@@ -19,6 +19,20 @@ use web_sys::{Blob, FileReaderSync};
 /// layers and partition window.
 pub type Disk = crate::xfs::container::Volume<BlobReader>;
 
+/// What is told the size of every read.
+pub type ReadHook = Box<dyn FnMut(u64)>;
+
+thread_local! {
+    /// Told the size of every read from a file (progress of work that
+    /// has none of its own).
+    static READ_HOOK: RefCell<Option<ReadHook>> = const { RefCell::new(None) };
+}
+
+/// Call `hook` with the bytes of every read from now on (`None`: stop).
+pub fn set_read_hook(hook: Option<ReadHook>) {
+    READ_HOOK.with(|h| *h.borrow_mut() = hook);
+}
+
 /// Bytes read at once when reads run sequentially.
 const READ_AHEAD: u64 = 8 << 20;
 /// Reads from this size up that continue the previous read start a
@@ -81,6 +95,13 @@ impl BlobReader {
             s.reads = s.reads.saturating_add(1);
             s.read_bytes = s.read_bytes.saturating_add(end.saturating_sub(offset));
             s.read_ms += t1 - t0;
+        });
+        READ_HOOK.with(|h| {
+            if let Ok(mut h) = h.try_borrow_mut() {
+                if let Some(f) = h.as_mut() {
+                    f(end.saturating_sub(offset));
+                }
+            }
         });
         if u64::from(arr.length()) != end.saturating_sub(offset) {
             return Err(ReadError(format!(

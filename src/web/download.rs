@@ -3,12 +3,81 @@
 //! arrives (the browser's blob store, which pages large blobs out to disk,
 //! holds it, not the page's heap), and the file is one Blob of those parts:
 //! no copy of the whole file is ever built in the page.
+//!
+//! The recovered image is pulled from the worker a piece at a time
+//! ([`Export`]): written to the file the user picked where the browser has
+//! the File System Access API (`showSaveFilePicker`, `createWritable`),
+//! else kept as Blob parts and offered as one download at the end. The
+//! next piece is asked for once this one is written, so one piece at most
+//! is in flight.
 
 use std::collections::BTreeMap;
 use wasm_bindgen::JsCast;
 
+/// Where the pieces of an export go.
+pub enum Sink {
+    /// A `FileSystemWritableFileStream` of the file the user picked.
+    Writable(wasm_bindgen::JsValue),
+    /// Blob parts, offered as a download once the last piece is in.
+    Parts(js_sys::Array),
+}
+
+/// A recovered image (or log device) being written.
+pub struct Export {
+    pub log_device: bool,
+    pub name: String,
+    pub sink: Sink,
+}
+
+/// Call `obj.method(arg)` and wait for the promise it returns.
+pub async fn call_async(
+    obj: &wasm_bindgen::JsValue,
+    method: &str,
+    arg: Option<&wasm_bindgen::JsValue>,
+) -> Result<wasm_bindgen::JsValue, String> {
+    let f = js_sys::Reflect::get(obj, &method.into())
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| format!("{method} is not available"))?;
+    let p = match arg {
+        Some(a) => f.call1(obj, a),
+        None => f.call0(obj),
+    }
+    .map_err(|e| js_error(&e))?;
+    let p: js_sys::Promise = p
+        .dyn_into()
+        .map_err(|_| format!("{method} did not return a promise"))?;
+    wasm_bindgen_futures::JsFuture::from(p)
+        .await
+        .map_err(|e| js_error(&e))
+}
+
+/// A JS error as text (its name and message).
+pub fn js_error(e: &wasm_bindgen::JsValue) -> String {
+    let get = |k: &str| {
+        js_sys::Reflect::get(e, &k.into())
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    match (get("name"), get("message")) {
+        (Some(n), Some(m)) => format!("{n}: {m}"),
+        _ => format!("{e:?}"),
+    }
+}
+
+/// `window.showSaveFilePicker`, where the browser has it.
+pub fn save_file_picker() -> Option<js_sys::Function> {
+    let w = web_sys::window()?;
+    js_sys::Reflect::get(&w, &"showSaveFilePicker".into())
+        .ok()?
+        .dyn_into::<js_sys::Function>()
+        .ok()
+}
+
 #[derive(Default)]
 pub struct Downloads {
+    /// The export under way.
+    pub export: Option<Export>,
     /// Files being assembled: name and parts, by inode.
     files: BTreeMap<u64, (String, js_sys::Array)>,
     /// xattr values the user asked to save.
@@ -16,7 +85,7 @@ pub struct Downloads {
 }
 
 /// Offer `parts` to the user as a file called `name`.
-fn save(name: &str, parts: &js_sys::Array) {
+pub fn save(name: &str, parts: &js_sys::Array) {
     let Ok(blob) = web_sys::Blob::new_with_blob_sequence(parts) else {
         return;
     };
@@ -32,10 +101,28 @@ fn save(name: &str, parts: &js_sys::Array) {
         a.set_download(name);
         a.click();
     }
-    let _ = web_sys::Url::revoke_object_url(&url);
+    // The download reads the URL after this task: let it go a minute later.
+    gloo::timers::callback::Timeout::new(60_000, move || {
+        let _ = web_sys::Url::revoke_object_url(&url);
+    })
+    .forget();
 }
 
 impl Downloads {
+    /// Stop the export under way (a writable is aborted: the picked file
+    /// is left as it was).
+    pub fn abort_export(&mut self) {
+        if let Some(Export {
+            sink: Sink::Writable(w),
+            ..
+        }) = self.export.take()
+        {
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = call_async(&w, "abort", None).await;
+            });
+        }
+    }
+
     pub fn want_file(&mut self, ino: u64, name: String) {
         self.files.insert(ino, (name, js_sys::Array::new()));
     }

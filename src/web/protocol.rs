@@ -83,13 +83,13 @@ pub enum Request {
     /// Switch every view to the replayed state (replaying the log the
     /// first time) or back to the state on disk.
     SetReplay { on: bool },
-    /// The recovered image (the log replayed, mount-time work done, a clean
-    /// log), streamed back as `FileChunk`s for inode [`RECOVERED_IMAGE`].
-    DownloadRecovered,
-    /// The recovered external log device (a clean log, the filesystem's
-    /// log being on another device), streamed back as `FileChunk`s for
-    /// [`RECOVERED_LOG_DEVICE`].
-    DownloadRecoveredLog,
+    /// A piece of the recovered image (the log replayed, mount-time work
+    /// done, a clean log) from `offset`, or with `log_device` of the
+    /// recovered external log device (a clean log, the filesystem's log
+    /// being on another device); answered with `ExportChunk`. The page
+    /// asks for the next piece once it has written this one, so one piece
+    /// at most is in flight and nothing is assembled whole.
+    ExportChunk { log_device: bool, offset: u64 },
     /// What replay changed, in numbers (replaying and comparing the first
     /// time); the rows come by pages with `ReplayDiffRows`.
     ReplayDiff,
@@ -160,11 +160,31 @@ impl DiffSection {
     }
 }
 
-/// The `FileChunk` id of the recovered image stream (no inode has number 0).
-pub const RECOVERED_IMAGE: u64 = 0;
-/// The `FileChunk` id of the recovered external log device stream
-/// (NULLFSINO: no inode has it).
-pub const RECOVERED_LOG_DEVICE: u64 = u64::MAX;
+/// Bytes that cross `postMessage` as a JS `Uint8Array` and stay one on the
+/// page's side (never copied into its wasm memory).
+#[derive(Clone, Debug)]
+pub struct JsBytes(pub js_sys::Uint8Array);
+
+impl PartialEq for JsBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_vec() == other.0.to_vec()
+    }
+}
+
+impl Serialize for JsBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_wasm_bindgen::preserve::serialize(&self.0, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_wasm_bindgen::preserve::deserialize(d).map(JsBytes)
+    }
+}
+
+/// Bytes in one piece of the recovered image.
+pub const EXPORT_PIECE: u64 = 4 << 20;
 
 /// Encode a message for postMessage. 64-bit integers travel as BigInts, so
 /// every value an image holds (inode numbers, sizes, LSNs up to 2^64 - 1)
@@ -225,6 +245,16 @@ pub enum Response {
         offset: u64,
         #[serde(with = "crate::xfs::bytes")]
         bytes: Vec<u8>,
+        last: bool,
+    },
+    /// A piece of the recovered image or log device (`ExportChunk`): the
+    /// bytes from `offset`, of `total`; `last` marks the end. The bytes
+    /// stay a JS `Uint8Array` (never copied into the page's wasm memory).
+    ExportChunk {
+        log_device: bool,
+        offset: u64,
+        total: u64,
+        bytes: JsBytes,
         last: bool,
     },
     Ags(Box<AgsView>),

@@ -223,3 +223,72 @@ pub fn parent(path: &str) -> String {
         Some((p, _)) => p.to_string(),
     }
 }
+
+/// What the page asks the worker for to show `route`: the progress text
+/// shown while it works, and the requests in the order they are sent.
+/// `None` for a route that needs nothing (the superblock is already there).
+pub fn requests_for(route: &Route) -> Option<(String, Vec<crate::web::protocol::Request>)> {
+    use crate::web::protocol::Request;
+    let one = |what: String, r: Request| Some((what, vec![r]));
+    match route {
+        Route::Path(p) => one(format!("reading {p}"), Request::Path { path: p.clone() }),
+        Route::Metadir(p) => one(
+            format!("reading metadata directory {p}"),
+            Request::MetadirPath { path: p.clone() },
+        ),
+        Route::Inode(ino) => one(format!("reading inode {ino}"), Request::Inode { ino: *ino }),
+        Route::Ags => one("reading the allocation groups".into(), Request::Ags),
+        Route::AgMap(agno) => one(format!("mapping AG {agno}"), Request::AgMap { agno: *agno }),
+        Route::AgTree { agno, tree, start } => one(
+            format!("reading the {tree} records of AG {agno}"),
+            Request::AgRecords {
+                agno: *agno,
+                tree: tree.clone(),
+                start: *start,
+                count: crate::web::components::ag_records::PAGE,
+            },
+        ),
+        Route::Hex(daddr) => one(
+            format!("reading daddr {daddr}"),
+            Request::Hex { daddr: *daddr },
+        ),
+        Route::LogHex(daddr) => one(
+            format!("reading daddr {daddr} of the log device"),
+            Request::LogHex { daddr: *daddr },
+        ),
+        Route::Log(sel) => Some((
+            "finding and decoding the log".into(),
+            sel.map(|index| Request::LogTransaction { index })
+                .into_iter()
+                .chain([Request::Log])
+                .collect(),
+        )),
+        Route::Replay {
+            section,
+            filter,
+            start,
+        } => Some((
+            "what replay changed".into(),
+            vec![
+                Request::ReplayDiff,
+                Request::ReplayDiffRows {
+                    section: *section,
+                    filter: filter.clone(),
+                    start: *start,
+                    count: crate::web::components::replay_diff::PAGE,
+                },
+            ],
+        )),
+        Route::Ops { start, skip } => Some((
+            "reconstructing the operations of the log".into(),
+            vec![
+                Request::Ops,
+                Request::OpsTimeline {
+                    start: *start,
+                    skip: *skip,
+                },
+            ],
+        )),
+        Route::Superblock | Route::Unknown(_) => None,
+    }
+}

@@ -54,10 +54,18 @@ pub struct State {
     pub generation: u32,
     /// What the last cancel stopped (shown until the next work).
     pub cancelled: Option<String>,
+    /// The view shown before the cancel is being read again (its loading
+    /// leaves `cancelled` shown).
+    pub restoring: bool,
     /// Why the path typed in the search box cannot be reached.
     pub search_error: Option<String>,
     /// The worker's wasm memory after its last request, in bytes.
     pub worker_memory: Option<u64>,
+    /// The last route whose view was shown in full (where a cancel goes
+    /// back to).
+    pub shown_route: Route,
+    /// The last recovered image written: its name and size.
+    pub saved: Option<(String, u64)>,
 }
 
 impl Default for State {
@@ -89,8 +97,11 @@ impl Default for State {
             ops_timeline: None,
             generation: 0,
             cancelled: None,
+            restoring: false,
             search_error: None,
             worker_memory: None,
+            shown_route: Route::Superblock,
+            saved: None,
         }
     }
 }
@@ -107,6 +118,8 @@ pub enum Action {
     Loading(String),
     /// The user cancelled the work under way: the worker restarts.
     Cancelled,
+    /// A recovered image was written in full: its name and size.
+    Saved(String, u64),
     Response(Response),
 }
 
@@ -117,6 +130,7 @@ impl Reducible for State {
         let mut s = (*self).clone();
         match action {
             Action::Opening(name) => {
+                s.restoring = false;
                 s.busy = Some((format!("opening {name}"), None));
                 s.error = None;
                 s.choosing = None;
@@ -126,6 +140,9 @@ impl Reducible for State {
                 s.error = Some(message);
             }
             Action::Navigate(route) => {
+                if matches!(route, Route::Superblock | Route::Unknown(_)) {
+                    s.shown_route = route.clone();
+                }
                 s.route = route;
                 s.view_error = None;
                 s.search_error = None;
@@ -133,13 +150,40 @@ impl Reducible for State {
             Action::Loading(what) => {
                 s.busy = Some((what, None));
                 s.view_error = None;
-                s.cancelled = None;
+                if s.restoring {
+                    s.restoring = false;
+                } else {
+                    s.cancelled = None;
+                }
+                s.saved = None;
             }
+            Action::Saved(name, bytes) => s.saved = Some((name, bytes)),
             Action::Cancelled => {
                 s.cancelled = s.busy.take().map(|(what, _)| what);
                 s.worker_ready = false;
+                // Nothing is open in the new worker until it says so (the
+                // views then load once).
+                s.opened = None;
+                // The view goes back to the last one shown, which loads
+                // again once the file is open in the new worker.
+                s.restoring = crate::web::route::requests_for(&s.shown_route).is_some();
             }
-            Action::Response(r) => reduce_response(&mut s, r),
+            Action::Response(r) => {
+                let was_busy = s.busy.is_some();
+                let view = !matches!(
+                    r,
+                    Response::Opened(_)
+                        | Response::ChoosePartition(_)
+                        | Response::Error { .. }
+                        | Response::Progress { .. }
+                        | Response::Memory { .. }
+                );
+                reduce_response(&mut s, r);
+                // The work asked for is done and its view shown.
+                if was_busy && s.busy.is_none() && view {
+                    s.shown_route = s.route.clone();
+                }
+            }
         }
         Rc::new(s)
     }
@@ -176,6 +220,9 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ops_timeline = None;
             s.choosing = None;
             s.opened = Some(Rc::from(*o));
+            // The views load again, even when the same file was opened
+            // again (in a new worker, after a cancel).
+            s.generation = s.generation.wrapping_add(1);
         }
         Response::ChoosePartition(c) => {
             s.busy = None;
@@ -228,7 +275,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.busy = None;
             s.xattr_values.insert((ino, name), Rc::new(value));
         }
-        Response::FileChunk { last, .. } => {
+        Response::FileChunk { last, .. } | Response::ExportChunk { last, .. } => {
             if last {
                 s.busy = None;
             }

@@ -350,10 +350,16 @@ fn path_from(fs: &Fs<Disk>, root: Ino, path: &str, metadir: bool) -> Response {
         Ok(l) => l,
         Err(e) => return view_error(path, e),
     };
-    let entries = listing
-        .entries
-        .iter()
-        .filter(|e| e.name != b"." && e.name != b"..")
+    let cap = crate::web::worker::caps().dir_entries;
+    let named = || {
+        listing
+            .entries
+            .iter()
+            .filter(|e| e.name != b"." && e.name != b"..")
+    };
+    let listed = named().count();
+    let entries = named()
+        .take(cap)
         .map(|e| {
             let (kind, size, mode, error) = match fs.inode(e.ino) {
                 Ok(c) => (
@@ -385,7 +391,14 @@ fn path_from(fs: &Fs<Disk>, root: Ino, path: &str, metadir: bool) -> Response {
         ino: i.ino.0,
         format: listing.format.name().to_string(),
         entries,
-        problems: listing.problems.iter().map(|e| e.to_string()).collect(),
+        problems: listing
+            .problems
+            .iter()
+            .map(|e| e.to_string())
+            .chain((listed > cap).then(|| {
+                format!("{listed} entries: only the first {cap} are listed (DIR_ENTRIES_CAP)")
+            }))
+            .collect(),
     }))
 }
 

@@ -14,6 +14,9 @@ pub struct Props {
     /// The worker's memory, in bytes.
     #[prop_or_default]
     pub memory: Option<u64>,
+    /// The last recovered image written: its name and size.
+    #[prop_or_default]
+    pub saved: Option<(String, u64)>,
 }
 
 #[function_component(Status)]
@@ -27,8 +30,9 @@ pub fn status(props: &Props) -> Html {
             let cb = props.on_cancel.clone();
             Callback::from(move |_: MouseEvent| cb.emit(()))
         };
+        let frac = frac.map(|f| format!("{f:.4}")).unwrap_or_default();
         html! {
-            <div class="busy" data-testid="progress" role="status">{ bar }<span>{ stage }</span>
+            <div class="busy" data-testid="progress" role="status" data-fraction={frac}>{ bar }<span data-testid="progress-stage">{ stage }</span>
                 <button data-testid="cancel" onclick={cancel}>{ "cancel" }</button></div>
         }
     });
@@ -43,5 +47,8 @@ pub fn status(props: &Props) -> Html {
             title="the worker's wasm memory, which holds the image's decoded log, replay state and caches; it grows and is never given back">
             { format!("worker memory {} MiB", b.div_ceil(1 << 20)) }</div> }
     });
-    html! { <>{ for busy }{ for cancelled }{ for error }{ for memory }</> }
+    let saved = props.saved.as_ref().filter(|_| props.busy.is_none()).map(|(name, bytes)| {
+        html! { <div class="muted" data-testid="saved" role="status" data-bytes={bytes.to_string()}>{ format!("Wrote {name} ({bytes} bytes).") }</div> }
+    });
+    html! { <>{ for busy }{ for cancelled }{ for saved }{ for error }{ for memory }</> }
 }
