@@ -59,3 +59,28 @@ test('an obfuscated metadump shows its names as they are', async ({ page }) => {
   await expect(page.getByTestId('dir-path')).toHaveText('/');
   await expect(page.getByTestId('dir-entry')).toHaveCount(top.length);
 });
+
+// A version 2 dump made with -l holds the external log device: the page
+// reads the log from it (no second file asked for) and replays it to the
+// kernel's tree of the restored pair.
+test('md-extlog-v2: the log device the dump holds is read and replayed', async ({ page }) => {
+  const name = 'md-extlog-v2';
+  await open(page, name);
+  await expect(page.getByTestId('container-chain')).toHaveText('metadump v2');
+  await expect(page.getByTestId('log-device')).toContainText('the log device the metadump holds');
+  await expect(page.getByTestId('log-device-input')).toHaveCount(0);
+  const before = kernelListing(name, 'mdrestore-ls.jsonl');
+  const after = kernelListing(name, 'mdrestore-recovered-ls.jsonl');
+  await page.evaluate(() => { window.location.hash = '#/path/'; });
+  await expect(page.getByTestId('dir-path')).toHaveText('/');
+  await expect(page.getByTestId('dir-entry')).toHaveCount(children(before, '/').length);
+  await page.getByTestId('replay-toggle').click();
+  await expect(page.getByTestId('replay-toggle')).toBeChecked();
+  const want = children(after, '/');
+  expect(want.length).toBeGreaterThan(2);
+  await expect(page.getByTestId('dir-entry')).toHaveCount(want.length);
+  const got = await page.getByTestId('dir-entry').evaluateAll((els) => els.map((e) => e.dataset.name));
+  expect(got.sort()).toEqual(want);
+  await page.evaluate(() => { window.location.hash = '#/path/new'; });
+  await expect(page.getByTestId('dir-count')).toHaveText(String(children(after, '/new').length));
+});

@@ -16,7 +16,7 @@ use crate::web::components::{
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
 };
 use crate::web::download::Downloads;
-use crate::web::protocol::{Request, Response};
+use crate::web::protocol::{Request, Response, METADUMP_LOG};
 use crate::web::route::{self, Route};
 use crate::web::state::{Action, State};
 use std::cell::RefCell;
@@ -744,7 +744,8 @@ pub fn app() -> Html {
             .and_then(|o| o.log_device.clone())
             .unwrap_or_default();
         Callback::from(move |_: MouseEvent| {
-            let base = name.strip_suffix(".log").unwrap_or(&name);
+            let base = name.strip_suffix(METADUMP_LOG).unwrap_or(&name);
+            let base = base.strip_suffix(".log").unwrap_or(base);
             start_export(
                 true,
                 format!("{base}-recovered.log"),

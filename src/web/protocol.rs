@@ -790,3 +790,7 @@ pub struct OpsTimelineView {
     /// The analysis failed (the view shows why).
     pub error: Option<String>,
 }
+
+/// Said after the dropped file's name when its log device is the one a
+/// metadump holds (`xfs_metadump -v 2 -l`), not a second file.
+pub const METADUMP_LOG: &str = " (the log device the metadump holds)";

@@ -3,7 +3,7 @@
 //! on them and never freezes.
 
 use crate::web::blob_reader::{BlobReader, Disk};
-use crate::web::protocol::{AgsView, ChoosePartition, Opened, Request, Response};
+use crate::web::protocol::{AgsView, ChoosePartition, Opened, Request, Response, METADUMP_LOG};
 use crate::web::{log_views, ops_views, timing, views};
 use crate::xfs::container::{self, Layout};
 use crate::xfs::fs::Fs;
@@ -335,6 +335,7 @@ impl Session {
     }
 
     /// Read the superblock of the filesystem in `volume` and keep it open.
+    /// A metadump's own external log device is put beside it.
     fn open_volume(&mut self, volume: Disk, layout: Layout, name: String, size: u64) -> Response {
         self.forget_views();
         self.metadump = layout.metadump.is_some();
@@ -351,8 +352,14 @@ impl Session {
         let stats = img.stats();
         let superblock = sb.view();
         let external_log = sb.logstart == 0;
+        let mut log_device = None;
         let fs_error = match Fs::open(img) {
             Ok(fs) => {
+                // A metadump may hold the external log device itself.
+                let fs = container::with_embedded_log(fs);
+                if fs.logdev.is_some() {
+                    log_device = Some(format!("{name}{METADUMP_LOG}"));
+                }
                 self.fs = Some(fs);
                 None
             }
@@ -366,7 +373,7 @@ impl Session {
             fs_error,
             layout,
             external_log,
-            log_device: None,
+            log_device,
             log_device_error: None,
         };
         self.opened = Some(opened.clone());
