@@ -7,7 +7,8 @@
 #   benches/make-log-sizes.sh                       # once, as root
 #   benches/scale-bench.sh [RUNS] [IMAGE...]        # as root (loop mounts)
 #
-# OTHER=path/to/xfs-explorer also runs another build's commands (for
+# BIN=path/to/xfs-explorer measures that build instead of a fresh one
+# (a copy of target/release's, made at the start). OTHER=path/to/xfs-explorer also runs another build's commands (for
 # before/after figures), interleaved with this build's. CMDS narrows what
 # runs (default: "log-json log-text replay ops logprint kernel").
 # Prints every run (wall seconds and peak resident set from GNU time), then
@@ -23,12 +24,17 @@ OTHER=${OTHER:-}
 [ "$(id -u)" = 0 ] || [[ $CMDS != *kernel* ]] || { echo "needs root for the kernel's mount (or CMDS without kernel)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs GNU time (apt-get install time)" >&2; exit 1; }
 for i in "${imgs[@]}"; do [ -f "$i" ] || { echo "no image $i: run benches/make-log-sizes.sh" >&2; exit 1; }; done
-cargo build --release --locked --bin xfs-explorer -q
-BIN=$PWD/target/release/xfs-explorer
+if [ -z "${BIN:-}" ]; then
+    cargo build --release --locked --bin xfs-explorer -q
+    # A copy: a build during the run does not change what is measured.
+    BIN=$(mktemp /tmp/xfs-explorer.XXXXXX)
+    cp target/release/xfs-explorer "$BIN"
+    BIN_COPY=$BIN
+fi
 WORK=$(mktemp -d "${WORKDIR:-/dev/shm}/scale-bench.XXXXXX")
 MNT="$WORK/mnt"
 mkdir -p "$MNT"
-trap 'umount "$MNT" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'umount "$MNT" 2>/dev/null || true; rm -rf "$WORK"; [ -n "${BIN_COPY:-}" ] && rm -f "$BIN_COPY"' EXIT
 
 # One command, timed: prints "wall peak_kib".
 timed() {
@@ -59,8 +65,8 @@ for img in "${imgs[@]}"; do
     "$BIN" log --json "$img" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-ht = d["head_tail"]
-print(sys.argv[1] + ": head", ht["head"], "tail", ht["tail"], "records", d["records"], "transactions", len(d["transactions"]))' "$img" || true
+lsn = lambda l: "%d:%d" % (l["cycle"], l["block"])
+print(sys.argv[1] + ": head", lsn(d["head"]), "tail", lsn(d["tail"]), "records", d["records"], "transactions", len(d["transactions"]))' "$img" || true
     for r in $(seq "$RUNS"); do
         for cmd in $CMDS; do
             whos=(this)

@@ -406,6 +406,14 @@ pub enum CrcMode {
     Check,
     /// Replay: a CRC mismatch is fatal on v5, a warning on v4.
     Replay { v5: bool },
+    /// The tail check and replay's first pass in one read: records are
+    /// checked as with [`CrcMode::Check`] (the first bad one ends the
+    /// walk) and, until then, assembled as with [`CrcMode::Replay`]. What
+    /// that replay would refuse does not end the walk: it is kept in
+    /// [`CrcWalk::refused`] and the walk goes on checking to the head, so
+    /// a bad record after it still decides first, as when the check runs
+    /// before the pass.
+    CheckThenReplay { v5: bool },
 }
 
 /// The outcome of a CRC-only walk.
@@ -413,6 +421,8 @@ pub struct CrcWalk {
     /// The first record (log block) whose header or CRC was bad.
     pub first_bad: Option<(u32, String)>,
     pub records: u64,
+    /// [`CrcMode::CheckThenReplay`]: the error the replay pass stopped at.
+    pub refused: Option<Error>,
 }
 
 /// Walk the records of `[tail, head)`. With [`CrcMode::Check`] only the
@@ -439,13 +449,16 @@ pub fn walk<R: ReadAt>(
     let mut out = CrcWalk {
         first_bad: None,
         records: 0,
+        refused: None,
     };
+    // Records are checked as the tail check does (a bad one ends the walk).
+    let checking = matches!(mode, CrcMode::Check | CrcMode::CheckThenReplay { .. });
     let mut warned_fmt = false;
     while left > 0 {
         let rec = match reader.read(dev, pos) {
             Ok(r) => r,
             Err(e @ Error::Corrupt { .. }) => {
-                if mode == CrcMode::Check {
+                if checking {
                     out.first_bad = Some((pos, e.to_string()));
                     break;
                 }
@@ -454,8 +467,18 @@ pub fn walk<R: ReadAt>(
             Err(e) => return Err(e),
         };
         let n = rec.header.total_bbs().max(1);
-        match (mode, rec.crc) {
-            (CrcMode::Check, CrcCheck::Bad { stored, computed }) => {
+        // Once the replay pass of a fused walk has stopped, only checking.
+        let replaying = match mode {
+            CrcMode::Check => false,
+            CrcMode::Replay { .. } => true,
+            CrcMode::CheckThenReplay { .. } => out.refused.is_none(),
+        };
+        let replay_v5 = match mode {
+            CrcMode::Replay { v5 } | CrcMode::CheckThenReplay { v5 } => Some(v5),
+            CrcMode::Check => None,
+        };
+        match (checking, replay_v5, rec.crc) {
+            (true, _, CrcCheck::Bad { stored, computed }) => {
                 out.first_bad = Some((
                     pos,
                     format!(
@@ -465,8 +488,8 @@ pub fn walk<R: ReadAt>(
                 ));
                 break;
             }
-            (CrcMode::Replay { v5 }, c @ (CrcCheck::Bad { .. } | CrcCheck::NotChecksummed))
-                if v5 || c.is_bad() =>
+            (_, Some(v5), c @ (CrcCheck::Bad { .. } | CrcCheck::NotChecksummed))
+                if replaying && (v5 || c.is_bad()) =>
             {
                 let what = match c {
                     CrcCheck::Bad { stored, computed } => {
@@ -475,19 +498,24 @@ pub fn walk<R: ReadAt>(
                     _ => "no CRC (h_crc 0) on a v5 filesystem".to_string(),
                 };
                 if v5 {
-                    return Err(corrupt(
+                    let e = corrupt(
                         dev,
                         pos,
                         format!(
                             "record {} at log block {pos}: {what}; the kernel refuses to recover a v5 log with a bad record before its last 8 log buffers",
                             rec.header.lsn
                         ),
+                    );
+                    if !checking {
+                        return Err(e);
+                    }
+                    out.refused = Some(e);
+                } else {
+                    warnings.push(format!(
+                        "record {} at log block {pos}: {what} (a warning only on v4)",
+                        rec.header.lsn
                     ));
                 }
-                warnings.push(format!(
-                    "record {} at log block {pos}: {what} (a warning only on v4)",
-                    rec.header.lsn
-                ));
             }
             _ => {}
         }
@@ -498,13 +526,13 @@ pub fn walk<R: ReadAt>(
                 "record at log block {pos} ({n} blocks) runs {} blocks past the head",
                 n.saturating_sub(left)
             );
-            if mode == CrcMode::Check {
+            if checking {
                 out.first_bad = Some((pos, msg));
                 break;
             }
             return Err(corrupt(dev, pos, msg));
         }
-        if mode != CrcMode::Check {
+        if replaying && out.refused.is_none() {
             if rec.header.fmt != XLOG_FMT_LINUX_LE && !warned_fmt {
                 warned_fmt = true;
                 warnings.push(format!(
@@ -512,8 +540,13 @@ pub fn walk<R: ReadAt>(
                     rec.header.lsn, rec.header.fmt
                 ));
             }
-            sink(Event::Record(&rec.header))?;
-            asm.record(&rec.header, reader.data(), sink)?;
+            let r = sink(Event::Record(&rec.header))
+                .and_then(|()| asm.record(&rec.header, reader.data(), sink));
+            match r {
+                Ok(()) => {}
+                Err(e) if checking => out.refused = Some(e),
+                Err(e) => return Err(e),
+            }
         }
         left = left.saturating_sub(n);
         pos = dev.wrap(pos, n);
