@@ -707,6 +707,113 @@ mod tests {
         r
     }
 
+    /// What a walk saw: each record's block and each committed
+    /// transaction's tid, LSN and item count, in order.
+    fn events(dev: &LogDev<'_, Vec<u8>>, ht: &HeadTail, mode: CrcMode) -> (Vec<String>, CrcWalk) {
+        let mut seen = Vec::new();
+        let mut w = Vec::new();
+        let (res, _) = walk(
+            dev,
+            ht.tail.block,
+            ht.head.block,
+            mode,
+            false,
+            &mut w,
+            &mut |e| {
+                seen.push(match e {
+                    Event::Record(h) => format!("record {}", h.blk),
+                    Event::Commit(t) => {
+                        format!("commit {:#x} {:?} {}", t.tid, t.lsn, t.items.len())
+                    }
+                });
+                Ok(())
+            },
+        )
+        .unwrap();
+        (seen, res)
+    }
+
+    /// The fused read (tail check and first pass) sees what the pass sees
+    /// on a sound log, stops at the record the check stops at on a damaged
+    /// one, and keeps what the pass refuses instead of stopping there.
+    #[test]
+    fn the_fused_read_is_the_check_and_the_pass() {
+        let fs = crate::xfs::testutil::fixture_fs("log-wrapped");
+        let path = crate::xfs::testutil::image_path("log-wrapped");
+        let bytes = std::fs::read(path).unwrap();
+        let loc = crate::xfs::log::LogLocation::of(&fs).unwrap();
+        let start = loc.start_daddr.0 as usize * 512;
+        let open = |b: Vec<u8>| Image::new(b);
+        let img = open(bytes.clone());
+        let dev = LogDev::new(&img, loc.start_daddr, loc.len_bbs, loc.v2).unwrap();
+        let ht = crate::xfs::log::find::find_head_tail(&dev).unwrap();
+        let (pass, p) = events(&dev, &ht, CrcMode::Replay { v5: true });
+        let (fused, f) = events(&dev, &ht, CrcMode::CheckThenReplay { v5: true });
+        assert!(pass.iter().filter(|e| e.starts_with("commit")).count() > 10);
+        assert_eq!(fused, pass);
+        assert!(f.first_bad.is_none() && f.refused.is_none() && p.refused.is_none());
+        assert_eq!(f.records, p.records);
+
+        // A record in the middle of the live part: its block.
+        let recs: Vec<u32> = pass
+            .iter()
+            .filter_map(|e| e.strip_prefix("record ")?.parse().ok())
+            .collect();
+        let mid = recs[recs.len() / 2];
+        let rec_off = start + mid as usize * 512;
+        let h =
+            RecordHeader::parse(&bytes[rec_off..rec_off + 512], mid, loc.v2, loc.len_bbs).unwrap();
+
+        // A flipped data byte: the CRC fails there; the fused read stops
+        // where the check stops, and its pass saw the records before it.
+        let mut bad = bytes.clone();
+        bad[rec_off + 512 + 100] ^= 0x40;
+        let img = open(bad.clone());
+        let dev = LogDev::new(&img, loc.start_daddr, loc.len_bbs, loc.v2).unwrap();
+        let (_, c) = events(&dev, &ht, CrcMode::Check);
+        let (fused, f) = events(&dev, &ht, CrcMode::CheckThenReplay { v5: true });
+        assert_eq!(c.first_bad.as_ref().map(|b| b.0), Some(mid));
+        assert_eq!(f.first_bad, c.first_bad);
+        let before = pass
+            .iter()
+            .position(|e| e == &format!("record {mid}"))
+            .unwrap();
+        assert_eq!(fused[..before], pass[..before]);
+
+        // The first op's client id made unknown, the CRC made good again:
+        // the check passes, the pass refuses; the fused read keeps the
+        // pass's error and checks on to the head.
+        let mut refused = bytes.clone();
+        let client = rec_off + 512 * h.hblks as usize + 8;
+        refused[client] = 0x7f;
+        let hdr = refused[rec_off..rec_off + 512 * h.hblks as usize].to_vec();
+        let data_start = rec_off + 512 * h.hblks as usize;
+        let data = refused[data_start..data_start + 512 * h.data_bbs() as usize].to_vec();
+        let crc = crate::xfs::log::record::record_crc(&hdr, &data, h.len, XLOG_REC_SIZE);
+        // h_crc sits at byte 32 of the header, little-endian.
+        refused[rec_off + 32..rec_off + 36].copy_from_slice(&crc.to_le_bytes());
+        let img = open(refused);
+        let dev = LogDev::new(&img, loc.start_daddr, loc.len_bbs, loc.v2).unwrap();
+        let (_, c) = events(&dev, &ht, CrcMode::Check);
+        assert!(c.first_bad.is_none(), "{:?}", c.first_bad);
+        let mut w = Vec::new();
+        let err = walk(
+            &dev,
+            ht.tail.block,
+            ht.head.block,
+            CrcMode::Replay { v5: true },
+            false,
+            &mut w,
+            &mut |_| Ok(()),
+        )
+        .err()
+        .unwrap();
+        let (_, f) = events(&dev, &ht, CrcMode::CheckThenReplay { v5: true });
+        assert!(f.first_bad.is_none());
+        assert_eq!(f.refused.map(|e| e.to_string()), Some(err.to_string()));
+        assert_eq!(f.records, c.records);
+    }
+
     #[test]
     fn regions_are_grouped_by_each_items_count_and_split_regions_joined() {
         let t = 0x42;
