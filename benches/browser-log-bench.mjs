@@ -5,7 +5,8 @@
 // postMessage; src/web/timing.rs) are printed as they come. Each run opens
 // the page in a fresh browser context and prints the peak resident set
 // (VmHWM) of Chromium's largest process in that run (Linux /proc, sampled
-// every 250 ms; the processes that outlive a run are the browser's own).
+// every 250 ms; the processes that outlive a run are the browser's own,
+// whose peak is its lifetime's).
 // Usage: [REPLAY=1] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
 import { chromium } from '@playwright/test';
 import { spawn } from 'node:child_process';
@@ -53,8 +54,11 @@ const times = [];
 const replays = [];
 const peaks = [];
 let peak = new Map();
+// Chromium's processes are this script's descendants (the server's is
+// small).
 const sampler = setInterval(() => {
-  for (const p of descendants(browser.process().pid)) {
+  for (const p of descendants(process.pid)) {
+    if (p === process.pid) continue;
     const h = hwm(p);
     if (h > (peak.get(p) || 0)) peak.set(p, h);
   }
