@@ -2,10 +2,44 @@
 // at DIST (served on PORT), go to #/log, and read the decode time the
 // worker reports; with REPLAY=1 also turn replay on and time it. The
 // worker's own spans per request (reads, copies into wasm, encoding,
-// postMessage; src/web/timing.rs) are printed as they come.
+// postMessage; src/web/timing.rs) are printed as they come. Each run opens
+// the page in a fresh browser context and prints the peak resident set
+// (VmHWM) of Chromium's largest process in that run (Linux /proc, sampled
+// every 250 ms; the processes that outlive a run are the browser's own,
+// whose peak is its lifetime's).
 // Usage: [REPLAY=1] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
 import { chromium } from '@playwright/test';
 import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+
+// Every process under `root` (itself included).
+function descendants(root) {
+  const kids = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+      if (!kids.has(ppid)) kids.set(ppid, []);
+      kids.get(ppid).push(Number(d));
+    } catch { /* gone */ }
+  }
+  const out = [];
+  const queue = [root];
+  while (queue.length) {
+    const p = queue.pop();
+    out.push(p);
+    for (const c of kids.get(p) || []) queue.push(c);
+  }
+  return out;
+}
+// Peak resident set of a process in KiB (0 when gone).
+function hwm(pid) {
+  try {
+    const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
+    return m ? Number(m[1]) : 0;
+  } catch { return 0; }
+}
 
 const [dist, image, runsArg] = process.argv.slice(2);
 const runs = Number(runsArg || 3);
@@ -18,9 +52,22 @@ const browser = await chromium.launch({
 });
 const times = [];
 const replays = [];
+const peaks = [];
+let peak = new Map();
+// Chromium's processes are this script's descendants (the server's is
+// small).
+const sampler = setInterval(() => {
+  for (const p of descendants(process.pid)) {
+    if (p === process.pid) continue;
+    const h = hwm(p);
+    if (h > (peak.get(p) || 0)) peak.set(p, h);
+  }
+}, 250);
 try {
   for (let i = 0; i < runs; i++) {
-    const page = await browser.newPage();
+    peak = new Map();
+    const context = await browser.newContext();
+    const page = await context.newPage();
     page.on('console', (m) => { if (m.text().startsWith('timing ')) console.log(`  worker ${m.text()}`); });
     await page.goto(`http://127.0.0.1:${port}/`);
     await page.getByText('Ready.').waitFor();
@@ -43,14 +90,20 @@ try {
       replays.push(rw);
       console.log(`run ${i + 1}: replay on, page wall ${rw} ms`);
     }
-    await page.close();
+    const largest = Math.max(0, ...peak.values());
+    peaks.push(largest);
+    console.log(`run ${i + 1}: largest Chromium process peak ${Math.round(largest / 1024)} MiB`);
+    await context.close();
   }
 } finally {
+  clearInterval(sampler);
   await browser.close();
   server.kill();
 }
 times.sort((a, b) => a - b);
 console.log(`median worker decode: ${times[Math.floor(times.length / 2)]} ms`);
+peaks.sort((a, b) => a - b);
+console.log(`median largest-process peak: ${Math.round(peaks[Math.floor(peaks.length / 2)] / 1024)} MiB`);
 if (replays.length) {
   replays.sort((a, b) => a - b);
   console.log(`median replay (page wall): ${replays[Math.floor(replays.length / 2)]} ms`);

@@ -5,6 +5,13 @@
 #
 # Usage (as root; Linux with XFS, loop devices, xfsprogs, python3):
 #   benches/make-big-log.sh [--timings]
+#   LOGSIZE=2038m SIZE=16G SYNCD=240 OUT=benches/log-2038m.img benches/make-big-log.sh
+#
+# OUT names the image made (default benches/big-dirty.img). LOGSIZE goes up
+# to 2038m, the largest internal log mkfs.xfs accepts (521,728 blocks of
+# 4 KiB); the log must fit in one AG, so a log over about a quarter of SIZE
+# needs a larger SIZE (16G holds 2038m). benches/make-log-sizes.sh makes the
+# three images of the log-size benchmark with this script.
 #
 # What it does:
 #   1. truncate a sparse image (SIZE, default 6G) and mkfs.xfs -l size=LOGSIZE
@@ -50,7 +57,7 @@ TIMINGS=no
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CHURN="$HERE/../tests/fixtures/log_churn.py"
-OUT="$HERE/big-dirty.img"
+OUT=${OUT:-$HERE/big-dirty.img}
 SIZE=${SIZE:-6G}
 LOGSIZE=${LOGSIZE:-1100m}
 JOBS=${JOBS:-3}

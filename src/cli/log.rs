@@ -3,7 +3,7 @@
 
 use crate::xfs::log::items::ItemBody;
 use crate::xfs::log::run_fields::describe_run;
-use crate::xfs::log::stats::LogStats;
+use crate::xfs::log::stats::{LogStats, TransStats};
 use crate::xfs::log::trans::TransactionSink;
 use crate::xfs::log::{self, DecodeOptions, HeadTail, ItemContext, LogDecode, Transaction};
 use std::io::Write as _;
@@ -34,14 +34,93 @@ pub fn run(path: &Path, o: &Options) -> Result<(), String> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
         return out.flush().map_err(|e| e.to_string());
     }
-    let d = log::decode(&fs, opts).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = out;
-    write_text(&mut out, &d, ctx.as_ref(), o.brief).map_err(|e| e.to_string())?;
-    out.flush().map_err(|e| e.to_string())?;
-    // The process ends here: freeing millions of items one by one would
-    // only cost time.
-    std::mem::forget(d);
-    Ok(())
+    write_text_streamed(&fs, opts, ctx.as_ref(), o.brief, &mut out)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    out.flush().map_err(|e| e.to_string())
+}
+
+/// Counts the committed transactions and drops them.
+struct CountSink(usize);
+
+impl TransactionSink for CountSink {
+    fn begin(&mut self, _: &HeadTail) {}
+    fn transaction(&mut self, _: Transaction) {
+        self.0 = self.0.saturating_add(1);
+    }
+}
+
+/// The text thread: each piece of transactions as it comes, counted into
+/// `stats`; buffered and written a megabyte at a time.
+fn write_text_pieces<W: std::io::Write>(
+    w: &mut W,
+    rx: std::sync::mpsc::Receiver<Msg>,
+    back: std::sync::mpsc::SyncSender<Vec<Transaction>>,
+    ctx: Option<&ItemContext>,
+    brief: bool,
+    stats: &mut LogStats,
+) -> std::io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(2 << 20);
+    let mut st = TransStats::default();
+    let mut index = 0usize;
+    for m in rx {
+        let Msg::Piece(ts) = m else { continue };
+        for t in &ts {
+            st.fill(t, true);
+            stats.add(&st);
+            write_transaction(&mut buf, index, t, ctx, brief)?;
+            index = index.saturating_add(1);
+        }
+        let _ = back.try_send(ts);
+        if buf.len() >= 1 << 20 {
+            w.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    w.write_all(&buf)
+}
+
+/// The text listing with memory bounded by what is open at once in the
+/// log, not by the log: a first streamed read counts the transactions for
+/// the heading, a second hands them in pieces to a thread that writes
+/// each as it is complete. The output is the one [`write_text`] makes
+/// from a whole decode.
+pub fn write_text_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send>(
+    fs: &crate::xfs::fs::Fs<R>,
+    opts: DecodeOptions,
+    ctx: Option<&ItemContext>,
+    brief: bool,
+    out: &mut W,
+) -> Result<(), String> {
+    let mut count = CountSink(0);
+    let first = log::decode_streaming(fs, opts, &mut count).map_err(|e| e.to_string())?;
+    write_text_head(out, &first, count.0).map_err(|e| e.to_string())?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(8);
+    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<Transaction>>(16);
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || {
+            let mut stats = LogStats::default();
+            let r = write_text_pieces(&mut *out, rx, back_tx, ctx, brief, &mut stats);
+            (out, r, stats)
+        });
+        let mut sink = PieceSink {
+            tx,
+            back,
+            piece: Vec::with_capacity(PIECE),
+        };
+        let d = log::decode_streaming(fs, opts, &mut sink);
+        if !sink.piece.is_empty() {
+            let _ = sink.tx.send(Msg::Piece(std::mem::take(&mut sink.piece)));
+        }
+        drop(sink);
+        let (out, r, stats) = writer
+            .join()
+            .map_err(|_| "the text writing thread stopped".to_string())?;
+        r.map_err(|e| e.to_string())?;
+        let mut d = d.map_err(|e| e.to_string())?;
+        d.stats = stats;
+        write_text_rest(out, &d, ctx, brief).map_err(|e| e.to_string())
+    })
 }
 
 /// What the JSON thread is sent.
@@ -187,11 +266,27 @@ fn lsn(l: crate::xfs::types::Lsn) -> String {
     format!("{}:{}", l.cycle, l.block)
 }
 
+/// The text listing of a whole decode.
+#[cfg(test)]
 fn write_text(
     out: &mut impl std::io::Write,
     d: &LogDecode,
     ctx: Option<&ItemContext>,
     brief: bool,
+) -> std::io::Result<()> {
+    write_text_head(out, d, d.transactions.len())?;
+    for (i, t) in d.transactions.iter().enumerate() {
+        write_transaction(out, i, t, ctx, brief)?;
+    }
+    write_text_rest(out, d, ctx, brief)
+}
+
+/// What the listing says before the transactions (`transactions` of them
+/// committed).
+fn write_text_head(
+    out: &mut impl std::io::Write,
+    d: &LogDecode,
+    transactions: usize,
 ) -> std::io::Result<()> {
     let ht = &d.head_tail;
     writeln!(
@@ -227,7 +322,7 @@ fn write_text(
         d.records_crc_ok,
         d.records_no_crc,
         d.crc_mismatches.len(),
-        d.transactions.len(),
+        transactions,
         d.incomplete.len()
     )?;
     for m in &d.crc_mismatches {
@@ -240,9 +335,16 @@ fn write_text(
             m.computed
         )?;
     }
-    for (i, t) in d.transactions.iter().enumerate() {
-        write_transaction(out, i, t, ctx, brief)?;
-    }
+    Ok(())
+}
+
+/// What the listing says after the committed transactions.
+fn write_text_rest(
+    out: &mut impl std::io::Write,
+    d: &LogDecode,
+    ctx: Option<&ItemContext>,
+    brief: bool,
+) -> std::io::Result<()> {
     for t in &d.incomplete {
         writeln!(out, "incomplete (no commit record):")?;
         write_transaction(out, usize::MAX, t, ctx, brief)?;
@@ -358,6 +460,41 @@ fn write_transaction(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The text listing written while the log is read is the one written
+    /// from the whole decode, with and without details, brief or not.
+    #[test]
+    fn streamed_text_is_the_whole_decode() {
+        for name in [
+            "log-1k-rmap",
+            "log-intents",
+            "log-wrapped",
+            "log-acrossend",
+            "log-64kdir",
+            "v5-4k-dirty",
+            "v5-formats",
+        ] {
+            let fs = crate::xfs::testutil::fixture_fs(name);
+            for detail in [false, true] {
+                let opts = if detail {
+                    DecodeOptions::DETAIL
+                } else {
+                    DecodeOptions::default()
+                };
+                let ctx = ItemContext::of(&fs, opts);
+                let ctx = detail.then_some(ctx);
+                let d = log::decode(&fs, opts).unwrap();
+                for brief in [false, true] {
+                    let mut one = Vec::new();
+                    write_text(&mut one, &d, ctx.as_ref(), brief).unwrap();
+                    let mut streamed = Vec::new();
+                    write_text_streamed(&fs, opts, ctx.as_ref(), brief, &mut streamed).unwrap();
+                    assert!(streamed == one, "{name} detail {detail} brief {brief}");
+                    assert!(!d.transactions.is_empty() || name == "v5-formats", "{name}");
+                }
+            }
+        }
+    }
 
     /// The object written while the log is read is the one written from
     /// the whole decode: same transactions, same intent links, same rest.

@@ -28,7 +28,7 @@ fn open_raw(path: &Path) -> Result<Fs<Disk>, String> {
 
 /// The forkoff distribution after replay.
 fn replayed_forkoff(path: &Path) -> Result<forkoff::Distribution, String> {
-    let img = super::replay::replayed_image(path, super::open_raw_image(path)?)?;
+    let img = super::replay::replayed_image(path, super::open_image_for_replay(path)?)?;
     let fs = Fs::open(img).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(forkoff::distribution(&fs, &mut |_| {}))
 }

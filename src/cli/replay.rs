@@ -139,7 +139,7 @@ fn refuse_overwrite(image: &Path, outs: &Outputs<'_>) -> Result<(), String> {
 pub fn run(path: &Path, outs: &Outputs<'_>, json: bool, want_diff: bool) -> Result<(), String> {
     let output = outs.image;
     refuse_overwrite(path, outs)?;
-    let fs = super::fs_of(path, super::open_raw_image(path)?)?;
+    let fs = super::fs_of(path, super::open_image_for_replay(path)?)?;
     if output.is_some() {
         match (fs.has_external_log(), outs.logdev) {
             (true, None) => {

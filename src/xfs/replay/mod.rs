@@ -630,6 +630,43 @@ fn wrap(e: Error, ctx_err: &dyn Fn(String) -> Error) -> Error {
     }
 }
 
+/// Replay's first pass over `[tail, head)` (`range`): every committed
+/// transaction into the cancel table. Returns, with
+/// [`CrcMode::CheckThenReplay`], the first record that failed the check
+/// and what the pass refused (see [`walk::CrcWalk`]).
+#[allow(clippy::type_complexity)]
+fn pass1<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    st: &mut State<'_, R>,
+    prog: &mut Progress,
+    progress: &mut dyn FnMut(&Progress),
+    (tail, head): (u32, u32),
+    mode: CrcMode,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<(u32, String)>, Option<Error>)> {
+    let mut cur_blk = tail;
+    let mut done_bbs = 0u64;
+    let mut sink = |ev: Event<'_>| -> Result<()> {
+        match ev {
+            Event::Record(h) => {
+                cur_blk = h.blk;
+                done_bbs = done_bbs.saturating_add(u64::from(h.total_bbs()));
+                prog.records = prog.records.saturating_add(1);
+                prog.blocks_done = done_bbs;
+                progress(prog);
+                Ok(())
+            }
+            Event::Commit(t) => {
+                prog.transactions = prog.transactions.saturating_add(1);
+                let blk = cur_blk;
+                st.pass1(&t, &|| dev.location(blk))
+            }
+        }
+    };
+    let (w, _) = walk::walk(dev, tail, head, mode, false, warnings, &mut sink)?;
+    Ok((w.first_bad, w.refused))
+}
+
 /// Replay the internal log of `fs` into an overlay. `progress` is called
 /// once per record.
 pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Result<Replay> {
@@ -698,16 +735,8 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
         ..Progress::default()
     };
     progress(&prog);
-    let (tail, note) = walk::verify_tail(&dev, &ht)?;
-    if let Some(n) = note {
-        report.notes.push(n);
-    }
-    report.replay_tail = tail;
-    let live = u64::from(dev.distance(tail, head));
-    prog.blocks_total = live;
     let v5 = fs.geo.v5;
-    let ctx = ItemContext::of(fs, Default::default());
-    let mut st = State {
+    let new_state = || State {
         geo: Geo::of(fs),
         cache: Cache {
             fs,
@@ -719,44 +748,52 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
         cancel: CancelTable::default(),
         intents: intents::Pending::default(),
         warnings: Vec::new(),
-        ctx,
+        ctx: ItemContext::of(fs, Default::default()),
     };
-    // Pass 1: the cancel table.
+    // Pass 1: the cancel table, built in the same read as the kernel's
+    // tail check (`xlog_verify_tail`, a CRC pass from tail to head): the
+    // log is read twice in all, not three times. When a record fails the
+    // check, what the read built is dropped and the check and the pass run
+    // apart, as the kernel runs them (the tail may move).
     prog.pass = 1;
+    let mut st = new_state();
     let mut warnings = Vec::new();
-    {
-        let mut cur_blk = tail;
-        let mut done_bbs = 0u64;
-        let dev_ref = &dev;
-        let st_ref = &mut st;
-        let prog_ref = &mut prog;
-        let mut sink = |ev: Event<'_>| -> Result<()> {
-            match ev {
-                Event::Record(h) => {
-                    cur_blk = h.blk;
-                    done_bbs = done_bbs.saturating_add(u64::from(h.total_bbs()));
-                    prog_ref.records = prog_ref.records.saturating_add(1);
-                    prog_ref.blocks_done = done_bbs;
-                    progress(prog_ref);
-                    Ok(())
-                }
-                Event::Commit(t) => {
-                    prog_ref.transactions = prog_ref.transactions.saturating_add(1);
-                    let blk = cur_blk;
-                    st_ref.pass1(&t, &|| dev_ref.location(blk))
-                }
+    let fused = pass1(
+        &dev,
+        &mut st,
+        &mut prog,
+        progress,
+        (ht.tail.block, head),
+        CrcMode::CheckThenReplay { v5 },
+        &mut warnings,
+    )?;
+    let tail = match fused {
+        (None, None) => ht.tail.block,
+        (None, Some(refused)) => return Err(refused),
+        (Some(_), _) => {
+            let (tail, note) = walk::verify_tail(&dev, &ht)?;
+            if let Some(n) = note {
+                report.notes.push(n);
             }
-        };
-        walk::walk(
-            &dev,
-            tail,
-            head,
-            CrcMode::Replay { v5 },
-            false,
-            &mut warnings,
-            &mut sink,
-        )?;
-    }
+            st = new_state();
+            warnings.clear();
+            prog.records = 0;
+            prog.transactions = 0;
+            prog.blocks_done = 0;
+            pass1(
+                &dev,
+                &mut st,
+                &mut prog,
+                progress,
+                (tail, head),
+                CrcMode::Replay { v5 },
+                &mut warnings,
+            )?;
+            tail
+        }
+    };
+    report.replay_tail = tail;
+    prog.blocks_total = u64::from(dev.distance(tail, head));
     // Pass 2: replay.
     prog.pass = 2;
     prog.records = 0;

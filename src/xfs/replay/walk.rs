@@ -406,6 +406,14 @@ pub enum CrcMode {
     Check,
     /// Replay: a CRC mismatch is fatal on v5, a warning on v4.
     Replay { v5: bool },
+    /// The tail check and replay's first pass in one read: records are
+    /// checked as with [`CrcMode::Check`] (the first bad one ends the
+    /// walk) and, until then, assembled as with [`CrcMode::Replay`]. What
+    /// that replay would refuse does not end the walk: it is kept in
+    /// [`CrcWalk::refused`] and the walk goes on checking to the head, so
+    /// a bad record after it still decides first, as when the check runs
+    /// before the pass.
+    CheckThenReplay { v5: bool },
 }
 
 /// The outcome of a CRC-only walk.
@@ -413,6 +421,8 @@ pub struct CrcWalk {
     /// The first record (log block) whose header or CRC was bad.
     pub first_bad: Option<(u32, String)>,
     pub records: u64,
+    /// [`CrcMode::CheckThenReplay`]: the error the replay pass stopped at.
+    pub refused: Option<Error>,
 }
 
 /// Walk the records of `[tail, head)`. With [`CrcMode::Check`] only the
@@ -439,13 +449,16 @@ pub fn walk<R: ReadAt>(
     let mut out = CrcWalk {
         first_bad: None,
         records: 0,
+        refused: None,
     };
+    // Records are checked as the tail check does (a bad one ends the walk).
+    let checking = matches!(mode, CrcMode::Check | CrcMode::CheckThenReplay { .. });
     let mut warned_fmt = false;
     while left > 0 {
         let rec = match reader.read(dev, pos) {
             Ok(r) => r,
             Err(e @ Error::Corrupt { .. }) => {
-                if mode == CrcMode::Check {
+                if checking {
                     out.first_bad = Some((pos, e.to_string()));
                     break;
                 }
@@ -454,8 +467,18 @@ pub fn walk<R: ReadAt>(
             Err(e) => return Err(e),
         };
         let n = rec.header.total_bbs().max(1);
-        match (mode, rec.crc) {
-            (CrcMode::Check, CrcCheck::Bad { stored, computed }) => {
+        // Once the replay pass of a fused walk has stopped, only checking.
+        let replaying = match mode {
+            CrcMode::Check => false,
+            CrcMode::Replay { .. } => true,
+            CrcMode::CheckThenReplay { .. } => out.refused.is_none(),
+        };
+        let replay_v5 = match mode {
+            CrcMode::Replay { v5 } | CrcMode::CheckThenReplay { v5 } => Some(v5),
+            CrcMode::Check => None,
+        };
+        match (checking, replay_v5, rec.crc) {
+            (true, _, CrcCheck::Bad { stored, computed }) => {
                 out.first_bad = Some((
                     pos,
                     format!(
@@ -465,8 +488,8 @@ pub fn walk<R: ReadAt>(
                 ));
                 break;
             }
-            (CrcMode::Replay { v5 }, c @ (CrcCheck::Bad { .. } | CrcCheck::NotChecksummed))
-                if v5 || c.is_bad() =>
+            (_, Some(v5), c @ (CrcCheck::Bad { .. } | CrcCheck::NotChecksummed))
+                if replaying && (v5 || c.is_bad()) =>
             {
                 let what = match c {
                     CrcCheck::Bad { stored, computed } => {
@@ -475,19 +498,24 @@ pub fn walk<R: ReadAt>(
                     _ => "no CRC (h_crc 0) on a v5 filesystem".to_string(),
                 };
                 if v5 {
-                    return Err(corrupt(
+                    let e = corrupt(
                         dev,
                         pos,
                         format!(
                             "record {} at log block {pos}: {what}; the kernel refuses to recover a v5 log with a bad record before its last 8 log buffers",
                             rec.header.lsn
                         ),
+                    );
+                    if !checking {
+                        return Err(e);
+                    }
+                    out.refused = Some(e);
+                } else {
+                    warnings.push(format!(
+                        "record {} at log block {pos}: {what} (a warning only on v4)",
+                        rec.header.lsn
                     ));
                 }
-                warnings.push(format!(
-                    "record {} at log block {pos}: {what} (a warning only on v4)",
-                    rec.header.lsn
-                ));
             }
             _ => {}
         }
@@ -498,13 +526,13 @@ pub fn walk<R: ReadAt>(
                 "record at log block {pos} ({n} blocks) runs {} blocks past the head",
                 n.saturating_sub(left)
             );
-            if mode == CrcMode::Check {
+            if checking {
                 out.first_bad = Some((pos, msg));
                 break;
             }
             return Err(corrupt(dev, pos, msg));
         }
-        if mode != CrcMode::Check {
+        if replaying && out.refused.is_none() {
             if rec.header.fmt != XLOG_FMT_LINUX_LE && !warned_fmt {
                 warned_fmt = true;
                 warnings.push(format!(
@@ -512,8 +540,13 @@ pub fn walk<R: ReadAt>(
                     rec.header.lsn, rec.header.fmt
                 ));
             }
-            sink(Event::Record(&rec.header))?;
-            asm.record(&rec.header, reader.data(), sink)?;
+            let r = sink(Event::Record(&rec.header))
+                .and_then(|()| asm.record(&rec.header, reader.data(), sink));
+            match r {
+                Ok(()) => {}
+                Err(e) if checking => out.refused = Some(e),
+                Err(e) => return Err(e),
+            }
         }
         left = left.saturating_sub(n);
         pos = dev.wrap(pos, n);
@@ -672,6 +705,113 @@ mod tests {
         r[0..2].copy_from_slice(&kind.to_le_bytes());
         r[2..4].copy_from_slice(&size.to_le_bytes());
         r
+    }
+
+    /// What a walk saw: each record's block and each committed
+    /// transaction's tid, LSN and item count, in order.
+    fn events(dev: &LogDev<'_, Vec<u8>>, ht: &HeadTail, mode: CrcMode) -> (Vec<String>, CrcWalk) {
+        let mut seen = Vec::new();
+        let mut w = Vec::new();
+        let (res, _) = walk(
+            dev,
+            ht.tail.block,
+            ht.head.block,
+            mode,
+            false,
+            &mut w,
+            &mut |e| {
+                seen.push(match e {
+                    Event::Record(h) => format!("record {}", h.blk),
+                    Event::Commit(t) => {
+                        format!("commit {:#x} {:?} {}", t.tid, t.lsn, t.items.len())
+                    }
+                });
+                Ok(())
+            },
+        )
+        .unwrap();
+        (seen, res)
+    }
+
+    /// The fused read (tail check and first pass) sees what the pass sees
+    /// on a sound log, stops at the record the check stops at on a damaged
+    /// one, and keeps what the pass refuses instead of stopping there.
+    #[test]
+    fn the_fused_read_is_the_check_and_the_pass() {
+        let fs = crate::xfs::testutil::fixture_fs("log-wrapped");
+        let path = crate::xfs::testutil::image_path("log-wrapped");
+        let bytes = std::fs::read(path).unwrap();
+        let loc = crate::xfs::log::LogLocation::of(&fs).unwrap();
+        let start = loc.start_daddr.0 as usize * 512;
+        let open = |b: Vec<u8>| Image::new(b);
+        let img = open(bytes.clone());
+        let dev = LogDev::new(&img, loc.start_daddr, loc.len_bbs, loc.v2).unwrap();
+        let ht = crate::xfs::log::find::find_head_tail(&dev).unwrap();
+        let (pass, p) = events(&dev, &ht, CrcMode::Replay { v5: true });
+        let (fused, f) = events(&dev, &ht, CrcMode::CheckThenReplay { v5: true });
+        assert!(pass.iter().filter(|e| e.starts_with("commit")).count() > 10);
+        assert_eq!(fused, pass);
+        assert!(f.first_bad.is_none() && f.refused.is_none() && p.refused.is_none());
+        assert_eq!(f.records, p.records);
+
+        // A record in the middle of the live part: its block.
+        let recs: Vec<u32> = pass
+            .iter()
+            .filter_map(|e| e.strip_prefix("record ")?.parse().ok())
+            .collect();
+        let mid = recs[recs.len() / 2];
+        let rec_off = start + mid as usize * 512;
+        let h =
+            RecordHeader::parse(&bytes[rec_off..rec_off + 512], mid, loc.v2, loc.len_bbs).unwrap();
+
+        // A flipped data byte: the CRC fails there; the fused read stops
+        // where the check stops, and its pass saw the records before it.
+        let mut bad = bytes.clone();
+        bad[rec_off + 512 + 100] ^= 0x40;
+        let img = open(bad.clone());
+        let dev = LogDev::new(&img, loc.start_daddr, loc.len_bbs, loc.v2).unwrap();
+        let (_, c) = events(&dev, &ht, CrcMode::Check);
+        let (fused, f) = events(&dev, &ht, CrcMode::CheckThenReplay { v5: true });
+        assert_eq!(c.first_bad.as_ref().map(|b| b.0), Some(mid));
+        assert_eq!(f.first_bad, c.first_bad);
+        let before = pass
+            .iter()
+            .position(|e| e == &format!("record {mid}"))
+            .unwrap();
+        assert_eq!(fused[..before], pass[..before]);
+
+        // The first op's client id made unknown, the CRC made good again:
+        // the check passes, the pass refuses; the fused read keeps the
+        // pass's error and checks on to the head.
+        let mut refused = bytes.clone();
+        let client = rec_off + 512 * h.hblks as usize + 8;
+        refused[client] = 0x7f;
+        let hdr = refused[rec_off..rec_off + 512 * h.hblks as usize].to_vec();
+        let data_start = rec_off + 512 * h.hblks as usize;
+        let data = refused[data_start..data_start + 512 * h.data_bbs() as usize].to_vec();
+        let crc = crate::xfs::log::record::record_crc(&hdr, &data, h.len, XLOG_REC_SIZE);
+        // h_crc sits at byte 32 of the header, little-endian.
+        refused[rec_off + 32..rec_off + 36].copy_from_slice(&crc.to_le_bytes());
+        let img = open(refused);
+        let dev = LogDev::new(&img, loc.start_daddr, loc.len_bbs, loc.v2).unwrap();
+        let (_, c) = events(&dev, &ht, CrcMode::Check);
+        assert!(c.first_bad.is_none(), "{:?}", c.first_bad);
+        let mut w = Vec::new();
+        let err = walk(
+            &dev,
+            ht.tail.block,
+            ht.head.block,
+            CrcMode::Replay { v5: true },
+            false,
+            &mut w,
+            &mut |_| Ok(()),
+        )
+        .err()
+        .unwrap();
+        let (_, f) = events(&dev, &ht, CrcMode::CheckThenReplay { v5: true });
+        assert!(f.first_bad.is_none());
+        assert_eq!(f.refused.map(|e| e.to_string()), Some(err.to_string()));
+        assert_eq!(f.records, c.records);
     }
 
     #[test]
