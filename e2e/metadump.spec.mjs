@@ -19,6 +19,27 @@ async function open(page, name) {
   await expect(page.getByTestId('image-name')).toHaveText(`${name}.img`);
 }
 
+// The root before replay, then after it, against the kernel's listings of
+// the restored image (before and after its recovery); then the number of
+// entries of `dir` after replay.
+async function expectTrees(page, name, dir) {
+  const before = kernelListing(name, 'mdrestore-ls.jsonl');
+  const after = kernelListing(name, 'mdrestore-recovered-ls.jsonl');
+  await page.evaluate(() => { window.location.hash = '#/path/'; });
+  await expect(page.getByTestId('dir-path')).toHaveText('/');
+  await expect(page.getByTestId('dir-entry')).toHaveCount(children(before, '/').length);
+  await page.getByTestId('replay-toggle').click();
+  await expect(page.getByTestId('replay-toggle')).toBeChecked();
+  const want = children(after, '/');
+  expect(want.length).toBeGreaterThan(2);
+  await expect(page.getByTestId('dir-entry')).toHaveCount(want.length);
+  const got = await page.getByTestId('dir-entry').evaluateAll((els) => els.map((e) => e.dataset.name));
+  expect(got.sort()).toEqual(want);
+  await page.evaluate((h) => { window.location.hash = h; }, `#/path${dir}`);
+  await expect(page.getByTestId('dir-path')).toHaveText(dir);
+  await expect(page.getByTestId('dir-count')).toHaveText(String(children(after, dir).length));
+}
+
 for (const name of ['md-dirty-v1', 'md-dirty-v2']) {
   test(`${name}: the dump opens in place and its log replays to the kernel's tree`, async ({ page }) => {
     await open(page, name);
@@ -29,22 +50,7 @@ for (const name of ['md-dirty-v1', 'md-dirty-v2']) {
     await expect(layer).toHaveAttribute('data-dirty-log', String(info.includes('dirty log')));
     await expect(layer).toHaveAttribute('data-obfuscated', String(!info.includes('not obfuscated')));
 
-    const before = kernelListing(name, 'mdrestore-ls.jsonl');
-    const after = kernelListing(name, 'mdrestore-recovered-ls.jsonl');
-    await page.evaluate(() => { window.location.hash = '#/path/'; });
-    await expect(page.getByTestId('dir-path')).toHaveText('/');
-    await expect(page.getByTestId('dir-entry')).toHaveCount(children(before, '/').length);
-    await page.getByTestId('replay-toggle').click();
-    await expect(page.getByTestId('replay-toggle')).toBeChecked();
-    const want = children(after, '/');
-    expect(want.length).toBeGreaterThan(3);
-    await expect(page.getByTestId('dir-entry')).toHaveCount(want.length);
-    const got = await page.getByTestId('dir-entry').evaluateAll((els) => els.map((e) => e.dataset.name));
-    expect(got.sort()).toEqual(want);
-    const dir = '/big-dir';
-    await page.evaluate((h) => { window.location.hash = h; }, `#/path${dir}`);
-    await expect(page.getByTestId('dir-path')).toHaveText(dir);
-    await expect(page.getByTestId('dir-count')).toHaveText(String(children(after, dir).length));
+    await expectTrees(page, name, '/big-dir');
   });
 }
 
@@ -69,18 +75,5 @@ test('md-extlog-v2: the log device the dump holds is read and replayed', async (
   await expect(page.getByTestId('container-chain')).toHaveText('metadump v2');
   await expect(page.getByTestId('log-device')).toContainText('the log device the metadump holds');
   await expect(page.getByTestId('log-device-input')).toHaveCount(0);
-  const before = kernelListing(name, 'mdrestore-ls.jsonl');
-  const after = kernelListing(name, 'mdrestore-recovered-ls.jsonl');
-  await page.evaluate(() => { window.location.hash = '#/path/'; });
-  await expect(page.getByTestId('dir-path')).toHaveText('/');
-  await expect(page.getByTestId('dir-entry')).toHaveCount(children(before, '/').length);
-  await page.getByTestId('replay-toggle').click();
-  await expect(page.getByTestId('replay-toggle')).toBeChecked();
-  const want = children(after, '/');
-  expect(want.length).toBeGreaterThan(2);
-  await expect(page.getByTestId('dir-entry')).toHaveCount(want.length);
-  const got = await page.getByTestId('dir-entry').evaluateAll((els) => els.map((e) => e.dataset.name));
-  expect(got.sort()).toEqual(want);
-  await page.evaluate(() => { window.location.hash = '#/path/new'; });
-  await expect(page.getByTestId('dir-count')).toHaveText(String(children(after, '/new').length));
+  await expectTrees(page, name, '/new');
 });
