@@ -461,10 +461,18 @@ fn write_transaction(
 mod tests {
     use super::*;
 
-    /// The text listing written while the log is read is the one written
-    /// from the whole decode, with and without details, brief or not.
-    #[test]
-    fn streamed_text_is_the_whole_decode() {
+    /// Each fixture log decoded whole, with and without details: `f` gets
+    /// the name, the filesystem, the options, the item context and the
+    /// decode.
+    fn each_decode(
+        mut f: impl FnMut(
+            &str,
+            &crate::xfs::fs::Fs<crate::xfs::read::FileReader>,
+            DecodeOptions,
+            Option<&ItemContext>,
+            &LogDecode,
+        ),
+    ) {
         for name in [
             "log-1k-rmap",
             "log-intents",
@@ -484,54 +492,44 @@ mod tests {
                 let ctx = ItemContext::of(&fs, opts);
                 let ctx = detail.then_some(ctx);
                 let d = log::decode(&fs, opts).unwrap();
-                for brief in [false, true] {
-                    let mut one = Vec::new();
-                    write_text(&mut one, &d, ctx.as_ref(), brief).unwrap();
-                    let mut streamed = Vec::new();
-                    write_text_streamed(&fs, opts, ctx.as_ref(), brief, &mut streamed).unwrap();
-                    assert!(streamed == one, "{name} detail {detail} brief {brief}");
-                    assert!(!d.transactions.is_empty() || name == "v5-formats", "{name}");
-                }
+                f(name, &fs, opts, ctx.as_ref(), &d);
             }
         }
+    }
+
+    /// The text listing written while the log is read is the one written
+    /// from the whole decode, with and without details, brief or not.
+    #[test]
+    fn streamed_text_is_the_whole_decode() {
+        each_decode(|name, fs, opts, ctx, d| {
+            for brief in [false, true] {
+                let mut one = Vec::new();
+                write_text(&mut one, d, ctx, brief).unwrap();
+                let mut streamed = Vec::new();
+                write_text_streamed(fs, opts, ctx, brief, &mut streamed).unwrap();
+                assert!(streamed == one, "{name} {opts:?} brief {brief}");
+                assert!(!d.transactions.is_empty() || name == "v5-formats", "{name}");
+            }
+        });
     }
 
     /// The object written while the log is read is the one written from
     /// the whole decode: same transactions, same intent links, same rest.
     #[test]
     fn streamed_json_is_the_whole_decode() {
-        for name in [
-            "log-1k-rmap",
-            "log-intents",
-            "log-wrapped",
-            "log-acrossend",
-            "log-64kdir",
-            "v5-4k-dirty",
-            "v5-formats",
-        ] {
-            let fs = crate::xfs::testutil::fixture_fs(name);
-            for detail in [false, true] {
-                let opts = if detail {
-                    DecodeOptions::DETAIL
-                } else {
-                    DecodeOptions::default()
-                };
-                let ctx = ItemContext::of(&fs, opts);
-                let ctx = detail.then_some(ctx);
-                let d = log::decode(&fs, opts).unwrap();
-                let mut one = Vec::new();
-                log::json::write_log_json(&mut one, &d, ctx.as_ref()).unwrap();
-                one.push(b'\n');
-                let mut streamed = Vec::new();
-                write_json_streamed(&fs, opts, ctx, &mut streamed).unwrap();
-                assert!(streamed == one, "{name} detail {detail}");
-                let v: serde_json::Value = serde_json::from_slice(&streamed).unwrap();
-                assert_eq!(
-                    v["transactions"].as_array().unwrap().len(),
-                    d.transactions.len(),
-                    "{name}"
-                );
-            }
-        }
+        each_decode(|name, fs, opts, ctx, d| {
+            let mut one = Vec::new();
+            log::json::write_log_json(&mut one, d, ctx).unwrap();
+            one.push(b'\n');
+            let mut streamed = Vec::new();
+            write_json_streamed(fs, opts, ctx.copied(), &mut streamed).unwrap();
+            assert!(streamed == one, "{name} {opts:?}");
+            let v: serde_json::Value = serde_json::from_slice(&streamed).unwrap();
+            assert_eq!(
+                v["transactions"].as_array().unwrap().len(),
+                d.transactions.len(),
+                "{name}"
+            );
+        });
     }
 }

@@ -694,38 +694,30 @@ mod tests {
             s.insert(AgTree::Rmap, &rec).ok().unwrap();
             added.push(rec);
         }
+        // The tree's structure, and agf_rmap_blocks equal to its blocks.
+        let check_counted = |s: &mut AgStore<'_, crate::xfs::read::FileReader>| {
+            check(s, AgTree::Rmap);
+            let blocks: usize = s
+                .shape(AgTree::Rmap)
+                .ok()
+                .unwrap()
+                .iter()
+                .map(Vec::len)
+                .sum();
+            assert_eq!(
+                s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
+                blocks,
+                "agf_rmap_blocks"
+            );
+        };
         assert!(s.root(AgTree::Rmap).ok().unwrap().1 >= 3);
-        check(&mut s, AgTree::Rmap);
-        let blocks: usize = s
-            .shape(AgTree::Rmap)
-            .ok()
-            .unwrap()
-            .iter()
-            .map(Vec::len)
-            .sum();
-        assert_eq!(
-            s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
-            blocks,
-            "agf_rmap_blocks"
-        );
+        check_counted(&mut s);
         for r in added.iter().step_by(2) {
             s.delete(AgTree::Rmap, rec_key(AgTree::Rmap, r))
                 .ok()
                 .unwrap();
         }
-        check(&mut s, AgTree::Rmap);
-        let blocks: usize = s
-            .shape(AgTree::Rmap)
-            .ok()
-            .unwrap()
-            .iter()
-            .map(Vec::len)
-            .sum();
-        assert_eq!(
-            s.agf_u32(offset_of!(XfsAgf, agf_rmap_blocks)) as usize,
-            blocks,
-            "agf_rmap_blocks"
-        );
+        check_counted(&mut s);
     }
 
     #[test]
