@@ -269,40 +269,6 @@ fn an_exchange_cut_short_is_finished_byte_for_byte_as_the_kernel_finishes_it() {
     }
 }
 
-/// The LSN and CRC fields of a recovered block, as `stamp_masked.py`
-/// finds them by magic number from the kernel's on-disk layouts: (LSN
-/// offsets, CRC offsets).
-fn stamp_fields(b: &[u8], sect: usize, isize: usize) -> (Vec<usize>, Vec<usize>) {
-    let magic = &b[..4];
-    let short: [&[u8]; 6] = [b"AB3B", b"AB3C", b"IAB3", b"FIB3", b"RMB3", b"R3FC"];
-    if magic == b"XFSB" {
-        // Superblock, AGF, AGI and AGFL, one per sector.
-        let per = [(240, 224), (208, 216), (320, 312), (24, 32)];
-        let lsn = (0..4).map(|i| i * sect + per[i].0).collect();
-        let crc = (0..4).map(|i| i * sect + per[i].1).collect();
-        (lsn, crc)
-    } else if short.contains(&magic) {
-        (vec![24], vec![52])
-    } else if magic == b"BMA3" {
-        (vec![32], vec![64])
-    } else if &magic[..2] == b"IN" && b[4] == 3 {
-        let ats: Vec<usize> = (0..b.len())
-            .step_by(isize)
-            .filter(|a| &b[*a..*a + 2] == b"IN")
-            .collect();
-        (
-            ats.iter().map(|a| a + 112).collect(),
-            ats.iter().map(|a| a + 100).collect(),
-        )
-    } else if [&b"XDB3"[..], b"XDD3", b"XDF3"].contains(&magic)
-        || [0x3DF1u16, 0x3D1F, 0x3BEE, 0x3EBE].contains(&u16::from_be_bytes([b[8], b[9]]))
-    {
-        (vec![24], vec![12])
-    } else {
-        (Vec::new(), Vec::new())
-    }
-}
-
 /// Where the kernel's recovery of these images forced its log in the
 /// middle of the exchange's rest (`NAME.recovered-forces.txt`: each force
 /// from `xfs_buf_lock`, with the commits before it) and the checkpoints
@@ -382,25 +348,8 @@ fn an_exchange_that_reuses_freed_blocks_forces_the_log_where_the_kernel_does() {
         let o = blocks_oracle(name);
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();
-        let ours = changed_block_hashes(&o, &dirty, &rec, |b| {
-            let (lsn, crc) = stamp_fields(b, 512, 512);
-            for at in lsn {
-                b[at..at + 8].fill(0);
-            }
-            for at in crc {
-                b[at..at + 4].fill(0);
-            }
-        });
-        let kernel: BTreeMap<u64, String> = oracle(name, "recovered-masked.txt")
-            .lines()
-            .map(|l| {
-                let mut w = l.split_whitespace();
-                (
-                    w.next().unwrap().parse().unwrap(),
-                    w.next().unwrap().to_string(),
-                )
-            })
-            .collect();
+        let ours = changed_block_hashes(&o, &dirty, &rec, |b| mask_stamps(b, 512, 512));
+        let kernel = masked_oracle(name);
         assert!(kernel.len() > 30, "{name}: {} blocks", kernel.len());
         assert_same_blocks(name, &kernel, &ours, " (stamps aside)");
     }

@@ -363,6 +363,9 @@ pub fn plan<R: ReadAt>(
     // Unfinished intents first (the kernel finishes them before anything
     // else at mount), then CoW staging extents.
     let w = super::ckpt::LogWriter::of(rep.iclog_size, loc.v2, fs.sb.logsunit);
+    // The inodes the intents' recovery reads keep the size they have now
+    // in memory, which the unmount's inactivation trims to.
+    let loaded = super::eofblocks::loaded_by(fs, &overlay, &rep.unfinished_intents)?;
     let mut intents = super::recover::recover_in(
         fs,
         &mut overlay,
@@ -424,6 +427,25 @@ pub fn plan<R: ReadAt>(
     // CoW staging extents last, in the same checkpoint as the unlinked
     // inodes: what those frees left busy stays busy.
     let cow = super::cow::recover(fs, &mut overlay, later, &busy)?;
+    // Last, once the mount is done, the inodes recovery read are let go
+    // of, and what lies past their in-memory size is freed.
+    let eofblocks = if intents.not_finished.is_none() {
+        let mut e = super::eofblocks::free(fs, &mut overlay, &loaded, later)?;
+        let mount_work = unlinked
+            .as_ref()
+            .is_some_and(|u| !u.freed.is_empty() || !u.kept.is_empty())
+            || !cow.freed.is_empty();
+        e.lsn_known = !mount_work;
+        if !e.trimmed.is_empty() && mount_work {
+            notes.push(format!(
+                "the blocks freed past the end of files carry the LSN {}:{} of the unlinked inodes' work; the kernel writes them in the checkpoint after that one, whose size this tool does not work out: their LSN and CRC fields differ from the kernel's",
+                later.cycle, later.block
+            ));
+        }
+        Some(e)
+    } else {
+        None
+    };
     overlay.stop_undo();
     let mut mount = super::mount::apply(fs, &mut overlay, Lsn { cycle, block: 0 })?;
     // Inodes whose inactivation fails stay listed in the kernel's copy too:
@@ -451,6 +473,7 @@ pub fn plan<R: ReadAt>(
     mount.cow = cow;
     mount.intents = intents;
     mount.unlinked_freed = unlinked;
+    mount.eofblocks = eofblocks;
     mount.intents_left = left;
     mount.notes = notes;
     mount.ags_with_work_left = ags.into_iter().collect();

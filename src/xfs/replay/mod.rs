@@ -49,6 +49,7 @@
 //! | `xfs_alloc.c` (free list, free extents), `xfs_rmap.c` (AG owners) | `alloc.rs` |
 //! | `xfs_inode.c` (`xfs_inactive`, unlinked lists) | `unlinked.rs` |
 //! | `xfs_refcount.c` (CoW leftovers) | `cow.rs` |
+//! | `xfs_inode.c`, `xfs_bmap_util.c` (`xfs_free_eofblocks` after the mount) | `eofblocks.rs` |
 //! | `xfs_mount.c`, `xfs_log_cil.c` (what mount writes, checkpoint sizes) | `mount.rs`, `counters.rs`, `ckpt.rs` |
 
 pub mod ag;
@@ -63,6 +64,7 @@ pub mod counters;
 pub mod cow;
 pub mod defer;
 pub mod diff;
+pub mod eofblocks;
 pub mod export;
 pub mod icreate;
 pub mod inode;

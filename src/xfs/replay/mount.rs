@@ -47,6 +47,10 @@ pub struct MountChanges {
     /// The inodes of the unlinked lists freed (`None`: not tried, because
     /// intents were left unfinished).
     pub unlinked_freed: Option<super::unlinked::UnlinkedReport>,
+    /// Blocks past the in-memory size of the files recovery read, freed
+    /// when the kernel lets go of them (`None`: not tried, because intents
+    /// were left unfinished).
+    pub eofblocks: Option<super::eofblocks::EofReport>,
     /// Intents left unfinished by this tool.
     pub intents_left: Vec<super::intents::Unfinished>,
     pub notes: Vec<String>,
@@ -136,6 +140,7 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         unlinked,
         sb_lsn,
         cow: super::cow::CowReport::default(),
+        eofblocks: None,
         ag_blocks: fs.geo.agblocks,
         ags_with_work_left: Vec::new(),
         intents: Default::default(),

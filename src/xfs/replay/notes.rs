@@ -97,6 +97,19 @@ pub fn lines(rep: &ReplayReport, mount: Option<&MountChanges>) -> Vec<String> {
                 t.push(format!("unlinked inodes not freed from here on: {why}"));
             }
         }
+        if let Some(e) = &m.eofblocks {
+            for x in &e.trimmed {
+                t.push(format!(
+                    "freed inode {}'s {} extent(s) ({} blocks) from file block {} on, past its in-memory size of {} bytes (di_size {}), as the kernel's inactivation does when it lets go of the inodes its recovery read",
+                    x.ino, x.extents, x.blocks, x.from_block, x.size, x.disk_size
+                ));
+            }
+            if let Some(why) = &e.not_done {
+                t.push(format!(
+                    "NOT FREED: blocks past the end of files recovery read: {why}"
+                ));
+            }
+        }
         for u in &m.unlinked {
             t.push(format!(
                 "NOT FREED: inode {} heads AGI {} unlinked bucket {}; the kernel frees the inodes of this list at mount",

@@ -39,10 +39,12 @@
 //! | `map.rs` | `xfs_bmap.c` | a mapping into a hole, a range unmapped, the list in the inode, list to bmbt and back |
 //! | `btree.rs` | `xfs_bmap_btree.c`, `xfs_bmap.c` (bmbt steps) | the bmbt's ops for the engine (`replay/btree/`: root in the inode, long pointers, blocks and di_nblocks), the cursor steps of a mapping and of an unmap |
 //! | `logged.rs` | `xfs_inode_item.c`, `xfs_buf_item.c` | the logged items' sizes, the changes handed over |
+//! | `truncate.rs` | `xfs_inode.c` (`xfs_itruncate_extents`), `xfs_bmap.c` (`__xfs_bunmapi`) | a fork taken apart at inactivation, two extents a call |
 
 mod btree;
 mod logged;
 mod map;
+mod truncate;
 
 use super::ag::refuse;
 use super::ag::EditResult;
@@ -338,6 +340,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return refuse(format!("inode {ino} is not the v3 inode numbered {ino}"));
         }
         Ok((ioff, bytes))
+    }
+
+    /// [`Self::inode`] for the rest of replay.
+    pub(in crate::xfs::replay) fn inode_bytes(&self, ino: u64) -> EditResult<(u64, Vec<u8>)> {
+        self.inode(ino)
+    }
+
+    /// The reflink flag of an inode this editor changed cleared
+    /// (`xfs_itruncate_clear_reflink_flags`: nothing left mapped).
+    pub(in crate::xfs::replay) fn clear_reflink(&mut self, ino: u64) -> EditResult<()> {
+        let off = self.fs.inode_offset(Ino(ino))?;
+        if let Some(b) = self.inodes.get_mut(&off) {
+            if b.get(4) == Some(&3) {
+                let at = offset_of!(XfsDinode, di_flags2);
+                let f2 = be64(b, at).unwrap_or(0) & !XFS_DIFLAG2_REFLINK;
+                put_be64(b, at, f2);
+            }
+        }
+        Ok(())
     }
 
     /// How many inodes this editor has changed.
