@@ -455,9 +455,14 @@ fn use_route_requests(state: &UseReducerHandle<State>, send: Rc<dyn Fn(Request)>
 
 #[function_component(App)]
 pub fn app() -> Html {
-    let state = use_reducer(|| State {
-        route: route::current(),
-        ..State::default()
+    let state = use_reducer(|| {
+        let query = web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .unwrap_or_default();
+        State {
+            route: route::current(),
+            ..State::with_caps(crate::web::caches::PageCaps::from_query(&query))
+        }
     });
     let WorkerHandle {
         bridge,
@@ -532,6 +537,10 @@ pub fn app() -> Html {
         Callback::from(move |number: u32| {
             dispatcher.dispatch(Action::Loading(format!("opening partition {number}")));
             let req = Request::OpenPartition { number };
+            // Only the partition opened last is opened again after a cancel.
+            session
+                .borrow_mut()
+                .retain(|r| !matches!(r, Request::OpenPartition { .. }));
             session.borrow_mut().push(req.clone());
             send(req);
         })
@@ -728,6 +737,9 @@ pub fn app() -> Html {
                     blob: file.into(),
                     name,
                 };
+                session
+                    .borrow_mut()
+                    .retain(|r| !matches!(r, Request::AddLogDevice { .. }));
                 session.borrow_mut().push(req.clone());
                 send(req);
             }
@@ -779,6 +791,24 @@ pub fn app() -> Html {
             send(Request::TreeChildren {
                 path,
                 metadir: true,
+            })
+        })
+    };
+    let on_tree_toggle = {
+        let dispatcher = state.dispatcher();
+        Callback::from(move |path: String| {
+            dispatcher.dispatch(Action::ToggleTree {
+                metadir: false,
+                path,
+            })
+        })
+    };
+    let on_metadir_tree_toggle = {
+        let dispatcher = state.dispatcher();
+        Callback::from(move |path: String| {
+            dispatcher.dispatch(Action::ToggleTree {
+                metadir: true,
+                path,
             })
         })
     };
@@ -943,12 +973,14 @@ pub fn app() -> Html {
                 { for view_error }
                 if files {
                     <div class="files">
-                        <Tree tree={Rc::new(state.tree.clone())} {current} on_load={on_tree_load.clone()} />
+                        <Tree tree={Rc::clone(&state.tree)} {current} on_load={on_tree_load.clone()}
+                            on_toggle={on_tree_toggle.clone()} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else if metadir_view {
                     <div class="files">
-                        <Tree tree={Rc::new(state.metadir_tree.clone())} {current} metadir={true} on_load={on_metadir_tree_load.clone()} />
+                        <Tree tree={Rc::clone(&state.metadir_tree)} {current} metadir={true} on_load={on_metadir_tree_load.clone()}
+                            on_toggle={on_metadir_tree_toggle.clone()} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else {
@@ -958,8 +990,15 @@ pub fn app() -> Html {
         }
     };
 
+    // What the page keeps of what was browsed, against its caps (read by
+    // the browser tests).
+    let kept = (
+        state.xattr_values.len().to_string(),
+        state.xattr_values.bytes().to_string(),
+        state.log_rows.len().to_string(),
+    );
     html! {
-        <main>
+        <main data-xattr-values={kept.0} data-xattr-bytes={kept.1} data-log-rows={kept.2}>
             <header>
                 <div class="topbar">
                     <h1>{ "xfs-explorer" }</h1>

@@ -207,14 +207,7 @@ pub fn current() -> Route {
         .unwrap_or(Route::Superblock)
 }
 
-/// Join a directory path and an entry name.
-pub fn join(dir: &str, name: &str) -> String {
-    if dir == "/" || dir.is_empty() {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
+pub use crate::web::caches::join;
 
 /// The parent of a path ("/" stays "/").
 pub fn parent(path: &str) -> String {
