@@ -2,23 +2,23 @@
 //! location hash (`use_hash_route`) and the requests each route needs
 //! (`use_route_requests`, from [`route::requests_for`]); lays out the page.
 
-use crate::web::bridge::Bridge;
-use crate::web::components::ag_map::AgMapView;
-use crate::web::components::hex_view::HexView;
-use crate::web::components::log_view::LogPanel;
-use crate::web::components::ops_view::OpsPanel;
-use crate::web::components::partitions::PartitionMap;
-use crate::web::components::replay_diff::ReplayDiff;
-use crate::web::components::search::Search;
-use crate::web::components::tour::TourPanel;
-use crate::web::components::{
+use crate::web::page::bridge::Bridge;
+use crate::web::page::components::ag_map::AgMapView;
+use crate::web::page::components::hex_view::HexView;
+use crate::web::page::components::log_view::LogPanel;
+use crate::web::page::components::ops_view::OpsPanel;
+use crate::web::page::components::partitions::PartitionMap;
+use crate::web::page::components::replay_diff::ReplayDiff;
+use crate::web::page::components::search::Search;
+use crate::web::page::components::tour::TourPanel;
+use crate::web::page::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
 };
-use crate::web::download::Downloads;
+use crate::web::page::download::Downloads;
+use crate::web::page::route::{self, Route};
+use crate::web::page::state::{Action, State};
 use crate::web::protocol::{Request, Response, METADUMP_LOG};
-use crate::web::route::{self, Route};
-use crate::web::state::{Action, State};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
@@ -161,7 +161,7 @@ fn export_piece(
     dispatcher: &UseReducerDispatcher<State>,
     p: Piece,
 ) {
-    use crate::web::download::{call_async, save, Sink};
+    use crate::web::page::download::{call_async, save, Sink};
     let Piece {
         log_device,
         offset,
@@ -255,7 +255,7 @@ fn start_export(
     send: Rc<dyn Fn(Request)>,
     dispatcher: UseReducerDispatcher<State>,
 ) {
-    use crate::web::download::{call_async, js_error, save_file_picker, Export, Sink};
+    use crate::web::page::download::{call_async, js_error, save_file_picker, Export, Sink};
     let what = if log_device {
         "writing the recovered log device"
     } else {
@@ -461,7 +461,7 @@ pub fn app() -> Html {
             .unwrap_or_default();
         State {
             route: route::current(),
-            ..State::with_caps(crate::web::caches::PageCaps::from_query(&query))
+            ..State::with_caps(crate::web::page::caches::PageCaps::from_query(&query))
         }
     });
     let WorkerHandle {
@@ -653,7 +653,7 @@ pub fn app() -> Html {
     {
         let on_replay = on_replay.clone();
         let need = (*tour)
-            .and_then(|i| crate::web::components::tour::STEPS.get(i))
+            .and_then(|i| crate::web::page::components::tour::STEPS.get(i))
             .is_some_and(|s| s.replayed);
         let ready = state.opened.as_ref().is_some_and(|o| o.fs_error.is_none());
         let on = state.replay.as_ref().is_some_and(|r| r.on);
@@ -673,7 +673,7 @@ pub fn app() -> Html {
             .as_ref()
             .is_some_and(|o| o.name == SAMPLE_URL && o.log_device.is_none());
         Callback::from(move |i: usize| {
-            use crate::web::components::tour::{save_step, STEPS};
+            use crate::web::page::components::tour::{save_step, STEPS};
             match STEPS.get(i) {
                 Some(step) => {
                     tour.set(Some(i));
@@ -695,7 +695,7 @@ pub fn app() -> Html {
     let start_tour = {
         let on_tour_step = on_tour_step.clone();
         Callback::from(move |_: MouseEvent| {
-            on_tour_step.emit(crate::web::components::tour::saved_step().unwrap_or(0))
+            on_tour_step.emit(crate::web::page::components::tour::saved_step().unwrap_or(0))
         })
     };
     let on_download_recovered = {
@@ -772,7 +772,7 @@ pub fn app() -> Html {
         Callback::from(move |start: u32| {
             send(Request::LogRows {
                 start,
-                count: crate::web::components::log_view::PAGE,
+                count: crate::web::page::components::log_view::PAGE,
             })
         })
     };
@@ -883,7 +883,7 @@ pub fn app() -> Html {
                 },
                 Route::AgTree { agno, tree, start } => match &state.ag_records {
                     Some(r) if r.agno == *agno && r.tree == *tree && r.start == *start => {
-                        html! { <crate::web::components::ag_records::AgRecords page={Rc::clone(r)} /> }
+                        html! { <crate::web::page::components::ag_records::AgRecords page={Rc::clone(r)} /> }
                     }
                     _ => html! {},
                 },
@@ -1006,7 +1006,7 @@ pub fn app() -> Html {
                         on_path={ let send = Rc::clone(&send); Callback::from(move |path: String| send(Request::Lookup { path })) }
                         path_error={state.search_error.clone()} />
                     <button data-testid="tour-start" onclick={start_tour}>{
-                        match crate::web::components::tour::saved_step() {
+                        match crate::web::page::components::tour::saved_step() {
                             Some(i) if tour.is_none() && i > 0 => format!("resume the tour (step {})", i + 1),
                             _ => "guided tour of the sample".to_string(),
                         }

@@ -2,7 +2,7 @@
 //! daddr (`d64`) or a filesystem block (`b100`); Enter goes there. `/`
 //! anywhere on the page focuses it.
 
-use crate::web::route::Route;
+use crate::web::page::route::Route;
 use crate::xfs::address::{AddrGeometry, Target};
 use wasm_bindgen::JsCast;
 use yew::prelude::*;

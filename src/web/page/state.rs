@@ -1,12 +1,12 @@
 //! The page's state and the actions that change it (one reducer).
 
-use crate::web::caches::{trim_rows, DirTree, PageCaps};
-use crate::web::lru::Lru;
+use crate::web::page::caches::{trim_rows, DirTree, PageCaps};
+use crate::web::page::lru::Lru;
+use crate::web::page::route::Route;
 use crate::web::protocol::{
     AgsView, ChoosePartition, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
 };
 use crate::web::protocol::{DiffRowsView, OpsTimelineView, OpsView, ReplayDiffView, ReplayView};
-use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use yew::Reducible;
@@ -199,7 +199,7 @@ impl Reducible for State {
                 s.opened = None;
                 // The view goes back to the last one shown, which loads
                 // again once the file is open in the new worker.
-                s.restoring = crate::web::route::requests_for(&s.shown_route).is_some();
+                s.restoring = crate::web::page::route::requests_for(&s.shown_route).is_some();
             }
             Action::Response(r) => {
                 let was_busy = s.busy.is_some();

@@ -2,8 +2,8 @@
 //! read when it is first opened, and the current path's ancestors open by
 //! themselves ([`DirTree`] holds what was read and what is open).
 
-use crate::web::caches::{join, DirTree, TREE_DEPTH_SHOWN};
-use crate::web::route::Route;
+use crate::web::page::caches::{join, DirTree, TREE_DEPTH_SHOWN};
+use crate::web::page::route::Route;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use yew::prelude::*;

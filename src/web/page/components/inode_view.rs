@@ -3,8 +3,8 @@
 //! inode's history, every core field, both forks, and the xattrs with their
 //! values on demand.
 
+use crate::web::page::route::Route;
 use crate::web::protocol::{ForkView, InodeView};
-use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use yew::prelude::*;

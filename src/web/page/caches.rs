@@ -4,7 +4,7 @@
 //! worker and replaced by the next; these are the stores that would grow
 //! with browsing. Plain Rust, tested natively.
 
-use crate::web::lru::{Cap, Lru};
+use crate::web::page::lru::{Cap, Lru};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -231,7 +231,7 @@ impl DirTree {
             None => out.push(path.to_string()),
             Some(Ok(s)) => {
                 for n in &s.names {
-                    self.walk(&crate::web::caches::join(path, n), depth + 1, out);
+                    self.walk(&crate::web::page::caches::join(path, n), depth + 1, out);
                 }
             }
             Some(Err(_)) => {}

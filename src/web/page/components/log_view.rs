@@ -4,8 +4,8 @@
 //! buffer's dirty bitmap drawn as a strip of 128-byte chunks, the runs
 //! highlighted and named by the fields they cover.
 
+use crate::web::page::route::Route;
 use crate::web::protocol::{BitmapView, LogView, TxDetail, TxRow};
-use crate::web::route::Route;
 use crate::xfs::explain;
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
@@ -158,7 +158,7 @@ fn detail(t: &TxDetail, log_daddr: u64, external: bool) -> Html {
         <section class="tx" data-testid="log-detail">
             <h3>{ format!("Transaction #{} · tid {:#x} · start {} · commit {}", t.row.index, t.row.tid, t.row.start, t.row.commit) }
                 if let Some(b) = start_block {
-                    { " " }<a class="small" data-testid="log-record-bytes" href={if external { crate::web::route::Route::LogHex(log_daddr.saturating_add(b)) } else { crate::web::route::Route::Hex(log_daddr.saturating_add(b)) }.href()}>{ "its first record's header" }</a>
+                    { " " }<a class="small" data-testid="log-record-bytes" href={if external { crate::web::page::route::Route::LogHex(log_daddr.saturating_add(b)) } else { crate::web::page::route::Route::Hex(log_daddr.saturating_add(b)) }.href()}>{ "its first record's header" }</a>
                 }
             </h3>
             <p class="muted">{ format!("type {} · num_items {} · {} ops · {} items · {} regions · {} bytes",
@@ -172,8 +172,8 @@ fn detail(t: &TxDetail, log_daddr: u64, external: bool) -> Html {
                     <td><code title={explain::log_item(&it.kind)}>{ &it.kind }</code></td>
                     <td class="num">{ it.regions }</td>
                     <td>{ &it.text }
-                        if let Some(d) = it.daddr { { " · " }<a data-testid="log-item-bytes" href={crate::web::route::Route::Hex(d).href()}>{ "the block's bytes" }</a> }
-                        if let Some(ino) = it.ino { { " · " }<a href={crate::web::route::Route::Inode(ino).href()}>{ format!("inode {ino}") }</a> }
+                        if let Some(d) = it.daddr { { " · " }<a data-testid="log-item-bytes" href={crate::web::page::route::Route::Hex(d).href()}>{ "the block's bytes" }</a> }
+                        if let Some(ino) = it.ino { { " · " }<a href={crate::web::page::route::Route::Inode(ino).href()}>{ format!("inode {ino}") }</a> }
                         { for it.bitmap.as_ref().map(strip) }</td>
                 </tr>
             }) }
