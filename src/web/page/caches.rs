@@ -248,15 +248,22 @@ pub fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// Keep at most `cap` rows, letting those farthest from row `near` go
-/// (the rows in view are near the ones asked for last).
-pub fn trim_rows<V>(rows: &mut BTreeMap<u32, V>, cap: usize, near: u32) {
+/// Keep at most `cap` rows, letting those farthest from the rows `near`
+/// go (the rows arrived last, which are those in view).
+pub fn trim_rows<V>(rows: &mut BTreeMap<u32, V>, cap: usize, near: std::ops::Range<u32>) {
+    let away = |k: u32| {
+        if k < near.start {
+            near.start - k
+        } else {
+            k.saturating_sub(near.end.saturating_sub(1))
+        }
+    };
     while rows.len() > cap {
         let (Some((&first, _)), Some((&last, _))) = (rows.first_key_value(), rows.last_key_value())
         else {
             return;
         };
-        if near.abs_diff(first) >= near.abs_diff(last) {
+        if away(first) > away(last) {
             rows.remove(&first);
         } else {
             rows.remove(&last);
@@ -361,17 +368,35 @@ mod tests {
     }
 
     #[test]
-    fn rows_farthest_from_the_ones_asked_for_go() {
+    fn rows_farthest_from_the_ones_that_arrived_last_go() {
         let mut rows: BTreeMap<u32, u32> = (0..10).map(|i| (i, i)).collect();
-        trim_rows(&mut rows, 6, 2);
+        trim_rows(&mut rows, 6, 2..4);
         assert_eq!(rows.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
         rows.extend((100..104).map(|i| (i, i)));
-        trim_rows(&mut rows, 6, 100);
+        trim_rows(&mut rows, 6, 100..104);
         assert_eq!(
             rows.keys().copied().collect::<Vec<_>>(),
             [4, 5, 100, 101, 102, 103]
         );
-        trim_rows(&mut rows, 0, 0);
+        // Pages of 200 with room for 300: the page that arrived stays whole.
+        let mut rows: BTreeMap<u32, u32> = BTreeMap::new();
+        for start in (0..2000).step_by(200) {
+            rows.extend((start..start + 200).map(|i| (i, i)));
+            trim_rows(&mut rows, 300, start..start + 200);
+            assert_eq!(rows.len(), 300.min(usize::try_from(start).unwrap() + 200));
+            assert!(
+                (start..start + 200).all(|i| rows.contains_key(&i)),
+                "{start}"
+            );
+        }
+        // More rows arrived than the cap: the first of them stay.
+        let mut rows: BTreeMap<u32, u32> = (0..50).map(|i| (i, i)).collect();
+        trim_rows(&mut rows, 10, 0..50);
+        assert_eq!(
+            rows.keys().copied().collect::<Vec<_>>(),
+            (0..10).collect::<Vec<_>>()
+        );
+        trim_rows(&mut rows, 0, 0..0);
         assert!(rows.is_empty());
     }
 }

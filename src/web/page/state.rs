@@ -347,10 +347,11 @@ fn reduce_response(s: &mut State, r: Response) {
         }
         Response::LogRows { start, rows } => {
             let mut m = (*s.log_rows).clone();
+            let end = u32::try_from(rows.len()).map_or(u32::MAX, |n| start.saturating_add(n));
             for r in rows {
                 m.insert(r.index, r);
             }
-            trim_rows(&mut m, s.caps.log_rows, start);
+            trim_rows(&mut m, s.caps.log_rows, start..end);
             s.log_rows = Rc::new(m);
         }
         Response::LogTransaction(t) => {
