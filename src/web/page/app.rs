@@ -15,6 +15,7 @@ use crate::web::page::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
 };
+use crate::web::page::context::WorkerContext;
 use crate::web::page::download::Downloads;
 use crate::web::page::route::{self, Route};
 use crate::web::page::state::{Action, State};
@@ -388,18 +389,23 @@ fn use_worker(dispatcher: UseReducerDispatcher<State>) -> WorkerHandle {
         });
     }
 
+    // Made once: the same sender for the page's life (the worker behind it
+    // changes on cancel), so the context it is in stays equal.
     let send: Rc<dyn Fn(Request)> = {
         let dispatcher = dispatcher.clone();
         let bridge = Rc::clone(&bridge);
-        Rc::new(move |req: Request| {
-            let sent = match bridge.borrow().as_ref() {
-                Some(b) => b.send(&req),
-                None => Err("the worker is not running".to_string()),
-            };
-            if let Err(e) = sent {
-                dispatcher.dispatch(Action::Failed(e));
-            }
-        })
+        let made = use_memo((), move |_| -> Rc<dyn Fn(Request)> {
+            Rc::new(move |req: Request| {
+                let sent = match bridge.borrow().as_ref() {
+                    Some(b) => b.send(&req),
+                    None => Err("the worker is not running".to_string()),
+                };
+                if let Err(e) = sent {
+                    dispatcher.dispatch(Action::Failed(e));
+                }
+            })
+        });
+        Rc::clone(&*made)
     };
 
     WorkerHandle {
@@ -580,15 +586,6 @@ pub fn app() -> Html {
         })
     };
 
-    let on_xattr = {
-        let send = Rc::clone(&send);
-        let ino = state.inode.as_ref().map(|i| i.ino);
-        Callback::from(move |name: String| {
-            if let Some(ino) = ino {
-                send(Request::XattrValue { ino, name });
-            }
-        })
-    };
     let on_download_xattr = {
         let send = Rc::clone(&send);
         let downloads = Rc::clone(&downloads);
@@ -767,33 +764,6 @@ pub fn app() -> Html {
             );
         })
     };
-    let on_need_rows = {
-        let send = Rc::clone(&send);
-        Callback::from(move |start: u32| {
-            send(Request::LogRows {
-                start,
-                count: crate::web::page::components::log_view::PAGE,
-            })
-        })
-    };
-    let on_tree_load = {
-        let send = Rc::clone(&send);
-        Callback::from(move |path: String| {
-            send(Request::TreeChildren {
-                path,
-                metadir: false,
-            })
-        })
-    };
-    let on_metadir_tree_load = {
-        let send = Rc::clone(&send);
-        Callback::from(move |path: String| {
-            send(Request::TreeChildren {
-                path,
-                metadir: true,
-            })
-        })
-    };
     let on_tree_toggle = {
         let dispatcher = state.dispatcher();
         Callback::from(move |path: String| {
@@ -851,7 +821,7 @@ pub fn app() -> Html {
                                 .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
                                 .collect();
                             html! { <InodeInspector inode={Rc::clone(i)} {values}
-                            on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
+                            on_download_xattr={on_download_xattr.clone()}
                             on_download_file={on_download_file.clone()} /> }
                         }
                         (None, None) => html! {},
@@ -860,7 +830,7 @@ pub fn app() -> Html {
                 Route::Log(sel) => match &state.log {
                     Some(l) => {
                         html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
-                        selected={*sel} detail={state.log_tx.clone()} on_need_rows={on_need_rows.clone()} /> }
+                        selected={*sel} detail={state.log_tx.clone()} /> }
                     }
                     None => html! {},
                 },
@@ -973,13 +943,13 @@ pub fn app() -> Html {
                 { for view_error }
                 if files {
                     <div class="files">
-                        <Tree tree={Rc::clone(&state.tree)} {current} on_load={on_tree_load.clone()}
+                        <Tree tree={Rc::clone(&state.tree)} {current}
                             on_toggle={on_tree_toggle.clone()} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else if metadir_view {
                     <div class="files">
-                        <Tree tree={Rc::clone(&state.metadir_tree)} {current} metadir={true} on_load={on_metadir_tree_load.clone()}
+                        <Tree tree={Rc::clone(&state.metadir_tree)} {current} metadir={true}
                             on_toggle={on_metadir_tree_toggle.clone()} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
@@ -998,12 +968,12 @@ pub fn app() -> Html {
         state.log_rows.len().to_string(),
     );
     html! {
+        <ContextProvider<WorkerContext> context={WorkerContext::new(Rc::clone(&send))}>
         <main data-xattr-values={kept.0} data-xattr-bytes={kept.1} data-log-rows={kept.2}>
             <header>
                 <div class="topbar">
                     <h1>{ "xfs-explorer" }</h1>
                     <Search geo={state.opened.as_ref().and_then(|o| addr_geo(o))}
-                        on_path={ let send = Rc::clone(&send); Callback::from(move |path: String| send(Request::Lookup { path })) }
                         path_error={state.search_error.clone()} />
                     <button data-testid="tour-start" onclick={start_tour}>{
                         match crate::web::page::components::tour::saved_step() {
@@ -1021,5 +991,6 @@ pub fn app() -> Html {
             <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} memory={state.worker_memory} saved={state.saved.clone()} />
             { body }
         </main>
+        </ContextProvider<WorkerContext>>
     }
 }

@@ -10,6 +10,8 @@ pub mod caches;
 #[cfg(target_arch = "wasm32")]
 pub mod components;
 #[cfg(target_arch = "wasm32")]
+pub mod context;
+#[cfg(target_arch = "wasm32")]
 pub mod download;
 pub mod lru;
 #[cfg(target_arch = "wasm32")]

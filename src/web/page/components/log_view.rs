@@ -4,6 +4,7 @@
 //! buffer's dirty bitmap drawn as a strip of 128-byte chunks, the runs
 //! highlighted and named by the fields they cover.
 
+use crate::web::page::context::use_worker_context;
 use crate::web::page::route::Route;
 use crate::web::protocol::{BitmapView, LogView, TxDetail, TxRow};
 use crate::xfs::explain;
@@ -26,8 +27,6 @@ pub struct Props {
     pub rows: Rc<BTreeMap<u32, TxRow>>,
     pub selected: Option<u32>,
     pub detail: Option<Rc<TxDetail>>,
-    /// Ask for rows from this index on.
-    pub on_need_rows: Callback<u32>,
 }
 
 fn point(frac: f64, r: f64) -> (f64, f64) {
@@ -192,10 +191,20 @@ pub fn log_panel(props: &Props) -> Html {
     let last = (first + VIEW_ROWS + 2 * OVERSCAN).min(total);
     {
         // Ask for the first missing row in view, a page at a time.
-        let (rows, on_need) = (Rc::clone(&props.rows), props.on_need_rows.clone());
-        use_effect_with((first, last, rows.len()), move |(first, last, _)| {
+        let (rows, worker) = (Rc::clone(&props.rows), use_worker_context());
+        // The rows kept change at the cap with their count the same: their
+        // first and last say when.
+        let kept = (
+            rows.len(),
+            rows.first_key_value().map(|(k, _)| *k),
+            rows.last_key_value().map(|(k, _)| *k),
+        );
+        use_effect_with((first, last, kept), move |(first, last, _)| {
             if let Some(missing) = (*first..*last).find(|i| !rows.contains_key(i)) {
-                on_need.emit(missing);
+                worker.send(crate::web::protocol::Request::LogRows {
+                    start: missing,
+                    count: PAGE,
+                });
             }
         });
     }

@@ -3,7 +3,9 @@
 //! themselves ([`DirTree`] holds what was read and what is open).
 
 use crate::web::page::caches::{join, DirTree, TREE_DEPTH_SHOWN};
+use crate::web::page::context::use_worker_context;
 use crate::web::page::route::Route;
+use crate::web::protocol::Request;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use yew::prelude::*;
@@ -14,8 +16,6 @@ pub struct Props {
     pub tree: Rc<DirTree>,
     /// The directory shown in the main view, if any.
     pub current: Option<String>,
-    /// Ask for the subdirectories of a path.
-    pub on_load: Callback<String>,
     /// Open or close a directory.
     pub on_toggle: Callback<String>,
     /// Bumped when another image or state is shown (what was asked of the
@@ -32,7 +32,8 @@ pub fn tree(props: &Props) -> Html {
     // Ask for what is open and drawn but unread, once while it stays so.
     let asked = use_mut_ref(|| (0u32, BTreeSet::<String>::new()));
     {
-        let on_load = props.on_load.clone();
+        let worker = use_worker_context();
+        let metadir = props.metadir;
         use_effect_with(
             (props.tree.wanted(), props.generation),
             move |(wanted, generation)| {
@@ -42,7 +43,10 @@ pub fn tree(props: &Props) -> Html {
                 }
                 for p in wanted {
                     if !asked.1.contains(p) {
-                        on_load.emit(p.clone());
+                        worker.send(Request::TreeChildren {
+                            path: p.clone(),
+                            metadir,
+                        });
                     }
                 }
                 asked.1 = wanted.iter().cloned().collect();
