@@ -764,22 +764,10 @@ pub fn app() -> Html {
             );
         })
     };
-    let on_tree_toggle = {
+    let tree_toggle = |metadir: bool| {
         let dispatcher = state.dispatcher();
         Callback::from(move |path: String| {
-            dispatcher.dispatch(Action::ToggleTree {
-                metadir: false,
-                path,
-            })
-        })
-    };
-    let on_metadir_tree_toggle = {
-        let dispatcher = state.dispatcher();
-        Callback::from(move |path: String| {
-            dispatcher.dispatch(Action::ToggleTree {
-                metadir: true,
-                path,
-            })
+            dispatcher.dispatch(Action::ToggleTree { metadir, path })
         })
     };
     let view_error = state.view_error.as_ref().map(|(what, msg)| {
@@ -944,13 +932,13 @@ pub fn app() -> Html {
                 if files {
                     <div class="files">
                         <Tree tree={Rc::clone(&state.tree)} {current}
-                            on_toggle={on_tree_toggle.clone()} generation={state.generation} />
+                            on_toggle={tree_toggle(false)} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else if metadir_view {
                     <div class="files">
                         <Tree tree={Rc::clone(&state.metadir_tree)} {current} metadir={true}
-                            on_toggle={on_metadir_tree_toggle.clone()} generation={state.generation} />
+                            on_toggle={tree_toggle(true)} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else {
