@@ -2,7 +2,7 @@
 // at DIST (served on PORT), go to #/log, and read the decode time the
 // worker reports; with REPLAY=1 also turn replay on and time it. The
 // worker's own spans per request (reads, copies into wasm, encoding,
-// postMessage; src/web/timing.rs) are printed as they come. Each run opens
+// postMessage; src/web/worker/timing.rs) are printed as they come. Each run opens
 // the page in a fresh browser context and prints the peak resident set
 // (VmHWM) of Chromium's largest process in that run (Linux /proc, sampled
 // every 250 ms; the processes that outlive a run are the browser's own,

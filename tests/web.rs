@@ -6,7 +6,7 @@
 
 use std::io::Read;
 use wasm_bindgen_test::*;
-use xfs_explorer::web::blob_reader::BlobReader;
+use xfs_explorer::web::worker::blob_reader::BlobReader;
 use xfs_explorer::xfs::image::Image;
 use xfs_explorer::xfs::sb::read_superblock;
 use xfs_explorer::xfs::ReadAt;
@@ -122,8 +122,8 @@ fn not_xfs_in_a_worker_is_a_clear_error() {
 
 #[wasm_bindgen_test]
 fn every_route_round_trips_through_its_hash() {
+    use xfs_explorer::web::page::route::Route;
     use xfs_explorer::web::protocol::DiffSection;
-    use xfs_explorer::web::route::Route;
     let routes = [
         Route::Superblock,
         Route::Path("/a b/ü/<x>".into()),
@@ -322,8 +322,8 @@ fn the_replay_overlay_diff_rows_and_dir_entries_caps_are_enforced() {
 
 #[wasm_bindgen_test]
 fn every_route_asks_the_worker_for_what_it_shows() {
+    use xfs_explorer::web::page::route::{requests_for, Route};
     use xfs_explorer::web::protocol::DiffSection;
-    use xfs_explorer::web::route::{requests_for, Route};
     let asked = |r: Route| {
         requests_for(&r).map(|(what, reqs)| {
             let reqs: Vec<String> = reqs
@@ -421,4 +421,604 @@ fn every_route_asks_the_worker_for_what_it_shows() {
             ]
         ))
     );
+}
+
+/// A small seeded generator (xorshift64*), so a failing message can be made
+/// again from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+/// Every variant tag of `Request`, and every field name one has.
+const TAGS: &[&str] = &[
+    "Open",
+    "OpenPair",
+    "AddLogDevice",
+    "OpenPartition",
+    "Path",
+    "MetadirPath",
+    "LogHex",
+    "Lookup",
+    "Inode",
+    "XattrValue",
+    "ReadFile",
+    "Ags",
+    "AgMap",
+    "Hex",
+    "AgRecords",
+    "TreeChildren",
+    "Log",
+    "LogRows",
+    "LogTransaction",
+    "SetReplay",
+    "ExportChunk",
+    "ReplayDiff",
+    "ReplayDiffRows",
+    "Ops",
+    "OpsTimeline",
+];
+const FIELDS: &[&str] = &[
+    "blob",
+    "name",
+    "first",
+    "first_name",
+    "second",
+    "second_name",
+    "number",
+    "path",
+    "daddr",
+    "ino",
+    "agno",
+    "tree",
+    "start",
+    "count",
+    "metadir",
+    "index",
+    "on",
+    "log_device",
+    "offset",
+    "section",
+    "filter",
+    "skip",
+];
+
+/// One request of each kind, with values a page would send.
+fn sample_requests(blob: &web_sys::Blob) -> Vec<xfs_explorer::web::protocol::Request> {
+    use xfs_explorer::web::protocol::{DiffSection, Request};
+    vec![
+        Request::Open {
+            blob: blob.clone(),
+            name: "v5-sect4k.img".into(),
+        },
+        Request::OpenPair {
+            first: blob.clone(),
+            first_name: "a".into(),
+            second: blob.clone(),
+            second_name: "b".into(),
+        },
+        Request::AddLogDevice {
+            blob: blob.clone(),
+            name: "log".into(),
+        },
+        Request::OpenPartition { number: 1 },
+        Request::Path {
+            path: "/dir1".into(),
+        },
+        Request::MetadirPath { path: "/".into() },
+        Request::LogHex { daddr: 2 },
+        Request::Lookup {
+            path: "/dir1/sub".into(),
+        },
+        Request::Inode { ino: 131 },
+        Request::XattrValue {
+            ino: 131,
+            name: "user.dirattr".into(),
+        },
+        Request::ReadFile { ino: 75459 },
+        Request::Ags,
+        Request::AgMap { agno: 0 },
+        Request::Hex { daddr: 0 },
+        Request::AgRecords {
+            agno: 0,
+            tree: "bno".into(),
+            start: 0,
+            count: 200,
+        },
+        Request::TreeChildren {
+            path: "/".into(),
+            metadir: false,
+        },
+        Request::Log,
+        Request::LogRows {
+            start: 0,
+            count: 200,
+        },
+        Request::LogTransaction { index: 0 },
+        Request::SetReplay { on: true },
+        Request::ExportChunk {
+            log_device: false,
+            offset: 0,
+        },
+        Request::ReplayDiff,
+        Request::ReplayDiffRows {
+            section: DiffSection::Inodes,
+            filter: String::new(),
+            start: 0,
+            count: 500,
+        },
+        Request::Ops,
+        Request::OpsTimeline { start: 0, skip: 0 },
+    ]
+}
+
+/// A number a page would not send: the extremes, or any.
+fn hostile_u64(rng: &mut Rng) -> u64 {
+    match rng.below(6) {
+        0 => u64::MAX,
+        1 => u64::from(u32::MAX),
+        2 => 0,
+        3 => 1 << 53,
+        4 => rng.next() % 100_000,
+        _ => rng.next(),
+    }
+}
+
+fn hostile_u32(rng: &mut Rng) -> u32 {
+    hostile_u64(rng) as u32
+}
+
+/// A string a page would not send.
+fn hostile_string(rng: &mut Rng) -> String {
+    match rng.below(6) {
+        0 => "/a".repeat(1 + rng.below(40_000)),
+        1 => "../".repeat(1 + rng.below(2000)),
+        2 => String::new(),
+        3 => (0..rng.below(300))
+            .map(|_| char::from_u32(rng.next() as u32 % 0x11_0000).unwrap_or('\u{fffd}'))
+            .collect(),
+        4 => format!("/{}", "x".repeat(256)),
+        _ => rng
+            .pick(&[
+                "/",
+                "/dir1",
+                "/dir1/sub/deeper",
+                "user.dirattr",
+                "bno",
+                "cnt",
+                "ino",
+                "fino",
+                "rmap",
+                "refc",
+                "nope",
+                "added",
+                "changed",
+            ])
+            .to_string(),
+    }
+}
+
+/// A request of a random kind whose fields have the right types and
+/// hostile values (so it is decoded and reaches the worker's work).
+fn hostile_request(rng: &mut Rng, blob: &web_sys::Blob) -> xfs_explorer::web::protocol::Request {
+    use xfs_explorer::web::protocol::{DiffSection, Request};
+    match rng.below(22) {
+        0 => Request::OpenPartition {
+            number: hostile_u32(rng),
+        },
+        1 => Request::Path {
+            path: hostile_string(rng),
+        },
+        2 => Request::MetadirPath {
+            path: hostile_string(rng),
+        },
+        3 => Request::LogHex {
+            daddr: hostile_u64(rng),
+        },
+        4 => Request::Lookup {
+            path: hostile_string(rng),
+        },
+        5 => Request::Inode {
+            ino: hostile_u64(rng),
+        },
+        6 => Request::XattrValue {
+            ino: hostile_u64(rng),
+            name: hostile_string(rng),
+        },
+        7 => Request::ReadFile {
+            ino: hostile_u64(rng),
+        },
+        8 => Request::AgMap {
+            agno: hostile_u32(rng),
+        },
+        9 => Request::Hex {
+            daddr: hostile_u64(rng),
+        },
+        10 => Request::AgRecords {
+            agno: hostile_u32(rng),
+            tree: hostile_string(rng),
+            start: hostile_u64(rng),
+            count: hostile_u64(rng),
+        },
+        11 => Request::TreeChildren {
+            path: hostile_string(rng),
+            metadir: rng.below(2) == 0,
+        },
+        12 => Request::LogRows {
+            start: hostile_u32(rng),
+            count: hostile_u32(rng),
+        },
+        13 => Request::LogTransaction {
+            index: hostile_u32(rng),
+        },
+        14 => Request::SetReplay {
+            on: rng.below(2) == 0,
+        },
+        15 => Request::ExportChunk {
+            log_device: rng.below(2) == 0,
+            offset: hostile_u64(rng),
+        },
+        16 => Request::ReplayDiffRows {
+            section: *rng.pick(&DiffSection::ALL),
+            filter: hostile_string(rng),
+            start: hostile_u32(rng),
+            count: hostile_u32(rng),
+        },
+        17 => Request::OpsTimeline {
+            start: hostile_u32(rng),
+            skip: hostile_u32(rng),
+        },
+        18 => Request::AddLogDevice {
+            blob: blob_of(&[0u8; 4096]),
+            name: hostile_string(rng),
+        },
+        19 => Request::Open {
+            blob: blob_of(
+                &(0..rng.below(70_000))
+                    .map(|_| rng.next() as u8)
+                    .collect::<Vec<u8>>(),
+            ),
+            name: hostile_string(rng),
+        },
+        20 => Request::OpenPair {
+            first: blob.clone(),
+            first_name: hostile_string(rng),
+            second: blob_of(&[0u8; 512]),
+            second_name: hostile_string(rng),
+        },
+        _ => rng
+            .pick(&[
+                Request::Ags,
+                Request::Log,
+                Request::ReplayDiff,
+                Request::Ops,
+            ])
+            .clone(),
+    }
+}
+
+/// A hostile JS value: wrong types, extreme and non-finite numbers,
+/// BigInts past 64 bits and negative, long and odd strings, nested arrays
+/// and objects with request-like keys, typed arrays, blobs.
+fn garbage(rng: &mut Rng, depth: u32) -> wasm_bindgen::JsValue {
+    use wasm_bindgen::JsValue;
+    let big = |s: &str| JsValue::from(js_sys::BigInt::new(&JsValue::from_str(s)).unwrap());
+    match rng.below(if depth > 3 { 16 } else { 20 }) {
+        0 => JsValue::UNDEFINED,
+        1 => JsValue::NULL,
+        2 => JsValue::from_bool(rng.next() & 1 == 1),
+        3 => JsValue::from_f64(*rng.pick(&[
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            -1.0,
+            0.5,
+            1e300,
+            -1e300,
+            9_007_199_254_740_993.0,
+            4_294_967_296.0,
+            18_446_744_073_709_551_616.0,
+        ])),
+        4 => JsValue::from_f64((rng.next() % 100_000) as f64),
+        5 => big(rng.pick::<&str>(&[
+            "-1",
+            "0",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "340282366920938463463374607431768211456",
+        ])),
+        6 => JsValue::from(js_sys::BigInt::from(rng.next())),
+        7 => JsValue::from_str(rng.pick::<&str>(TAGS)),
+        8 => JsValue::from_str(&"/a".repeat(1 + rng.below(60_000))),
+        9 => JsValue::from_str(rng.pick::<&str>(&[
+            "",
+            "/",
+            "//..//",
+            "\0",
+            "..",
+            "paths",
+            "Inodes",
+            "bno",
+            "refc",
+            "é\u{202e}\u{feff}",
+            "<script>",
+            "-1",
+            "NaN",
+        ])),
+        // A lone surrogate (not valid UTF-16 text).
+        10 => js_sys::JsString::from_char_code1(0xd800).into(),
+        11 => {
+            let bytes: Vec<u8> = (0..rng.below(64)).map(|_| rng.next() as u8).collect();
+            js_sys::Uint8Array::from(bytes.as_slice()).into()
+        }
+        12 => {
+            let bytes: Vec<u8> = (0..rng.below(8192)).map(|_| rng.next() as u8).collect();
+            blob_of(&bytes).into()
+        }
+        13 => js_sys::Date::new_0().into(),
+        14 => js_sys::Map::new().into(),
+        15 => JsValue::from_f64(-((rng.next() % 1000) as f64)),
+        16 | 17 => {
+            let a = js_sys::Array::new();
+            for _ in 0..rng.below(5) {
+                a.push(&garbage(rng, depth + 1));
+            }
+            a.into()
+        }
+        _ => {
+            let o = js_sys::Object::new();
+            for _ in 0..rng.below(5) {
+                let k = if rng.below(2) == 0 {
+                    *rng.pick(TAGS)
+                } else {
+                    *rng.pick(FIELDS)
+                };
+                js_sys::Reflect::set(&o, &k.into(), &garbage(rng, depth + 1)).unwrap();
+            }
+            o.into()
+        }
+    }
+}
+
+/// `v` with one thing changed: a field dropped, added, renamed or given a
+/// hostile value, the variant tag changed, or the whole value replaced.
+fn mutate(rng: &mut Rng, v: &wasm_bindgen::JsValue, depth: u32) -> wasm_bindgen::JsValue {
+    use wasm_bindgen::JsCast;
+    let Some(obj) = v.dyn_ref::<js_sys::Object>().filter(|_| {
+        !v.is_instance_of::<web_sys::Blob>() && !js_sys::Array::is_array(v) && depth < 4
+    }) else {
+        return garbage(rng, depth);
+    };
+    // A copy, so the sample is left as it is.
+    let out = js_sys::Object::assign(&js_sys::Object::new(), obj);
+    let keys = js_sys::Object::keys(&out);
+    let key = (keys.length() > 0).then(|| keys.get(rng.below(keys.length() as usize) as u32));
+    match (rng.below(6), key) {
+        (0, Some(k)) => {
+            js_sys::Reflect::delete_property(&out, &k).unwrap();
+        }
+        (1, Some(k)) => {
+            let inner = js_sys::Reflect::get(&out, &k).unwrap();
+            js_sys::Reflect::set(&out, &k, &mutate(rng, &inner, depth + 1)).unwrap();
+        }
+        (2, Some(k)) => {
+            let inner = js_sys::Reflect::get(&out, &k).unwrap();
+            js_sys::Reflect::delete_property(&out, &k).unwrap();
+            let to = if depth == 0 {
+                *rng.pick(TAGS)
+            } else {
+                *rng.pick(FIELDS)
+            };
+            js_sys::Reflect::set(&out, &to.into(), &inner).unwrap();
+        }
+        (3, _) => {
+            let k = if depth == 0 {
+                *rng.pick(TAGS)
+            } else {
+                *rng.pick(FIELDS)
+            };
+            js_sys::Reflect::set(&out, &k.into(), &garbage(rng, depth + 1)).unwrap();
+        }
+        (4, Some(k)) => {
+            js_sys::Reflect::set(&out, &k, &garbage(rng, depth + 1)).unwrap();
+        }
+        _ => return garbage(rng, depth),
+    }
+    out.into()
+}
+
+#[wasm_bindgen_test]
+fn every_malformed_message_gets_an_error_and_the_worker_keeps_answering() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use wasm_bindgen::JsValue;
+    use xfs_explorer::web::protocol::{to_js, Request, Response};
+    use xfs_explorer::web::worker::handle_message;
+    // The seed and counts recorded in fuzz/RESULTS.md. The test command
+    // sends a thousand (the runner gives the whole file 20 s); a long
+    // run sets REQUEST_FUZZ_MESSAGES and WASM_BINDGEN_TEST_TIMEOUT.
+    const SEED: u64 = 0x0017_5eed_cafe_f00d;
+    let messages: usize = option_env!("REQUEST_FUZZ_MESSAGES")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    let mut img = Vec::new();
+    ruzstd::decoding::StreamingDecoder::new(IMAGE_ZST)
+        .unwrap()
+        .read_to_end(&mut img)
+        .unwrap();
+    let image = blob_of(&img);
+    drop(img);
+    let seen: Rc<RefCell<Vec<Response>>> = Rc::new(RefCell::new(Vec::new()));
+    let out: Rc<dyn Fn(&Response)> = {
+        let seen = Rc::clone(&seen);
+        Rc::new(move |r: &Response| seen.borrow_mut().push(r.clone()))
+    };
+    // Answers to one message, progress and memory reports left out.
+    let send = |v: JsValue| -> Vec<Response> {
+        seen.borrow_mut().clear();
+        handle_message(&out, v);
+        answers(seen.borrow().clone())
+    };
+    let open = || {
+        let got = send(
+            to_js(&Request::Open {
+                blob: image.clone(),
+                name: "v5-sect4k.img".into(),
+            })
+            .unwrap(),
+        );
+        assert!(
+            matches!(got.last(), Some(Response::Opened(o)) if o.fs_error.is_none()),
+            "{got:?}"
+        );
+    };
+    let samples: Vec<JsValue> = sample_requests(&image)
+        .iter()
+        .map(|r| to_js(r).unwrap())
+        .collect();
+    let mut rng = Rng(SEED);
+    let (mut refused, mut decoded) = (0usize, 0usize);
+    open();
+    for i in 0..messages {
+        if i % 500 == 0 {
+            open();
+        }
+        let msg = match rng.below(10) {
+            0 => garbage(&mut rng, 0),
+            7..=9 => to_js(&hostile_request(&mut rng, &image)).unwrap(),
+            1 => {
+                // A valid request with a second change on top.
+                let s = rng.pick(&samples).clone();
+                let once = mutate(&mut rng, &s, 0);
+                mutate(&mut rng, &once, 0)
+            }
+            _ => {
+                let s = samples[rng.below(samples.len())].clone();
+                mutate(&mut rng, &s, 0)
+            }
+        };
+        let understood = serde_wasm_bindgen::from_value::<Request>(msg.clone()).is_ok();
+        let got = send(msg.clone());
+        if understood {
+            decoded += 1;
+            assert!(!got.is_empty(), "message {i}: no answer to {msg:?}");
+        } else {
+            refused += 1;
+            assert!(
+                matches!(&got[..], [Response::Error { message, .. }] if message.starts_with("the worker did not understand a request")),
+                "message {i}: {msg:?} -> {got:?}"
+            );
+        }
+    }
+    web_sys::console::log_1(&format!("request fuzz: seed {SEED:#x}, {messages} messages: {refused} refused, {decoded} decoded and answered").into());
+    assert!(
+        refused > messages / 4 && decoded > messages / 10,
+        "{refused} refused, {decoded} decoded"
+    );
+    // The worker still answers: the root directory lists what the kernel lists.
+    open();
+    let got = send(to_js(&Request::Path { path: "/".into() }).unwrap());
+    let Some(Response::Dir(d)) = got.last() else {
+        panic!("{got:?}")
+    };
+    let mut names: Vec<String> = d
+        .entries
+        .iter()
+        .map(|e| e.name.clone())
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    names.sort();
+    const LS: &str = include_str!("fixtures/v5-sect4k.ls.jsonl");
+    let mut want: Vec<String> = LS
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["path"].as_str().map(str::to_string))
+        .filter(|p| p != "/" && !p[1..].contains('/'))
+        .map(|p| p[1..].to_string())
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+}
+
+#[wasm_bindgen_test]
+fn the_page_state_keeps_its_stores_under_their_caps() {
+    use std::rc::Rc;
+    use xfs_explorer::web::page::caches::PageCaps;
+    use xfs_explorer::web::page::state::{Action, State};
+    use xfs_explorer::web::protocol::{Response, TxRow};
+    use yew::Reducible;
+    let caps = PageCaps::from_query("?caps=tree:3,xattrs:2,log-rows:300");
+    let mut s = Rc::new(State::with_caps(caps));
+    let step = |s: &mut Rc<State>, r: Response| *s = Rc::clone(s).reduce(Action::Response(r));
+    for i in 0..10u64 {
+        step(
+            &mut s,
+            Response::XattrValue {
+                ino: 131,
+                name: format!("user.a{i}"),
+                value: vec![b'v'; 100],
+            },
+        );
+        assert!(s.xattr_values.len() <= 2);
+        step(
+            &mut s,
+            Response::TreeChildren {
+                path: format!("/d{i}"),
+                dirs: (0..5000).map(|n| format!("s{n}")).collect(),
+                error: None,
+                metadir: i % 2 == 1,
+            },
+        );
+        assert!(s.tree.len() <= 3 && s.metadir_tree.len() <= 3);
+    }
+    // The last two values are the ones kept; a directory's names beyond
+    // the ones the tree shows are counted, not kept.
+    let kept: Vec<&str> = s
+        .xattr_values
+        .iter()
+        .map(|((_, n), _)| n.as_str())
+        .collect();
+    assert_eq!(kept, ["user.a8", "user.a9"]);
+    let l = s.tree.listing("/d8").unwrap();
+    let l = l.as_ref().as_ref().unwrap();
+    assert_eq!((l.names.len(), l.total), (2000, 5000));
+    let row = |index| TxRow {
+        index,
+        tid: index,
+        start: String::new(),
+        commit: String::new(),
+        items: 1,
+        regions: 1,
+        bytes: 1,
+        kinds: String::new(),
+        unfinished_intent: false,
+    };
+    for start in (0..2000).step_by(200) {
+        // The page that arrived last stays whole.
+        step(
+            &mut s,
+            Response::LogRows {
+                start,
+                rows: (start..start + 200).map(row).collect(),
+            },
+        );
+        assert!(s.log_rows.len() <= 300);
+        assert!(s.log_rows.contains_key(&start) && s.log_rows.contains_key(&(start + 199)));
+    }
 }

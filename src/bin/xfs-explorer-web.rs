@@ -1,7 +1,7 @@
 //! The web page, built by Trunk for wasm32.
 #[cfg(target_arch = "wasm32")]
 fn main() {
-    yew::Renderer::<xfs_explorer::web::app::App>::new().render();
+    yew::Renderer::<xfs_explorer::web::page::app::App>::new().render();
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,17 +1,11 @@
-//! The web part (wasm32 only): the Yew page and the web worker that owns the
-//! opened image. They talk through [`protocol`] messages; only the worker
-//! touches the core.
+//! The web part: the Yew page ([`page`]) and the web worker that owns the
+//! opened image ([`worker`]), both wasm32 only. They talk through
+//! [`protocol`] messages; only the worker touches the core. The page's
+//! stores (`page::caches`, `page::lru`) are plain Rust and built natively
+//! too, for their tests.
 
-pub mod app;
-pub mod blob_reader;
-pub mod bridge;
-pub mod components;
-pub mod download;
-pub mod log_views;
-pub mod ops_views;
+pub mod page;
+#[cfg(target_arch = "wasm32")]
 pub mod protocol;
-pub mod route;
-pub mod state;
-pub mod timing;
-pub mod views;
+#[cfg(target_arch = "wasm32")]
 pub mod worker;

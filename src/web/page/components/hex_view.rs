@@ -3,7 +3,7 @@
 //! of its bytes) highlights its bytes and shows its name, offset, size,
 //! value and meaning.
 
-use crate::web::route::Route;
+use crate::web::page::route::Route;
 use crate::xfs::hexmap::{HexBlock, HexField, Link};
 use std::rc::Rc;
 use yew::prelude::*;

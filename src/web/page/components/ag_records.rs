@@ -1,7 +1,7 @@
 //! The leaf records of one AG btree, a page at a time, each linked to its
 //! leaf block's bytes and to what it names.
 
-use crate::web::route::Route;
+use crate::web::page::route::Route;
 use crate::xfs::agmap::RecordsPage;
 use std::rc::Rc;
 use yew::prelude::*;

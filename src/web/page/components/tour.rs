@@ -2,7 +2,7 @@
 //! says what to look at. The step is kept in `localStorage`, so the tour
 //! can be left and resumed.
 
-use crate::web::route::Route;
+use crate::web::page::route::Route;
 use yew::prelude::*;
 
 /// One step: where it goes, what it says, and whether it needs the

@@ -1,8 +1,8 @@
 //! Worker side of the log view: the decoded log, kept once per image, and
 //! the pieces of it the page asks for.
 
-use crate::web::blob_reader::Disk;
 use crate::web::protocol::{BitmapView, ItemView, Kv, LogView, Response, RunView, TxDetail, TxRow};
+use crate::web::worker::blob_reader::Disk;
 use crate::xfs::fs::Fs;
 use crate::xfs::log::items::ItemBody;
 use crate::xfs::log::run_fields::describe_run;

@@ -80,7 +80,7 @@ impl BlobReader {
 
     /// The file's bytes `[offset, end)` as a fresh `Uint8Array`.
     fn read_js(&self, offset: u64, end: u64) -> Result<js_sys::Uint8Array, ReadError> {
-        let t0 = crate::web::timing::now();
+        let t0 = crate::web::worker::timing::now();
         let slice = self
             .blob
             .slice_with_f64_and_f64(to_f64(offset), to_f64(end))
@@ -90,8 +90,8 @@ impl BlobReader {
             .read_as_array_buffer(&slice)
             .map_err(|e| ReadError(format!("FileReaderSync: {e:?}")))?;
         let arr = js_sys::Uint8Array::new(&ab);
-        let t1 = crate::web::timing::now();
-        crate::web::timing::add(|s| {
+        let t1 = crate::web::worker::timing::now();
+        crate::web::worker::timing::add(|s| {
             s.reads = s.reads.saturating_add(1);
             s.read_bytes = s.read_bytes.saturating_add(end.saturating_sub(offset));
             s.read_ms += t1 - t0;
@@ -143,10 +143,10 @@ fn to_f64(n: u64) -> f64 {
 
 /// Copy a `Uint8Array` (of `buf`'s length) into wasm memory, timed.
 fn copy_out(arr: &js_sys::Uint8Array, buf: &mut [u8]) {
-    let t0 = crate::web::timing::now();
+    let t0 = crate::web::worker::timing::now();
     arr.copy_to(buf);
-    let t1 = crate::web::timing::now();
-    crate::web::timing::add(|s| s.copy_ms += t1 - t0);
+    let t1 = crate::web::worker::timing::now();
+    crate::web::worker::timing::add(|s| s.copy_ms += t1 - t0);
 }
 
 impl ReadAt for BlobReader {

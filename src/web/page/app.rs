@@ -2,23 +2,24 @@
 //! location hash (`use_hash_route`) and the requests each route needs
 //! (`use_route_requests`, from [`route::requests_for`]); lays out the page.
 
-use crate::web::bridge::Bridge;
-use crate::web::components::ag_map::AgMapView;
-use crate::web::components::hex_view::HexView;
-use crate::web::components::log_view::LogPanel;
-use crate::web::components::ops_view::OpsPanel;
-use crate::web::components::partitions::PartitionMap;
-use crate::web::components::replay_diff::ReplayDiff;
-use crate::web::components::search::Search;
-use crate::web::components::tour::TourPanel;
-use crate::web::components::{
+use crate::web::page::bridge::Bridge;
+use crate::web::page::components::ag_map::AgMapView;
+use crate::web::page::components::hex_view::HexView;
+use crate::web::page::components::log_view::LogPanel;
+use crate::web::page::components::ops_view::OpsPanel;
+use crate::web::page::components::partitions::PartitionMap;
+use crate::web::page::components::replay_diff::ReplayDiff;
+use crate::web::page::components::search::Search;
+use crate::web::page::components::tour::TourPanel;
+use crate::web::page::components::{
     ag_view::AgList, dir_list::DirList, inode_view::InodeInspector, nav::Nav,
     open_panel::OpenPanel, status::Status, superblock::SuperblockTable, tree::Tree,
 };
-use crate::web::download::Downloads;
+use crate::web::page::context::WorkerContext;
+use crate::web::page::download::Downloads;
+use crate::web::page::route::{self, Route};
+use crate::web::page::state::{Action, State};
 use crate::web::protocol::{Request, Response, METADUMP_LOG};
-use crate::web::route::{self, Route};
-use crate::web::state::{Action, State};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
@@ -161,7 +162,7 @@ fn export_piece(
     dispatcher: &UseReducerDispatcher<State>,
     p: Piece,
 ) {
-    use crate::web::download::{call_async, save, Sink};
+    use crate::web::page::download::{call_async, save, Sink};
     let Piece {
         log_device,
         offset,
@@ -255,7 +256,7 @@ fn start_export(
     send: Rc<dyn Fn(Request)>,
     dispatcher: UseReducerDispatcher<State>,
 ) {
-    use crate::web::download::{call_async, js_error, save_file_picker, Export, Sink};
+    use crate::web::page::download::{call_async, js_error, save_file_picker, Export, Sink};
     let what = if log_device {
         "writing the recovered log device"
     } else {
@@ -388,18 +389,23 @@ fn use_worker(dispatcher: UseReducerDispatcher<State>) -> WorkerHandle {
         });
     }
 
+    // Made once: the same sender for the page's life (the worker behind it
+    // changes on cancel), so the context it is in stays equal.
     let send: Rc<dyn Fn(Request)> = {
         let dispatcher = dispatcher.clone();
         let bridge = Rc::clone(&bridge);
-        Rc::new(move |req: Request| {
-            let sent = match bridge.borrow().as_ref() {
-                Some(b) => b.send(&req),
-                None => Err("the worker is not running".to_string()),
-            };
-            if let Err(e) = sent {
-                dispatcher.dispatch(Action::Failed(e));
-            }
-        })
+        let made = use_memo((), move |_| -> Rc<dyn Fn(Request)> {
+            Rc::new(move |req: Request| {
+                let sent = match bridge.borrow().as_ref() {
+                    Some(b) => b.send(&req),
+                    None => Err("the worker is not running".to_string()),
+                };
+                if let Err(e) = sent {
+                    dispatcher.dispatch(Action::Failed(e));
+                }
+            })
+        });
+        Rc::clone(&*made)
     };
 
     WorkerHandle {
@@ -455,9 +461,14 @@ fn use_route_requests(state: &UseReducerHandle<State>, send: Rc<dyn Fn(Request)>
 
 #[function_component(App)]
 pub fn app() -> Html {
-    let state = use_reducer(|| State {
-        route: route::current(),
-        ..State::default()
+    let state = use_reducer(|| {
+        let query = web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .unwrap_or_default();
+        State {
+            route: route::current(),
+            ..State::with_caps(crate::web::page::caches::PageCaps::from_query(&query))
+        }
     });
     let WorkerHandle {
         bridge,
@@ -532,6 +543,10 @@ pub fn app() -> Html {
         Callback::from(move |number: u32| {
             dispatcher.dispatch(Action::Loading(format!("opening partition {number}")));
             let req = Request::OpenPartition { number };
+            // Only the partition opened last is opened again after a cancel.
+            session
+                .borrow_mut()
+                .retain(|r| !matches!(r, Request::OpenPartition { .. }));
             session.borrow_mut().push(req.clone());
             send(req);
         })
@@ -571,15 +586,6 @@ pub fn app() -> Html {
         })
     };
 
-    let on_xattr = {
-        let send = Rc::clone(&send);
-        let ino = state.inode.as_ref().map(|i| i.ino);
-        Callback::from(move |name: String| {
-            if let Some(ino) = ino {
-                send(Request::XattrValue { ino, name });
-            }
-        })
-    };
     let on_download_xattr = {
         let send = Rc::clone(&send);
         let downloads = Rc::clone(&downloads);
@@ -644,7 +650,7 @@ pub fn app() -> Html {
     {
         let on_replay = on_replay.clone();
         let need = (*tour)
-            .and_then(|i| crate::web::components::tour::STEPS.get(i))
+            .and_then(|i| crate::web::page::components::tour::STEPS.get(i))
             .is_some_and(|s| s.replayed);
         let ready = state.opened.as_ref().is_some_and(|o| o.fs_error.is_none());
         let on = state.replay.as_ref().is_some_and(|r| r.on);
@@ -664,7 +670,7 @@ pub fn app() -> Html {
             .as_ref()
             .is_some_and(|o| o.name == SAMPLE_URL && o.log_device.is_none());
         Callback::from(move |i: usize| {
-            use crate::web::components::tour::{save_step, STEPS};
+            use crate::web::page::components::tour::{save_step, STEPS};
             match STEPS.get(i) {
                 Some(step) => {
                     tour.set(Some(i));
@@ -686,7 +692,7 @@ pub fn app() -> Html {
     let start_tour = {
         let on_tour_step = on_tour_step.clone();
         Callback::from(move |_: MouseEvent| {
-            on_tour_step.emit(crate::web::components::tour::saved_step().unwrap_or(0))
+            on_tour_step.emit(crate::web::page::components::tour::saved_step().unwrap_or(0))
         })
     };
     let on_download_recovered = {
@@ -728,6 +734,9 @@ pub fn app() -> Html {
                     blob: file.into(),
                     name,
                 };
+                session
+                    .borrow_mut()
+                    .retain(|r| !matches!(r, Request::AddLogDevice { .. }));
                 session.borrow_mut().push(req.clone());
                 send(req);
             }
@@ -755,31 +764,10 @@ pub fn app() -> Html {
             );
         })
     };
-    let on_need_rows = {
-        let send = Rc::clone(&send);
-        Callback::from(move |start: u32| {
-            send(Request::LogRows {
-                start,
-                count: crate::web::components::log_view::PAGE,
-            })
-        })
-    };
-    let on_tree_load = {
-        let send = Rc::clone(&send);
+    let tree_toggle = |metadir: bool| {
+        let dispatcher = state.dispatcher();
         Callback::from(move |path: String| {
-            send(Request::TreeChildren {
-                path,
-                metadir: false,
-            })
-        })
-    };
-    let on_metadir_tree_load = {
-        let send = Rc::clone(&send);
-        Callback::from(move |path: String| {
-            send(Request::TreeChildren {
-                path,
-                metadir: true,
-            })
+            dispatcher.dispatch(Action::ToggleTree { metadir, path })
         })
     };
     let view_error = state.view_error.as_ref().map(|(what, msg)| {
@@ -821,7 +809,7 @@ pub fn app() -> Html {
                                 .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
                                 .collect();
                             html! { <InodeInspector inode={Rc::clone(i)} {values}
-                            on_xattr={on_xattr.clone()} on_download_xattr={on_download_xattr.clone()}
+                            on_download_xattr={on_download_xattr.clone()}
                             on_download_file={on_download_file.clone()} /> }
                         }
                         (None, None) => html! {},
@@ -830,7 +818,7 @@ pub fn app() -> Html {
                 Route::Log(sel) => match &state.log {
                     Some(l) => {
                         html! { <LogPanel log={Rc::clone(l)} rows={Rc::clone(&state.log_rows)}
-                        selected={*sel} detail={state.log_tx.clone()} on_need_rows={on_need_rows.clone()} /> }
+                        selected={*sel} detail={state.log_tx.clone()} /> }
                     }
                     None => html! {},
                 },
@@ -853,7 +841,7 @@ pub fn app() -> Html {
                 },
                 Route::AgTree { agno, tree, start } => match &state.ag_records {
                     Some(r) if r.agno == *agno && r.tree == *tree && r.start == *start => {
-                        html! { <crate::web::components::ag_records::AgRecords page={Rc::clone(r)} /> }
+                        html! { <crate::web::page::components::ag_records::AgRecords page={Rc::clone(r)} /> }
                     }
                     _ => html! {},
                 },
@@ -943,12 +931,14 @@ pub fn app() -> Html {
                 { for view_error }
                 if files {
                     <div class="files">
-                        <Tree tree={Rc::new(state.tree.clone())} {current} on_load={on_tree_load.clone()} />
+                        <Tree tree={Rc::clone(&state.tree)} {current}
+                            on_toggle={tree_toggle(false)} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else if metadir_view {
                     <div class="files">
-                        <Tree tree={Rc::new(state.metadir_tree.clone())} {current} metadir={true} on_load={on_metadir_tree_load.clone()} />
+                        <Tree tree={Rc::clone(&state.metadir_tree)} {current} metadir={true}
+                            on_toggle={tree_toggle(true)} generation={state.generation} />
                         <div class="main">{ main }</div>
                     </div>
                 } else {
@@ -958,16 +948,23 @@ pub fn app() -> Html {
         }
     };
 
+    // What the page keeps of what was browsed, against its caps (read by
+    // the browser tests).
+    let kept = (
+        state.xattr_values.len().to_string(),
+        state.xattr_values.bytes().to_string(),
+        state.log_rows.len().to_string(),
+    );
     html! {
-        <main>
+        <ContextProvider<WorkerContext> context={WorkerContext::new(Rc::clone(&send))}>
+        <main data-xattr-values={kept.0} data-xattr-bytes={kept.1} data-log-rows={kept.2}>
             <header>
                 <div class="topbar">
                     <h1>{ "xfs-explorer" }</h1>
                     <Search geo={state.opened.as_ref().and_then(|o| addr_geo(o))}
-                        on_path={ let send = Rc::clone(&send); Callback::from(move |path: String| send(Request::Lookup { path })) }
                         path_error={state.search_error.clone()} />
                     <button data-testid="tour-start" onclick={start_tour}>{
-                        match crate::web::components::tour::saved_step() {
+                        match crate::web::page::components::tour::saved_step() {
                             Some(i) if tour.is_none() && i > 0 => format!("resume the tour (step {})", i + 1),
                             _ => "guided tour of the sample".to_string(),
                         }
@@ -982,5 +979,6 @@ pub fn app() -> Html {
             <Status busy={state.busy.clone()} error={state.error.clone()} on_cancel={on_cancel} cancelled={state.cancelled.clone()} memory={state.worker_memory} saved={state.saved.clone()} />
             { body }
         </main>
+        </ContextProvider<WorkerContext>>
     }
 }

@@ -4,11 +4,11 @@
 //! (kinds, items per checkpoint, bytes per item type) and pages of the
 //! timeline, so a log of a million items never travels whole.
 
-use crate::web::blob_reader::Disk;
 use crate::web::protocol::{
     CheckpointBar, CheckpointRow, ForkoffView, ItemTypeRow, OpKindRow, OpRow, OpsTimelineView,
     OpsView, MAX_CHECKPOINT_BARS, OPS_PAGE_CHECKPOINTS, OPS_PAGE_OPERATIONS,
 };
+use crate::web::worker::blob_reader::Disk;
 use crate::xfs::fs::Fs;
 use crate::xfs::ops::{self, forkoff::Distribution, CheckpointOps, OpsReport, KINDS};
 use std::collections::BTreeMap;

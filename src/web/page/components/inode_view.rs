@@ -3,8 +3,8 @@
 //! inode's history, every core field, both forks, and the xattrs with their
 //! values on demand.
 
+use crate::web::page::route::Route;
 use crate::web::protocol::{ForkView, InodeView};
-use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use yew::prelude::*;
@@ -14,7 +14,6 @@ pub struct Props {
     pub inode: Rc<InodeView>,
     /// Values fetched so far, by xattr name.
     pub values: BTreeMap<String, Rc<Vec<u8>>>,
-    pub on_xattr: Callback<String>,
     pub on_download_xattr: Callback<String>,
     pub on_download_file: Callback<()>,
 }
@@ -122,6 +121,7 @@ fn show_value(v: &[u8]) -> (String, &'static str) {
 
 #[function_component(InodeInspector)]
 pub fn inode_inspector(props: &Props) -> Html {
+    let worker = crate::web::page::context::use_worker_context();
     let i = &props.inode;
     let l = &i.layout;
     let key = |label: &str, id: &str, value: String| {
@@ -136,8 +136,13 @@ pub fn inode_inspector(props: &Props) -> Html {
     let xattrs = i.xattrs.iter().map(|x| {
         let name = x.name.clone();
         let show = {
-            let (cb, n) = (props.on_xattr.clone(), name.clone());
-            Callback::from(move |_: MouseEvent| cb.emit(n.clone()))
+            let (worker, ino, n) = (worker.clone(), i.ino, name.clone());
+            Callback::from(move |_: MouseEvent| {
+                worker.send(crate::web::protocol::Request::XattrValue {
+                    ino,
+                    name: n.clone(),
+                })
+            })
         };
         let save = {
             let (cb, n) = (props.on_download_xattr.clone(), name.clone());

@@ -64,7 +64,7 @@ pub fn superblock_table(props: &Props) -> Html {
         <section class="superblock">
             <h2>{ "Superblock of " }<span data-testid="image-name">{ &o.name }</span>
                 if replayed.is_some() { <span class="replayed" data-testid="sb-replayed">{ " after replay" }</span> }
-                { " " }<a class="small" data-testid="sb-bytes" href={crate::web::route::Route::Hex(0).href()}>{ "its bytes, field by field" }</a>
+                { " " }<a class="small" data-testid="sb-bytes" href={crate::web::page::route::Route::Hex(0).href()}>{ "its bytes, field by field" }</a>
             </h2>
             if let Some((_, c)) = replayed {
                 <p class="muted" data-testid="sb-changed-count">{ format!("{} fields differ from the superblock on disk (marked): replay wrote some, the mount-time work the rest (counters summed from the AGs, quota inodes, the log-incompatible features, sb_lsn, the CRC).", c.len()) }</p>

@@ -4,8 +4,9 @@
 //! buffer's dirty bitmap drawn as a strip of 128-byte chunks, the runs
 //! highlighted and named by the fields they cover.
 
+use crate::web::page::context::use_worker_context;
+use crate::web::page::route::Route;
 use crate::web::protocol::{BitmapView, LogView, TxDetail, TxRow};
-use crate::web::route::Route;
 use crate::xfs::explain;
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
@@ -26,8 +27,6 @@ pub struct Props {
     pub rows: Rc<BTreeMap<u32, TxRow>>,
     pub selected: Option<u32>,
     pub detail: Option<Rc<TxDetail>>,
-    /// Ask for rows from this index on.
-    pub on_need_rows: Callback<u32>,
 }
 
 fn point(frac: f64, r: f64) -> (f64, f64) {
@@ -158,7 +157,7 @@ fn detail(t: &TxDetail, log_daddr: u64, external: bool) -> Html {
         <section class="tx" data-testid="log-detail">
             <h3>{ format!("Transaction #{} · tid {:#x} · start {} · commit {}", t.row.index, t.row.tid, t.row.start, t.row.commit) }
                 if let Some(b) = start_block {
-                    { " " }<a class="small" data-testid="log-record-bytes" href={if external { crate::web::route::Route::LogHex(log_daddr.saturating_add(b)) } else { crate::web::route::Route::Hex(log_daddr.saturating_add(b)) }.href()}>{ "its first record's header" }</a>
+                    { " " }<a class="small" data-testid="log-record-bytes" href={if external { crate::web::page::route::Route::LogHex(log_daddr.saturating_add(b)) } else { crate::web::page::route::Route::Hex(log_daddr.saturating_add(b)) }.href()}>{ "its first record's header" }</a>
                 }
             </h3>
             <p class="muted">{ format!("type {} · num_items {} · {} ops · {} items · {} regions · {} bytes",
@@ -172,8 +171,8 @@ fn detail(t: &TxDetail, log_daddr: u64, external: bool) -> Html {
                     <td><code title={explain::log_item(&it.kind)}>{ &it.kind }</code></td>
                     <td class="num">{ it.regions }</td>
                     <td>{ &it.text }
-                        if let Some(d) = it.daddr { { " · " }<a data-testid="log-item-bytes" href={crate::web::route::Route::Hex(d).href()}>{ "the block's bytes" }</a> }
-                        if let Some(ino) = it.ino { { " · " }<a href={crate::web::route::Route::Inode(ino).href()}>{ format!("inode {ino}") }</a> }
+                        if let Some(d) = it.daddr { { " · " }<a data-testid="log-item-bytes" href={crate::web::page::route::Route::Hex(d).href()}>{ "the block's bytes" }</a> }
+                        if let Some(ino) = it.ino { { " · " }<a href={crate::web::page::route::Route::Inode(ino).href()}>{ format!("inode {ino}") }</a> }
                         { for it.bitmap.as_ref().map(strip) }</td>
                 </tr>
             }) }
@@ -192,10 +191,20 @@ pub fn log_panel(props: &Props) -> Html {
     let last = (first + VIEW_ROWS + 2 * OVERSCAN).min(total);
     {
         // Ask for the first missing row in view, a page at a time.
-        let (rows, on_need) = (Rc::clone(&props.rows), props.on_need_rows.clone());
-        use_effect_with((first, last, rows.len()), move |(first, last, _)| {
+        let (rows, worker) = (Rc::clone(&props.rows), use_worker_context());
+        // The rows kept change at the cap with their count the same: their
+        // first and last say when.
+        let kept = (
+            rows.len(),
+            rows.first_key_value().map(|(k, _)| *k),
+            rows.last_key_value().map(|(k, _)| *k),
+        );
+        use_effect_with((first, last, kept), move |(first, last, _)| {
             if let Some(missing) = (*first..*last).find(|i| !rows.contains_key(i)) {
-                on_need.emit(missing);
+                worker.send(crate::web::protocol::Request::LogRows {
+                    start: missing,
+                    count: PAGE,
+                });
             }
         });
     }

@@ -6,8 +6,8 @@
 //! after replay opens in the replayed view, what replay removed in the view
 //! of the disk.
 
+use crate::web::page::route::Route;
 use crate::web::protocol::{DiffRow, DiffRowsView, DiffSection, ReplayDiffView};
-use crate::web::route::Route;
 use std::rc::Rc;
 use yew::prelude::*;
 

@@ -5,8 +5,8 @@
 //! checkpoints in pages fetched from the worker, each operation linking to
 //! the inode and the directory it touched.
 
+use crate::web::page::route::Route;
 use crate::web::protocol::{CheckpointRow, ForkoffView, OpRow, OpsTimelineView, OpsView};
-use crate::web::route::Route;
 use crate::xfs::explain;
 use std::rc::Rc;
 use yew::prelude::*;

@@ -240,8 +240,8 @@ pub fn ag_view(s: &AgSummary) -> AgView {
     }
 }
 
-use crate::web::blob_reader::Disk;
 use crate::web::protocol::{DirView, EntryView, Response, XattrName};
+use crate::web::worker::blob_reader::Disk;
 use crate::xfs::attr::{linux_xattrs, AttrValue};
 use crate::xfs::fs::Fs;
 use crate::xfs::inode::FileType;

@@ -1,13 +1,18 @@
 //! The page's state and the actions that change it (one reducer).
 
+use crate::web::page::caches::{trim_rows, DirTree, PageCaps};
+use crate::web::page::lru::Lru;
+use crate::web::page::route::Route;
 use crate::web::protocol::{
     AgsView, ChoosePartition, DirView, InodeView, LogView, Opened, Response, TxDetail, TxRow,
 };
 use crate::web::protocol::{DiffRowsView, OpsTimelineView, OpsView, ReplayDiffView, ReplayView};
-use crate::web::route::Route;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use yew::Reducible;
+
+/// xattr values by inode and name.
+pub type XattrValues = Lru<(u64, String), Rc<Vec<u8>>>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct State {
@@ -30,15 +35,21 @@ pub struct State {
     pub ag_map: Option<Rc<crate::xfs::agmap::AgMap>>,
     pub hex: Option<Rc<crate::xfs::hexmap::HexBlock>>,
     pub ag_records: Option<Rc<crate::xfs::agmap::RecordsPage>>,
-    /// xattr values fetched on demand, by (ino, name).
-    pub xattr_values: BTreeMap<(u64, String), Rc<Vec<u8>>>,
+    /// The caps of the stores below.
+    pub caps: PageCaps,
+    /// xattr values fetched on demand, by (ino, name); the least recently
+    /// fetched go at the cap (asked for again when shown again).
+    pub xattr_values: Rc<XattrValues>,
     /// A view request failed: what, and why.
     pub view_error: Option<(String, String)>,
-    /// The sidebar tree: subdirectories of each directory read so far.
-    pub tree: BTreeMap<String, Result<Vec<String>, String>>,
+    /// The sidebar tree: subdirectories of the directories read, those
+    /// open.
+    pub tree: Rc<DirTree>,
     /// The same for the metadata directory tree.
-    pub metadir_tree: BTreeMap<String, Result<Vec<String>, String>>,
-    /// The log summary, the transaction rows fetched so far, the open transaction.
+    pub metadir_tree: Rc<DirTree>,
+    /// The log summary, the transaction rows fetched (at most
+    /// `caps.log_rows`, those near the rows asked for last), the open
+    /// transaction.
     pub log: Option<Rc<LogView>>,
     pub log_rows: Rc<BTreeMap<u32, TxRow>>,
     pub log_tx: Option<Rc<TxDetail>>,
@@ -70,7 +81,15 @@ pub struct State {
 
 impl Default for State {
     fn default() -> Self {
+        State::with_caps(PageCaps::default())
+    }
+}
+
+impl State {
+    /// A state with nothing open whose stores have the caps `caps`.
+    pub fn with_caps(caps: PageCaps) -> Self {
         State {
+            caps,
             worker_ready: false,
             busy: None,
             opened: None,
@@ -83,10 +102,10 @@ impl Default for State {
             ag_map: None,
             hex: None,
             ag_records: None,
-            xattr_values: BTreeMap::new(),
+            xattr_values: Rc::new(Lru::new(caps.xattrs)),
             view_error: None,
-            tree: BTreeMap::new(),
-            metadir_tree: BTreeMap::new(),
+            tree: Rc::new(DirTree::new(caps.tree)),
+            metadir_tree: Rc::new(DirTree::new(caps.tree)),
             log: None,
             log_rows: Rc::new(BTreeMap::new()),
             log_tx: None,
@@ -120,6 +139,12 @@ pub enum Action {
     Cancelled,
     /// A recovered image was written in full: its name and size.
     Saved(String, u64),
+    /// A directory of a sidebar tree (the metadata directory tree's with
+    /// `metadir`) was opened or closed.
+    ToggleTree {
+        metadir: bool,
+        path: String,
+    },
     Response(Response),
 }
 
@@ -158,6 +183,14 @@ impl Reducible for State {
                 s.saved = None;
             }
             Action::Saved(name, bytes) => s.saved = Some((name, bytes)),
+            Action::ToggleTree { metadir, path } => {
+                let tree = if metadir {
+                    &mut s.metadir_tree
+                } else {
+                    &mut s.tree
+                };
+                Rc::make_mut(tree).toggle(&path);
+            }
             Action::Cancelled => {
                 s.cancelled = s.busy.take().map(|(what, _)| what);
                 s.worker_ready = false;
@@ -166,7 +199,7 @@ impl Reducible for State {
                 s.opened = None;
                 // The view goes back to the last one shown, which loads
                 // again once the file is open in the new worker.
-                s.restoring = crate::web::route::requests_for(&s.shown_route).is_some();
+                s.restoring = crate::web::page::route::requests_for(&s.shown_route).is_some();
             }
             Action::Response(r) => {
                 let was_busy = s.busy.is_some();
@@ -189,6 +222,16 @@ impl Reducible for State {
     }
 }
 
+impl State {
+    /// Let go of what was kept of the state browsed (another image, or the
+    /// replayed state, is shown).
+    fn forget_browsed(&mut self) {
+        self.xattr_values = Rc::new(Lru::new(self.caps.xattrs));
+        self.tree = Rc::new(DirTree::new(self.caps.tree));
+        self.metadir_tree = Rc::new(DirTree::new(self.caps.tree));
+    }
+}
+
 fn reduce_response(s: &mut State, r: Response) {
     match r {
         Response::Ready => s.worker_ready = true,
@@ -206,10 +249,8 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ag_map = None;
             s.hex = None;
             s.ag_records = None;
-            s.xattr_values.clear();
+            s.forget_browsed();
             s.view_error = None;
-            s.tree.clear();
-            s.metadir_tree.clear();
             s.log = None;
             s.log_rows = Rc::new(BTreeMap::new());
             s.log_tx = None;
@@ -264,6 +305,12 @@ fn reduce_response(s: &mut State, r: Response) {
         Response::Dir(d) => {
             s.busy = None;
             s.inode = None;
+            let tree = if d.metadir {
+                &mut s.metadir_tree
+            } else {
+                &mut s.tree
+            };
+            Rc::make_mut(tree).show(&d.path);
             s.dir = Some(Rc::from(*d));
         }
         Response::Inode(i) => {
@@ -273,7 +320,8 @@ fn reduce_response(s: &mut State, r: Response) {
         }
         Response::XattrValue { ino, name, value } => {
             s.busy = None;
-            s.xattr_values.insert((ino, name), Rc::new(value));
+            let bytes = u64::try_from(value.len().saturating_add(name.len())).unwrap_or(u64::MAX);
+            Rc::make_mut(&mut s.xattr_values).put((ino, name), Rc::new(value), bytes, |_| false);
         }
         Response::FileChunk { last, .. } | Response::ExportChunk { last, .. } => {
             if last {
@@ -291,17 +339,19 @@ fn reduce_response(s: &mut State, r: Response) {
             } else {
                 &mut s.tree
             };
-            tree.insert(path, error.map_or(Ok(dirs), Err));
+            Rc::make_mut(tree).loaded(path, error.map_or(Ok(dirs), Err));
         }
         Response::Log(l) => {
             s.busy = None;
             s.log = Some(Rc::from(*l));
         }
-        Response::LogRows { rows, .. } => {
+        Response::LogRows { start, rows } => {
             let mut m = (*s.log_rows).clone();
+            let end = u32::try_from(rows.len()).map_or(u32::MAX, |n| start.saturating_add(n));
             for r in rows {
                 m.insert(r.index, r);
             }
+            trim_rows(&mut m, s.caps.log_rows, start..end);
             s.log_rows = Rc::new(m);
         }
         Response::LogTransaction(t) => {
@@ -316,9 +366,7 @@ fn reduce_response(s: &mut State, r: Response) {
             s.ag_map = None;
             s.hex = None;
             s.ag_records = None;
-            s.tree.clear();
-            s.metadir_tree.clear();
-            s.xattr_values.clear();
+            s.forget_browsed();
             if let Some(e) = &r.error {
                 s.view_error = Some(("replay".into(), e.clone()));
             }

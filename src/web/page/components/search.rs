@@ -2,7 +2,9 @@
 //! daddr (`d64`) or a filesystem block (`b100`); Enter goes there. `/`
 //! anywhere on the page focuses it.
 
-use crate::web::route::Route;
+use crate::web::page::context::use_worker_context;
+use crate::web::page::route::Route;
+use crate::web::protocol::Request;
 use crate::xfs::address::{AddrGeometry, Target};
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
@@ -11,8 +13,6 @@ use yew::prelude::*;
 pub struct Props {
     /// The open filesystem's geometry (none before an image is open).
     pub geo: Option<AddrGeometry>,
-    /// Look a path up in the worker; the page goes there when it exists.
-    pub on_path: Callback<String>,
     /// Why the last path looked up cannot be reached.
     #[prop_or_default]
     pub path_error: Option<String>,
@@ -24,7 +24,9 @@ pub fn search(props: &Props) -> Html {
     let onkeydown = {
         let geo = props.geo;
         let error = error.clone();
-        let on_path = props.on_path.clone();
+        // A path is looked up in the worker; the page goes there when it
+        // exists.
+        let worker = use_worker_context();
         Callback::from(move |e: KeyboardEvent| {
             if e.key() != "Enter" {
                 return;
@@ -45,7 +47,7 @@ pub fn search(props: &Props) -> Html {
                     let route = match t {
                         // A path is looked up first; the page goes there
                         // only if it exists.
-                        Target::Path(p) => return on_path.emit(p),
+                        Target::Path(path) => return worker.send(Request::Lookup { path }),
                         Target::Inode(i) => Route::Inode(i),
                         Target::Daddr(d) => Route::Hex(d),
                         Target::Ag(a) => Route::AgMap(a),

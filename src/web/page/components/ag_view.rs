@@ -33,7 +33,7 @@ pub fn ag_list(props: &Props) -> Html {
             { for props.ags.ags.iter().map(|ag| html! {
                 <details class="ag" data-testid="ag" open={ag.agno == 0}>
                     <summary>{ format!("AG {}", ag.agno) }
-                        <a class="small" data-testid="ag-map-link" href={crate::web::route::Route::AgMap(ag.agno).href()}>{ " map " }</a>
+                        <a class="small" data-testid="ag-map-link" href={crate::web::page::route::Route::AgMap(ag.agno).href()}>{ " map " }</a>
                         { for ag.summary.iter().take(4).map(|k| html! { <span class="muted">{ format!(" · {} {}", k.name, k.value) }</span> }) }
                     </summary>
                     if !ag.problems.is_empty() {

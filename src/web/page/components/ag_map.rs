@@ -3,7 +3,7 @@
 //! that names itself on hover and opens its blocks (or its inodes) on a
 //! click or Enter. Zoom shows fewer blocks per row.
 
-use crate::web::route::Route;
+use crate::web::page::route::Route;
 use crate::xfs::agmap::{AgMap, Range, RangeKind};
 use std::rc::Rc;
 use yew::prelude::*;

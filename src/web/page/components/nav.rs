@@ -1,6 +1,6 @@
 //! The tabs and, for paths, the breadcrumb.
 
-use crate::web::route::Route;
+use crate::web::page::route::Route;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]

@@ -1,8 +1,8 @@
 //! A directory's entries, virtualised: only the rows in view are in the DOM,
 //! so a directory of a hundred thousand entries scrolls as easily as ten.
 
+use crate::web::page::route::{join, Route};
 use crate::web::protocol::DirView;
-use crate::web::route::{join, Route};
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
@@ -84,7 +84,7 @@ pub fn dir_list(props: &Props) -> Html {
                 <span class="muted">{ format!(" · inode {} · {} format · ", d.ino, d.format) }<span data-testid="dir-count">{ total }</span>{ " entries" }</span>
                 { " " }<a class="small" href={Route::Inode(d.ino).href()}>{ "inspect inode" }</a>
                 if d.path != "/" {
-                    { " " }<a class="small" data-testid="dir-parent" href={route(crate::web::route::parent(&d.path)).href()}>{ "up to the parent" }</a>
+                    { " " }<a class="small" data-testid="dir-parent" href={route(crate::web::page::route::parent(&d.path)).href()}>{ "up to the parent" }</a>
                 }
             </h2>
             if !d.problems.is_empty() {

@@ -207,14 +207,7 @@ pub fn current() -> Route {
         .unwrap_or(Route::Superblock)
 }
 
-/// Join a directory path and an entry name.
-pub fn join(dir: &str, name: &str) -> String {
-    if dir == "/" || dir.is_empty() {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
+pub use crate::web::page::caches::join;
 
 /// The parent of a path ("/" stays "/").
 pub fn parent(path: &str) -> String {
@@ -245,7 +238,7 @@ pub fn requests_for(route: &Route) -> Option<(String, Vec<crate::web::protocol::
                 agno: *agno,
                 tree: tree.clone(),
                 start: *start,
-                count: crate::web::components::ag_records::PAGE,
+                count: crate::web::page::components::ag_records::PAGE,
             },
         ),
         Route::Hex(daddr) => one(
@@ -275,7 +268,7 @@ pub fn requests_for(route: &Route) -> Option<(String, Vec<crate::web::protocol::
                     section: *section,
                     filter: filter.clone(),
                     start: *start,
-                    count: crate::web::components::replay_diff::PAGE,
+                    count: crate::web::page::components::replay_diff::PAGE,
                 },
             ],
         )),
