@@ -269,53 +269,12 @@ fn exported_image_has_the_kernels_recovered_blocks() {
     assert!(forced.iter().all(|n| names.contains(n)), "{forced:?}");
     assert!(names.len() >= 10, "{names:?}");
     let mut exact = Vec::new();
-    let mut stamps_apart = Vec::new();
     for name in &names {
         let o = blocks_oracle(name);
         let (out, v) = export(name);
         let dirty = std::fs::read(image(name)).unwrap();
         let rec = std::fs::read(&out).unwrap();
         assert_eq!(dirty.len(), rec.len(), "{name}: the export keeps the size");
-        if v["mount"]["eofblocks"]["lsn_known"] == Value::Bool(false)
-            && !v["mount"]["eofblocks"]["trimmed"]
-                .as_array()
-                .unwrap()
-                .is_empty()
-        {
-            // Blocks past the end of files freed after the unlinked
-            // inodes: their checkpoint's LSN is not worked out, so only
-            // the LSN and CRC fields may differ from the kernel's.
-            let sect = usize::from(u16::from_be_bytes([dirty[102], dirty[103]]));
-            let isize = usize::from(u16::from_be_bytes([dirty[104], dirty[105]]));
-            let mut ours = BTreeMap::new();
-            for (i, (a, b)) in dirty
-                .chunks(o.blocksize)
-                .zip(rec.chunks(o.blocksize))
-                .enumerate()
-            {
-                let i = i as u64;
-                if (o.log.0..=o.log.1).contains(&i) || a == b {
-                    continue;
-                }
-                let mut b = b.to_vec();
-                mask_stamps(&mut b, sect, isize);
-                ours.insert(i, format!("{:x}", Sha256::digest(&b)));
-            }
-            let kernel = masked_oracle(name);
-            let differing: Vec<u64> = kernel
-                .keys()
-                .chain(ours.keys())
-                .filter(|b| kernel.get(b) != ours.get(b))
-                .copied()
-                .collect();
-            assert!(
-                differing.is_empty(),
-                "{name}: blocks differ from the kernel's recovered copy, stamps aside: {:?}",
-                &differing[..differing.len().min(10)]
-            );
-            stamps_apart.push(name.clone());
-            continue;
-        }
         let left = mount_work_left(&v);
         let differing = blocks_differing_from_the_kernels(name, &o, &dirty, &rec);
         // Mount-time work after recovered intents (unlinked inodes, CoW
@@ -353,10 +312,7 @@ fn exported_image_has_the_kernels_recovered_blocks() {
         }
     }
     assert!(exact.len() >= 8, "byte-identical: {exact:?}");
-    assert!(
-        stamps_apart.iter().all(|n| !forced.contains(n)),
-        "{stamps_apart:?}"
-    );
+
     assert!(
         forced.iter().all(|n| exact.contains(n)),
         "byte-identical: {exact:?}, forced: {forced:?}"
@@ -825,17 +781,71 @@ fn extents_an_exchange_brings_past_the_in_memory_size_are_freed_after_the_mount(
         sb["fdblocks"].as_u64().unwrap(),
         db_field(oracle_section(&db, "sb"), "fdblocks")
     );
-    // Where the unlinked inodes' work came before, the LSN of this
-    // checkpoint is not worked out, and replay says so.
-    assert_eq!(e["lsn_known"], false, "{e}");
-    assert!(
-        v["mount"]["notes"].as_array().unwrap().iter().any(|n| n
-            .as_str()
-            .unwrap()
-            .contains("past the end of files carry the LSN")),
-        "{}",
-        v["mount"]["notes"]
-    );
+    // The unlinked inodes' work came before, in a checkpoint whose size
+    // gives this one's LSN: the export is byte for byte the kernel's copy
+    // (exported_image_has_the_kernels_recovered_blocks).
+    assert_eq!(e["lsn_known"], true, "{e}");
+}
+
+/// The unlinked inodes' work is one checkpoint, after the intents' one
+/// (at the head without intents); the blocks that later work changes carry
+/// the LSN of the next. It takes as many log blocks as the kernel's
+/// (`NAME.recovered-ckpts.txt`: where each checkpoint the kernel's mount
+/// wrote starts, from xfs_logprint of its recovered copy): buffers with
+/// every chunk logged since the replayed image, cancelled buffers for the
+/// blocks freed or dropped, each freed inode's core, the unlinked pointers
+/// logged in inode cluster buffers. One image is not matched yet:
+/// diff-d9146 (56 inodes freed, reflinked files among them), where the
+/// kernel also logs two refcountbt blocks whose bytes do not change and
+/// two more cancelled buffers: 164 log blocks, 162 here.
+#[test]
+fn the_unlinked_inodes_checkpoint_takes_the_kernels_log_blocks() {
+    const NOT_YET: &[&str] = &["diff-d9146"];
+    let mut off = Vec::new();
+    let names = fixtures_with("recovered-ckpts.txt");
+    assert!(names.len() >= 10, "{names:?}");
+    let mut checked = Vec::new();
+    for name in &names {
+        let v = replay_json(image(name).to_str().unwrap());
+        let c = &v["mount"]["unlinked_freed"]["checkpoint"];
+        if c.is_null() {
+            continue;
+        }
+        let starts: Vec<(u64, u64)> = oracle(name, "recovered-ckpts.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let (a, b) = l.trim().split_once(':').unwrap();
+                (a.parse().unwrap(), b.parse().unwrap())
+            })
+            .collect();
+        let at = (
+            c["lsn"]["cycle"].as_u64().unwrap(),
+            c["lsn"]["block"].as_u64().unwrap(),
+        );
+        let k = starts
+            .iter()
+            .position(|s| *s == at)
+            .unwrap_or_else(|| panic!("{name}: no kernel checkpoint at {at:?}: {starts:?}"));
+        let next = starts[k + 1];
+        let o = blocks_oracle(name);
+        let log_bbs = (o.log.1 - o.log.0 + 1) * o.blocksize as u64 / 512;
+        let kernel = if next.0 == at.0 {
+            next.1 - at.1
+        } else {
+            log_bbs - at.1 + next.1
+        };
+        if c["blocks"].as_u64().unwrap() != kernel {
+            off.push(format!(
+                "{name}: {} blocks, the kernel's {kernel}",
+                c["blocks"]
+            ));
+            assert!(NOT_YET.contains(&name.as_str()), "{off:?}");
+            continue;
+        }
+        checked.push(name.clone());
+    }
+    assert!(checked.len() >= 9, "{checked:?}, not matched: {off:?}");
 }
 
 #[test]

@@ -59,6 +59,17 @@ impl Overlay {
         self.undo = Some(BTreeMap::new());
     }
 
+    /// What sector `at` held when recording began, where it was written
+    /// since: `Some(Some(bytes))`, or `Some(None)` if it was not in the
+    /// overlay then (the image's own bytes). `None`: not written since (or
+    /// not recording).
+    pub fn recorded(&self, at: u64) -> Option<Option<&[u8; 512]>> {
+        self.undo
+            .as_ref()
+            .and_then(|u| u.get(&at))
+            .map(|o| o.as_deref())
+    }
+
     /// Stop remembering (and forget what was remembered).
     pub fn stop_undo(&mut self) {
         self.undo = None;

@@ -44,6 +44,34 @@ pub(super) fn read<R: ReadAt>(
     Ok(b)
 }
 
+/// [`read`] as the bytes were when `ov` began recording (before the
+/// mount-time work: the replayed image).
+pub(super) fn read_recorded<R: ReadAt>(
+    fs: &Fs<R>,
+    ov: &Overlay,
+    what: &'static str,
+    off: u64,
+    len: u64,
+) -> Result<Vec<u8>> {
+    let disk = fs.img.read_disk(what, off, len)?;
+    let mut b = disk.clone();
+    ov.apply_to(off, &mut b);
+    for (i, sector) in b.chunks_mut(512).enumerate() {
+        let at = (off / 512).saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
+        match ov.recorded(at) {
+            Some(Some(old)) => sector.copy_from_slice(&old[..sector.len()]),
+            Some(None) => {
+                let from = i.saturating_mul(512);
+                if let Some(d) = disk.get(from..from.saturating_add(sector.len())) {
+                    sector.copy_from_slice(d);
+                }
+            }
+            None => {}
+        }
+    }
+    Ok(b)
+}
+
 /// Sum the AG headers of the replayed filesystem.
 pub fn counters<R: ReadAt>(fs: &Fs<R>, ov: &Overlay) -> Result<(Counters, Vec<Unlinked>)> {
     let g = &fs.geo;

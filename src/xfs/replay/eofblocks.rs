@@ -23,6 +23,8 @@
 //! This is the kernel's own behaviour after its recovery (seen on the
 //! differential run d9134: an exchange of 185 blocks finished at mount,
 //! then 30 of the extents it brought into the file freed at unmount).
+//! Its checkpoint comes after the unlinked inodes' one (`unlinked.rs`
+//! works out that one's size), or right after the intents' one.
 
 use super::ag::{EditError, EditResult};
 use super::bmap::ForkEditor;
@@ -71,11 +73,9 @@ pub struct EofReport {
     /// Why it stopped, where it did (the rest left as they were).
     pub not_done: Option<String>,
     pub work_items: u64,
-    /// Whether the blocks changed carry the LSN the kernel gives them: its
-    /// checkpoint follows the intents' one when the mount freed no
-    /// unlinked inode and no CoW extent; after such work it follows a
-    /// checkpoint whose size this tool does not work out, and the blocks
-    /// carry that work's LSN instead.
+    /// Whether the LSN the blocks carry follows from checkpoint sizes this
+    /// tool works out: not where the checkpoint before freed CoW staging
+    /// extents or kept an inode whose inactivation failed.
     pub lsn_known: bool,
 }
 

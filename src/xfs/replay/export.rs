@@ -419,7 +419,12 @@ pub fn plan<R: ReadAt>(
     // Then the inodes on the AGI unlinked lists (only once every intent
     // is finished, as the kernel's order requires).
     let (unlinked, busy) = if intents.not_finished.is_none() {
-        let (u, b) = super::unlinked::process(fs, &mut overlay, later)?;
+        let (mut u, b) = super::unlinked::process(fs, &mut overlay, later, &intents.ag_touched)?;
+        if !u.freed.is_empty() {
+            let mut c = super::ckpt::checkpoint(&u.logged, w);
+            c.lsn = Some(later);
+            u.checkpoint = Some(c);
+        }
         (Some(u), b)
     } else {
         (None, super::defer::Busy::new())
@@ -430,16 +435,22 @@ pub fn plan<R: ReadAt>(
     // Last, once the mount is done, the inodes recovery read are let go
     // of, and what lies past their in-memory size is freed.
     let eofblocks = if intents.not_finished.is_none() {
-        let mut e = super::eofblocks::free(fs, &mut overlay, &loaded, later)?;
-        let mount_work = unlinked
-            .as_ref()
-            .is_some_and(|u| !u.freed.is_empty() || !u.kept.is_empty())
-            || !cow.freed.is_empty();
+        // Its checkpoint follows the unlinked inodes' one, if there was
+        // such work: that checkpoint's size gives its LSN.
+        let at = match unlinked.as_ref().and_then(|u| u.checkpoint.as_ref()) {
+            Some(c) => super::ckpt::advance(later, c.blocks, loc.len_bbs),
+            None => later,
+        };
+        let mut e = super::eofblocks::free(fs, &mut overlay, &loaded, at)?;
+        // Not worked out: the sizes of checkpoints with CoW staging
+        // extents freed, or an inode whose inactivation failed.
+        let mount_work =
+            unlinked.as_ref().is_some_and(|u| !u.kept.is_empty()) || !cow.freed.is_empty();
         e.lsn_known = !mount_work;
         if !e.trimmed.is_empty() && mount_work {
             notes.push(format!(
-                "the blocks freed past the end of files carry the LSN {}:{} of the unlinked inodes' work; the kernel writes them in the checkpoint after that one, whose size this tool does not work out: their LSN and CRC fields differ from the kernel's",
-                later.cycle, later.block
+                "the blocks freed past the end of files carry the LSN {}:{}; the kernel writes them in the checkpoint after the one that freed CoW staging extents or kept an inode whose inactivation failed, whose size this tool does not work out: their LSN and CRC fields may differ from the kernel's",
+                at.cycle, at.block
             ));
         }
         Some(e)

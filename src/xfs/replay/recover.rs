@@ -67,6 +67,10 @@ pub struct IntentReport {
     /// before it (else at the head).
     #[serde(skip)]
     pub last_start: Option<Lsn>,
+    /// The chunks the work wrote of each AG btree block it changed (by
+    /// daddr): a later checkpoint that logs the block again logs them too.
+    #[serde(skip)]
+    pub ag_touched: Vec<(u64, std::collections::BTreeSet<usize>)>,
 }
 
 /// The work one intent asks for, in the order the kernel does it.
@@ -659,6 +663,7 @@ pub fn recover_in<R: ReadAt>(
                 rep.finished = intents.iter().map(|u| u.id).collect();
                 rep.work_items = engine.done.saturating_add(forks.done);
                 let changes = engine.changed()?;
+                rep.ag_touched = engine.touched()?;
                 let stale = engine.stale()?;
                 match shape {
                     Some((w, len))

@@ -62,7 +62,7 @@ use crate::xfs::replay::ag::damaged;
 use crate::xfs::types::{FsBlock, Ino, Lsn};
 use core::mem::offset_of;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The replayed state as a readable image.
@@ -105,6 +105,13 @@ pub struct UnlinkedReport {
     pub work_items: u64,
     /// AGs that inodes still listed (or their blocks) live in.
     pub ags_of_left: Vec<u32>,
+    /// The log items the kernel writes for this work, in the checkpoint
+    /// after the intents' one ([`logged_items`]).
+    #[serde(skip)]
+    pub logged: Vec<super::ckpt::Item>,
+    /// That checkpoint laid out as the kernel writes it, at its LSN (set
+    /// by the export, which knows the log's writer).
+    pub checkpoint: Option<super::ckpt::Checkpoint>,
 }
 
 /// An inode left on its unlinked list, as the kernel leaves it.
@@ -198,6 +205,12 @@ struct Ctx<'a, 'f, R: ReadAt> {
     /// Inode bytes to write (inodes of chunks kept).
     inodes: BTreeMap<u64, (u64, Vec<u8>)>,
     chunks_freed: Vec<(u32, u32)>,
+    /// Inodes freed whose di_next_unlinked the removal set to null (it
+    /// was not): the kernel logs that word in the inode's cluster buffer.
+    next_logged: Vec<u64>,
+    /// Blocks of a fork invalidated (bmbt blocks freed, attr blocks
+    /// dropped): each logged as a cancelled buffer.
+    invalidated: u64,
 }
 
 impl<R: ReadAt> Ctx<'_, '_, R> {
@@ -212,7 +225,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
     /// root only, the first call left out when `first_logs_core` (the
     /// data fork's truncate logs the new size before its first call).
     fn unmap_calls(
-        &self,
+        &mut self,
         ino: u64,
         attr: bool,
         reflinked: bool,
@@ -261,6 +274,14 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 });
             }
             work.extend(call.after);
+            // Each bmbt block freed is invalidated (xfs_btree_free_block).
+            let bmbt = work
+                .iter()
+                .filter(|w| matches!(w, Work::Free { owner: FreeOwner::Known(r), .. } if r.bmbt))
+                .count();
+            self.invalidated = self
+                .invalidated
+                .saturating_add(u64::try_from(bmbt).unwrap_or(0));
             out.push(work);
         }
         Ok((out, root_first))
@@ -268,7 +289,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
 
     /// The rolls `xfs_attr3_root_inactive` makes over an attr fork in
     /// blocks: one per child of every node (depth first), one for the root.
-    fn attr_invalidation_rolls(&self, inode: &crate::xfs::inode::Inode) -> EditResult<u64> {
+    fn attr_invalidation_rolls(&self, inode: &crate::xfs::inode::Inode) -> EditResult<(u64, u64)> {
         use crate::xfs::attr::AttrGeometry;
         use crate::xfs::bmap::WhichFork;
         use crate::xfs::dabtree::{parse_node, read_da_block, InodeFork};
@@ -328,7 +349,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 }
             }
         }
-        Ok(rolls)
+        Ok((rolls, visited))
     }
 
     /// `xfs_inactive` then `xfs_ifree` for one inode; returns the inode
@@ -347,6 +368,9 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             );
         }
         let next = core.next_unlinked;
+        if next != NULLAGINO {
+            self.next_logged.push(ino);
+        }
         let g = &self.fs.geo;
         let ftype = core.mode & 0o170000;
         let reflink = core.flags2_or_zero() & (1 << 1) != 0;
@@ -422,7 +446,11 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
                 // with the truncate above committed, and the inode stays
                 // on its list (xfs_inactive returns the error).
                 let rolls = match self.attr_invalidation_rolls(&inode) {
-                    Ok(r) => r,
+                    Ok((r, blocks)) => {
+                        // xfs_trans_binval on every block of the tree.
+                        self.invalidated = self.invalidated.saturating_add(blocks);
+                        r
+                    }
                     Err(e) => {
                         let why = e.to_string();
                         self.keep_inode(&inode, zero_size, txs.saturating_sub(1))?;
@@ -699,6 +727,7 @@ pub fn process<R: ReadAt>(
     fs: &Fs<R>,
     ov: &mut Overlay,
     lsn: Lsn,
+    intents_touched: &[(u64, BTreeSet<usize>)],
 ) -> Result<(UnlinkedReport, super::defer::Busy)> {
     let mut rep = UnlinkedReport::default();
     let g = fs.geo;
@@ -712,6 +741,8 @@ pub fn process<R: ReadAt>(
             engine: Engine::new(fs, &*ov),
             inodes: BTreeMap::new(),
             chunks_freed: Vec::new(),
+            next_logged: Vec::new(),
+            invalidated: 0,
         };
         let mut stop: Option<String> = None;
         'ags: for agno in 0..g.agcount {
@@ -784,6 +815,7 @@ pub fn process<R: ReadAt>(
         rep.not_freed = stop;
         rep.work_items = cx.engine.done;
         rep.chunks_freed = cx.chunks_freed.clone();
+        rep.logged = logged_items(&cx, ov, &rep, intents_touched)?;
         let inodes = cx.inodes;
         (
             cx.engine.changed()?,
@@ -840,6 +872,117 @@ pub fn process<R: ReadAt>(
     }
     rep.ags_of_left = ags.into_iter().collect();
     Ok((rep, busy))
+}
+
+/// The log items of the unlinked inodes' checkpoint, as the kernel
+/// formats them (see `ckpt.rs`):
+///
+/// * every AG block the work changed: a btree block with every chunk its
+///   buffer item holds dirty, those written in the intents' checkpoint
+///   too (nothing was written back between); an AG header with the
+///   chunks changed since the replayed image, if this work changed it;
+/// * a cancelled buffer for each AG btree block freed, each fork block
+///   invalidated (bmbt blocks freed, attr blocks dropped) and each inode
+///   cluster of a chunk freed;
+/// * for each inode freed outside a freed chunk whose di_next_unlinked
+///   pointed on, that word in its cluster buffer (`xfs_iunlink_log_dinode`);
+/// * each inode freed: its format and core (an empty fork logs nothing).
+fn logged_items<R: ReadAt>(
+    cx: &Ctx<'_, '_, R>,
+    ov: &Overlay,
+    rep: &UnlinkedReport,
+    intents_touched: &[(u64, BTreeSet<usize>)],
+) -> Result<Vec<super::ckpt::Item>> {
+    use super::ckpt::{buf_item, changed_chunks, inode_item, stale_buf_item};
+    let fs = cx.fs;
+    let g = &fs.geo;
+    let mut out = Vec::new();
+    let touched = cx.engine.touched()?;
+    for (daddr, data) in cx.engine.changed()? {
+        let len = u64::try_from(data.len()).unwrap_or(0);
+        let off = daddr.saturating_mul(512);
+        let dirty = match touched.iter().find(|(d, _)| *d == daddr) {
+            Some((_, t)) => {
+                let mut t = t.clone();
+                if let Some((_, i)) = intents_touched.iter().find(|(d, _)| *d == daddr) {
+                    t.extend(i.iter().copied());
+                }
+                t
+            }
+            None => {
+                if super::counters::read(fs, ov, "logged block", off, len)? == data {
+                    continue;
+                }
+                let before = super::counters::read_recorded(fs, ov, "logged block", off, len)?;
+                let unlogged = if g.v5 {
+                    super::ag::ag_stamp(&data).unlogged()
+                } else {
+                    Vec::new()
+                };
+                changed_chunks(&before, &data, &unlogged)
+            }
+        };
+        out.extend(buf_item(data.len(), &dirty));
+    }
+    for (_, n) in cx.engine.cancels()? {
+        out.push(stale_buf_item(
+            usize::try_from(n.saturating_mul(512)).unwrap_or(0),
+        ));
+    }
+    let bs = usize::try_from(g.blocksize).unwrap_or(0);
+    for _ in 0..cx.invalidated {
+        out.push(stale_buf_item(bs));
+    }
+    // Inode clusters (xfs_icluster_size_fsb): 8 KiB of 256-byte inodes,
+    // scaled by the inode size on v5 where the alignment allows, at least
+    // a block.
+    let isize = u64::from(g.inodesize);
+    let mut raw = 8192u64;
+    if g.v5 {
+        let scaled = raw.saturating_mul(isize / 256);
+        if u64::from(fs.sb.inoalignmt).saturating_mul(u64::from(g.blocksize)) >= scaled {
+            raw = scaled;
+        }
+    }
+    let cluster = raw.max(u64::from(g.blocksize));
+    let per_cluster = (cluster / isize.max(1)).max(1);
+    let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
+    let in_freed_chunk = |ino: u64| {
+        let agno = u32::try_from(ino >> shift).unwrap_or(u32::MAX);
+        let agino = u32::try_from(ino & ((1u64 << shift) - 1)).unwrap_or(u32::MAX);
+        rep.chunks_freed
+            .iter()
+            .any(|(a, start)| *a == agno && (*start..start.saturating_add(64)).contains(&agino))
+    };
+    for (_, start) in &rep.chunks_freed {
+        let _ = start;
+        for _ in 0..(64 / per_cluster).max(1) {
+            out.push(stale_buf_item(usize::try_from(cluster).unwrap_or(0)));
+        }
+    }
+    let mut clusters: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
+    for ino in &cx.next_logged {
+        if in_freed_chunk(*ino) || !rep.freed.contains(ino) {
+            continue;
+        }
+        let Ok(off) = fs.inode_offset(Ino(*ino)) else {
+            continue;
+        };
+        let first = off - off % cluster;
+        let at =
+            usize::try_from(off - first).unwrap_or(0) + offset_of!(XfsDinode, di_next_unlinked);
+        clusters
+            .entry(first)
+            .or_default()
+            .extend(super::ckpt::chunks_of(at, 4));
+    }
+    for dirty in clusters.values() {
+        out.extend(buf_item(usize::try_from(cluster).unwrap_or(0), dirty));
+    }
+    for _ in &rep.freed {
+        out.push(inode_item(g.v5, None, None));
+    }
+    Ok(out)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

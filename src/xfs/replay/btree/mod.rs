@@ -378,7 +378,10 @@ pub trait Btree: BtreeOps {
         let n = count.saturating_mul(len);
         let lo = src.min(dst);
         let end = src.max(dst).saturating_add(n);
-        self.logged(bno, lo, end.saturating_sub(lo));
+        // The kernel logs where the entries went (xfs_btree_log_recs,
+        // _keys, _ptrs over the destination): after a shift to the left,
+        // the slot the last entry left is not logged.
+        self.logged(bno, dst, n);
         match self.block_mut(bno) {
             Some(b) if end <= b.len() => {
                 b.copy_within(src..src.saturating_add(n), dst);
