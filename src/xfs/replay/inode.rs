@@ -459,6 +459,19 @@ fn bmbt_to_bmdr(
     Ok(())
 }
 
+/// The inode core laid over the first bytes of `b`, to write through;
+/// a buffer shorter than the v3 core is a write past its end.
+pub(super) fn core_mut(b: &mut [u8]) -> Result<&mut XfsDinode, WritePastEnd> {
+    let block_len = b.len();
+    XfsDinode::mut_from_prefix(b)
+        .map(|(d, _)| d)
+        .map_err(|_| WritePastEnd {
+            off: 0,
+            len: size_of::<XfsDinode>(),
+            block_len,
+        })
+}
+
 /// `xfs_log_dinode_to_disk`, into the on-disk inode `to` (through its
 /// layout: only a buffer shorter than the v3 core fails).
 fn log_dinode_to_disk(
@@ -468,14 +481,7 @@ fn log_dinode_to_disk(
     lsn: u64,
     flushiter_reset: bool,
 ) -> Result<(), WritePastEnd> {
-    let block_len = to.len();
-    let Ok((d, _)) = XfsDinode::mut_from_prefix(to) else {
-        return Err(WritePastEnd {
-            off: 0,
-            len: size_of::<XfsDinode>(),
-            block_len,
-        });
-    };
+    let d = core_mut(to)?;
     let u16_at = |off: usize| U16::new(o.u16(from, off).unwrap_or(0));
     let u32_at = |off: usize| U32::new(o.u32(from, off).unwrap_or(0));
     let u64_at = |off: usize| U64::new(u64_of(o, from, off).unwrap_or(0));
@@ -562,14 +568,7 @@ pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &Fs<R>, b: &mut [u8]) -> Result
     if fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
         return Ok(());
     }
-    let block_len = b.len();
-    let Ok((d, _)) = XfsDinode::mut_from_prefix(b) else {
-        return Err(WritePastEnd {
-            off: 0,
-            len: size_of::<XfsDinode>(),
-            block_len,
-        });
-    };
+    let d = core_mut(b)?;
     let flags2 = d.di_flags2.get();
     if d.di_version != 3 || flags2 & XFS_DIFLAG2_BIGTIME != 0 {
         return Ok(());

@@ -71,9 +71,8 @@ use crate::xfs::log::items::{ItemKind, MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::block_len;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
-use core::mem::{offset_of, size_of};
+use core::mem::offset_of;
 use std::collections::{BTreeSet, VecDeque};
-use zerocopy::FromBytes;
 
 /// The flags recovery takes from the XMI.
 const PARAMS: u64 = XFS_EXCHMAPS_ATTR_FORK | XFS_EXCHMAPS_SET_SIZES | XFS_EXCHMAPS_INO1_WRITTEN;
@@ -730,13 +729,7 @@ fn to_local<R: ReadAt>(
     log_core(forks, tx, ino, |b| {
         let nrext64 = flags2(b) & XFS_DIFLAG2_NREXT64 != 0;
         let block_len = b.len();
-        let Ok((d, _)) = XfsDinode::mut_from_prefix(&mut *b) else {
-            return Err(WritePastEnd {
-                off: 0,
-                len: size_of::<XfsDinode>(),
-                block_len,
-            });
-        };
+        let d = super::inode::core_mut(b)?;
         d.di_format = XFS_DINODE_FMT_LOCAL;
         if let Some(s) = t.size {
             d.di_size.set(s);
