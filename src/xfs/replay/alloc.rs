@@ -231,7 +231,7 @@ impl<R: ReadAt> AgStore<'_, R> {
             let free = self
                 .agf_u32(offset_of!(XfsAgf, agf_freeblks))
                 .saturating_sub(len);
-            self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free);
+            self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free)?;
             for b in bno..bno.saturating_add(len) {
                 self.put_freelist_ex(b, false)?;
             }
@@ -538,7 +538,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         let free = self
             .agf_u32(offset_of!(XfsAgf, agf_freeblks))
             .saturating_add(len);
-        self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free)?;
         Ok(())
     }
 
@@ -613,7 +613,7 @@ impl<R: ReadAt> AgStore<'_, R> {
         let free = self
             .agf_u32(offset_of!(XfsAgf, agf_freeblks))
             .saturating_sub(got);
-        self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_freeblks), free)?;
         Ok(Some(bno))
     }
 

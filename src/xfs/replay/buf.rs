@@ -11,7 +11,7 @@
 //!                          the LSN and recomputes the CRC when it is written
 //! ```
 
-use super::{put_be64, put_crc, ReadAt, Stamp, State};
+use super::{put_crc, set_be64, ReadAt, Stamp, State};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::ag::{
     XfsAgf, XfsAgfl, XfsAgi, XFS_AGFL_CRC_OFF, XFS_AGFL_MAGIC, XFS_AGF_CRC_OFF, XFS_AGF_MAGIC,
@@ -196,8 +196,11 @@ pub fn apply_stamp(b: &mut [u8], stamp: Stamp, lsn: u64) -> bool {
             if crc_off.saturating_add(4) > b.len() {
                 return false;
             }
+            // A block too short for its header's LSN is left alone too.
             if let Some(o) = lsn_off {
-                put_be64(b, o, lsn);
+                if set_be64(b, o, lsn).is_err() {
+                    return false;
+                }
             }
             put_crc(b, crc_off);
             true

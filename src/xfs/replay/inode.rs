@@ -14,18 +14,21 @@
 //! form to the on-disk `bmdr` form, whose pointer array sits after as
 //! many key slots as the fork can hold.
 
-use super::{put_be16, put_be32, put_be64, put_crc, u64_of, ReadAt, State};
+use super::{put_crc, set_be16, set_be32, set_be64, u64_of, ReadAt, State, WritePastEnd};
 use crate::xfs::error::{Error, Location, Result};
 use crate::xfs::format::dinode::*;
 use crate::xfs::format::dinode::{XfsBmdrBlock, XfsBtreeBlockLong, XfsDinode, XfsDinodeV2};
 use crate::xfs::format::log::*;
 use crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_BIGTIME;
-use crate::xfs::fs::{be64, Fs};
+use crate::xfs::fs::Fs;
 use crate::xfs::image::Overlay;
 use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::{InodeItem, Order};
+use crate::xfs::replay::block_len;
 use crate::xfs::types::Lsn;
-use core::mem::offset_of;
+use core::mem::{offset_of, size_of};
+use zerocopy::byteorder::big_endian::{U16, U32, U64};
+use zerocopy::FromBytes;
 
 fn corrupt(daddr: u64, detail: String) -> Error {
     Error::corrupt("log inode item", Location::Daddr { daddr }, detail)
@@ -212,11 +215,12 @@ pub fn commit_pass2<R: ReadAt>(
             ),
         ));
     }
-    log_dinode_to_disk(order, ld, dip, lsn, flushiter_reset);
+    let written = |w: WritePastEnd| w.in_structure("inode", daddr);
+    log_dinode_to_disk(order, ld, dip, lsn, flushiter_reset).map_err(written)?;
     let fields = ii.fields;
     if fields & XFS_ILOG_DEV != 0 {
         let lit = dinode_size(dip);
-        put_be32(dip, lit, ii.rdev.unwrap_or(0));
+        set_be32(dip, lit, ii.rdev.unwrap_or(0)).map_err(written)?;
     }
     let declared = it.total;
     if declared > 2 {
@@ -229,7 +233,9 @@ pub fn commit_pass2<R: ReadAt>(
             let src = region(it, 2, daddr, ino)?;
             match fields & XFS_ILOG_DFORK {
                 XFS_ILOG_DDATA | XFS_ILOG_DEXT => copy_into(dip, lit, src),
-                XFS_ILOG_DBROOT => bmbt_to_bmdr(src, dip, lit, dsize, st.geo.v5),
+                XFS_ILOG_DBROOT => {
+                    bmbt_to_bmdr(src, dip, lit, dsize, st.geo.v5).map_err(written)?
+                }
                 _ => {}
             }
         }
@@ -241,7 +247,9 @@ pub fn commit_pass2<R: ReadAt>(
                     let n = src.len().min(asize);
                     copy_into(dip, aoff, src.get(..n).unwrap_or(src));
                 }
-                XFS_ILOG_ABROOT => bmbt_to_bmdr(src, dip, aoff, asize, st.geo.v5),
+                XFS_ILOG_ABROOT => {
+                    bmbt_to_bmdr(src, dip, aoff, asize, st.geo.v5).map_err(written)?
+                }
                 _ => {
                     return Err(corrupt(
                         daddr,
@@ -312,7 +320,7 @@ fn change_owners<R: ReadAt>(
             continue;
         };
         let hdr = XFS_BTREE_LBLOCK_CRC_LEN;
-        let bs = usize::try_from(st.geo.blocksize).unwrap_or(4096);
+        let bs = block_len(&st.geo);
         let bmaxr = bs.saturating_sub(hdr) / 16;
         let len = st.geo.blocksize / 512;
         let mut visited = 0u64;
@@ -341,7 +349,8 @@ fn change_owners<R: ReadAt>(
                     .unwrap_or(u64::MAX);
                 if crate::xfs::fs::be64(&b, offset_of!(XfsBtreeBlockLong, bb_owner)) != Some(ii.ino)
                 {
-                    put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_owner), ii.ino);
+                    set_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_owner), ii.ino)
+                        .map_err(|w| w.in_structure("bmbt block", daddr))?;
                     let s = if was_dirty && stamp != super::Stamp::None {
                         stamp
                     } else {
@@ -419,7 +428,13 @@ fn dfork_asize(dip: &[u8], isize: usize) -> usize {
 /// `xfs_bmbt_to_bmdr`: level and record count, then `numrecs` keys and
 /// pointers; the source's pointers follow as many key slots as its
 /// region holds, the destination's as many as the fork holds.
-fn bmbt_to_bmdr(src: &[u8], dip: &mut [u8], fork: usize, fork_len: usize, v5: bool) {
+fn bmbt_to_bmdr(
+    src: &[u8],
+    dip: &mut [u8],
+    fork: usize,
+    fork_len: usize,
+    v5: bool,
+) -> Result<(), WritePastEnd> {
     let hdr = if v5 {
         XFS_BTREE_LBLOCK_CRC_LEN
     } else {
@@ -427,8 +442,8 @@ fn bmbt_to_bmdr(src: &[u8], dip: &mut [u8], fork: usize, fork_len: usize, v5: bo
     };
     let level = crate::xfs::fs::be16(src, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(0);
     let numrecs = crate::xfs::fs::be16(src, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0);
-    put_be16(dip, fork, level);
-    put_be16(dip, fork.saturating_add(2), numrecs);
+    set_be16(dip, fork, level)?;
+    set_be16(dip, fork.saturating_add(2), numrecs)?;
     let src_max = src.len().saturating_sub(hdr) / 16;
     let dst_max = fork_len.saturating_sub(4) / 16;
     let n = usize::from(numrecs);
@@ -441,215 +456,134 @@ fn bmbt_to_bmdr(src: &[u8], dip: &mut [u8], fork: usize, fork_len: usize, v5: bo
         .saturating_add(4)
         .saturating_add(dst_max.saturating_mul(8));
     copy_into(dip, dp, src_ptrs);
+    Ok(())
 }
 
-/// `xfs_log_dinode_to_disk`, into the on-disk inode `to`.
-fn log_dinode_to_disk(o: Order, from: &[u8], to: &mut [u8], lsn: u64, flushiter_reset: bool) {
-    let u16_at = |off: usize| o.u16(from, off).unwrap_or(0);
-    let u32_at = |off: usize| o.u32(from, off).unwrap_or(0);
-    let u64_at = |off: usize| u64_of(o, from, off).unwrap_or(0);
-    let version = from.get(4).copied().unwrap_or(0);
+/// The inode core laid over the first bytes of `b`, to write through;
+/// a buffer shorter than the v3 core is a write past its end.
+pub(super) fn core_mut(b: &mut [u8]) -> Result<&mut XfsDinode, WritePastEnd> {
+    let block_len = b.len();
+    XfsDinode::mut_from_prefix(b)
+        .map(|(d, _)| d)
+        .map_err(|_| WritePastEnd {
+            off: 0,
+            len: size_of::<XfsDinode>(),
+            block_len,
+        })
+}
+
+/// `xfs_log_dinode_to_disk`, into the on-disk inode `to` (through its
+/// layout: only a buffer shorter than the v3 core fails).
+fn log_dinode_to_disk(
+    o: Order,
+    from: &[u8],
+    to: &mut [u8],
+    lsn: u64,
+    flushiter_reset: bool,
+) -> Result<(), WritePastEnd> {
+    let d = core_mut(to)?;
+    let u16_at = |off: usize| U16::new(o.u16(from, off).unwrap_or(0));
+    let u32_at = |off: usize| U32::new(o.u32(from, off).unwrap_or(0));
+    let u64_at = |off: usize| U64::new(u64_of(o, from, off).unwrap_or(0));
+    let byte_at = |off: usize| from.get(off).copied().unwrap_or(0);
+    let version = byte_at(offset_of!(XfsDinode, di_version));
     let flags2 = if version >= 3 {
-        u64_at(offset_of!(XfsDinode, di_flags2))
+        u64_at(offset_of!(XfsDinode, di_flags2)).get()
     } else {
         0
     };
     let bigtime = version >= 3 && flags2 & XFS_DIFLAG2_BIGTIME != 0;
-    let ts = |to: &mut [u8], off: usize| {
+    // A bigtime stamp is one 64-bit count; else seconds and nanoseconds,
+    // two 32-bit halves each in the writer's order.
+    let ts = |off: usize| {
         if bigtime {
-            put_be64(to, off, u64_at(off));
+            u64_at(off)
         } else {
-            put_be32(to, off, u32_at(off));
-            put_be32(to, off.saturating_add(4), u32_at(off.saturating_add(4)));
+            let [a, b, c, e] = u32_at(off).get().to_be_bytes();
+            let [f, g, h, i] = u32_at(off.saturating_add(4)).get().to_be_bytes();
+            U64::new(u64::from_be_bytes([a, b, c, e, f, g, h, i]))
         }
     };
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_magic),
-        u16_at(offset_of!(XfsDinode, di_magic)),
-    );
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_mode),
-        u16_at(offset_of!(XfsDinode, di_mode)),
-    );
-    if let Some(b) = to.get_mut(4) {
-        *b = version;
-    }
-    if let Some(b) = to.get_mut(5) {
-        *b = from.get(5).copied().unwrap_or(0);
-    }
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_metatype),
-        u16_at(offset_of!(XfsDinode, di_metatype)),
-    );
-    put_be32(
-        to,
-        offset_of!(XfsDinode, di_uid),
-        u32_at(offset_of!(XfsDinode, di_uid)),
-    );
-    put_be32(
-        to,
-        offset_of!(XfsDinode, di_gid),
-        u32_at(offset_of!(XfsDinode, di_gid)),
-    );
-    put_be32(
-        to,
-        offset_of!(XfsDinode, di_nlink),
-        u32_at(offset_of!(XfsDinode, di_nlink)),
-    );
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_projid_lo),
-        u16_at(offset_of!(XfsDinode, di_projid_lo)),
-    );
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_projid_hi),
-        u16_at(offset_of!(XfsDinode, di_projid_hi)),
-    );
-    ts(to, offset_of!(XfsDinode, di_atime));
-    ts(to, offset_of!(XfsDinode, di_mtime));
-    ts(to, offset_of!(XfsDinode, di_ctime));
-    put_be64(
-        to,
-        offset_of!(XfsDinode, di_size),
-        u64_at(offset_of!(XfsDinode, di_size)),
-    );
-    put_be64(
-        to,
-        offset_of!(XfsDinode, di_nblocks),
-        u64_at(offset_of!(XfsDinode, di_nblocks)),
-    );
-    put_be32(
-        to,
-        offset_of!(XfsDinode, di_extsize),
-        u32_at(offset_of!(XfsDinode, di_extsize)),
-    );
-    if let Some(b) = to.get_mut(82) {
-        *b = from.get(82).copied().unwrap_or(0);
-    }
-    if let Some(b) = to.get_mut(83) {
-        *b = from.get(83).copied().unwrap_or(0);
-    }
-    put_be32(
-        to,
-        offset_of!(XfsDinode, di_dmevmask),
-        u32_at(offset_of!(XfsDinode, di_dmevmask)),
-    );
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_dmstate),
-        u16_at(offset_of!(XfsDinode, di_dmstate)),
-    );
-    put_be16(
-        to,
-        offset_of!(XfsDinode, di_flags),
-        u16_at(offset_of!(XfsDinode, di_flags)),
-    );
-    put_be32(
-        to,
-        offset_of!(XfsDinode, di_gen),
-        u32_at(offset_of!(XfsDinode, di_gen)),
-    );
+    d.di_magic = u16_at(offset_of!(XfsDinode, di_magic));
+    d.di_mode = u16_at(offset_of!(XfsDinode, di_mode));
+    d.di_version = version;
+    d.di_format = byte_at(offset_of!(XfsDinode, di_format));
+    d.di_metatype = u16_at(offset_of!(XfsDinode, di_metatype));
+    d.di_uid = u32_at(offset_of!(XfsDinode, di_uid));
+    d.di_gid = u32_at(offset_of!(XfsDinode, di_gid));
+    d.di_nlink = u32_at(offset_of!(XfsDinode, di_nlink));
+    d.di_projid_lo = u16_at(offset_of!(XfsDinode, di_projid_lo));
+    d.di_projid_hi = u16_at(offset_of!(XfsDinode, di_projid_hi));
+    d.di_atime = ts(offset_of!(XfsDinode, di_atime));
+    d.di_mtime = ts(offset_of!(XfsDinode, di_mtime));
+    d.di_ctime = ts(offset_of!(XfsDinode, di_ctime));
+    d.di_size = u64_at(offset_of!(XfsDinode, di_size));
+    d.di_nblocks = u64_at(offset_of!(XfsDinode, di_nblocks));
+    d.di_extsize = u32_at(offset_of!(XfsDinode, di_extsize));
+    d.di_forkoff = byte_at(offset_of!(XfsDinode, di_forkoff));
+    d.di_aformat = byte_at(offset_of!(XfsDinode, di_aformat));
+    d.di_dmevmask = u32_at(offset_of!(XfsDinode, di_dmevmask));
+    d.di_dmstate = u16_at(offset_of!(XfsDinode, di_dmstate));
+    d.di_flags = u16_at(offset_of!(XfsDinode, di_flags));
+    d.di_gen = u32_at(offset_of!(XfsDinode, di_gen));
     if version == 3 {
-        put_be64(
-            to,
-            offset_of!(XfsDinode, di_changecount),
-            u64_at(offset_of!(XfsDinode, di_changecount)),
-        );
-        ts(to, offset_of!(XfsDinode, di_crtime));
-        put_be64(to, offset_of!(XfsDinode, di_flags2), flags2);
-        put_be32(
-            to,
-            offset_of!(XfsDinode, di_cowextsize),
-            u32_at(offset_of!(XfsDinode, di_cowextsize)),
-        );
-        put_be64(
-            to,
-            offset_of!(XfsDinode, di_ino),
-            u64_at(offset_of!(XfsDinode, di_ino)),
-        );
-        put_be64(to, offset_of!(XfsDinode, di_lsn), lsn);
-        let pad2 = offset_of!(XfsDinode, di_pad2);
-        if let Some(p) = to.get_mut(pad2..pad2.saturating_add(12)) {
-            p.fill(0);
-        }
+        d.di_changecount = u64_at(offset_of!(XfsDinode, di_changecount));
+        d.di_crtime = ts(offset_of!(XfsDinode, di_crtime));
+        d.di_flags2 = U64::new(flags2);
+        d.di_cowextsize = u32_at(offset_of!(XfsDinode, di_cowextsize));
+        d.di_ino = u64_at(offset_of!(XfsDinode, di_ino));
+        d.di_lsn = U64::new(lsn);
+        d.di_pad2 = [0; 12];
         let uuid = offset_of!(XfsDinode, di_uuid);
-        let uuid = uuid..uuid.saturating_add(16);
-        if let (Some(d), Some(s)) = (to.get_mut(uuid.clone()), from.get(uuid)) {
-            d.copy_from_slice(s);
+        if let Some(s) = from
+            .get(uuid..uuid.saturating_add(16))
+            .and_then(|s| <[u8; 16]>::try_from(s).ok())
+        {
+            d.di_uuid = s;
         }
-        put_be64(to, offset_of!(XfsDinode, di_big_nextents), 0);
+        d.di_big_nextents = U64::new(0);
     } else {
         let fi = if flushiter_reset {
             0
         } else {
-            u16_at(offset_of!(XfsDinodeV2, di_flushiter))
+            o.u16(from, offset_of!(XfsDinodeV2, di_flushiter))
+                .unwrap_or(0)
         };
-        put_be16(to, offset_of!(XfsDinodeV2, di_flushiter), fi);
-        // The v2 pad before di_flushiter.
-        let pad = offset_of!(XfsDinodeV2, di_pad);
-        if let Some(p) = to.get_mut(pad..pad.saturating_add(6)) {
-            p.fill(0);
-        }
+        // v2: where v3 has di_big_nextents, six pad bytes (zeroed) and
+        // di_flushiter.
+        d.di_big_nextents = U64::new(u64::from(fi));
     }
     if version >= 3 && flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-        put_be64(
-            to,
-            offset_of!(XfsDinode, di_big_nextents),
-            u64_at(offset_of!(XfsDinode, di_big_nextents)),
-        );
-        put_be32(
-            to,
-            offset_of!(XfsDinode, di_nextents),
-            u32_at(offset_of!(XfsDinode, di_nextents)),
-        );
-        put_be16(
-            to,
-            offset_of!(XfsDinode, di_anextents),
-            u16_at(offset_of!(XfsDinode, di_anextents)),
-        );
-    } else {
-        put_be32(
-            to,
-            offset_of!(XfsDinode, di_nextents),
-            u32_at(offset_of!(XfsDinode, di_nextents)),
-        );
-        put_be16(
-            to,
-            offset_of!(XfsDinode, di_anextents),
-            u16_at(offset_of!(XfsDinode, di_anextents)),
-        );
+        d.di_big_nextents = u64_at(offset_of!(XfsDinode, di_big_nextents));
     }
+    d.di_nextents = u32_at(offset_of!(XfsDinode, di_nextents));
+    d.di_anextents = u16_at(offset_of!(XfsDinode, di_anextents));
+    Ok(())
 }
 
 /// What logging an inode's core changes besides the fields logged
 /// (`xfs_inode_item_precommit`): on a bigtime filesystem, an inode not yet
 /// in the bigtime encoding moves to it (its four timestamps re-encoded).
-pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &Fs<R>, b: &mut [u8]) {
-    if b.get(4) != Some(&3) || fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
-        return;
+pub(super) fn upgrade_logged_core<R: ReadAt>(fs: &Fs<R>, b: &mut [u8]) -> Result<(), WritePastEnd> {
+    if fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_BIGTIME == 0 {
+        return Ok(());
     }
-    let flags2 = be64(b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0);
-    if flags2 & XFS_DIFLAG2_BIGTIME != 0 {
-        return;
+    let d = core_mut(b)?;
+    let flags2 = d.di_flags2.get();
+    if d.di_version != 3 || flags2 & XFS_DIFLAG2_BIGTIME != 0 {
+        return Ok(());
     }
-    for at in [
-        offset_of!(XfsDinode, di_atime),
-        offset_of!(XfsDinode, di_mtime),
-        offset_of!(XfsDinode, di_ctime),
-        offset_of!(XfsDinode, di_crtime),
+    for t in [
+        &mut d.di_atime,
+        &mut d.di_mtime,
+        &mut d.di_ctime,
+        &mut d.di_crtime,
     ] {
-        let t = Timestamp::decode(be64(b, at).unwrap_or(0), false);
-        put_be64(b, at, Timestamp::encode(t.sec, t.nsec, true));
+        let old = Timestamp::decode(t.get(), false);
+        t.set(Timestamp::encode(old.sec, old.nsec, true));
     }
-    put_be64(
-        b,
-        offset_of!(XfsDinode, di_flags2),
-        flags2 | XFS_DIFLAG2_BIGTIME,
-    );
+    d.di_flags2.set(flags2 | XFS_DIFLAG2_BIGTIME);
+    Ok(())
 }
 
 /// The whole sectors around an inode at byte `off`, as the replayed state
@@ -662,11 +596,12 @@ pub(crate) fn inode_sectors<R: ReadAt>(
     mut b: Vec<u8>,
     lsn: Lsn,
 ) -> Result<(u64, Vec<u8>)> {
+    let start = off.saturating_sub(off % 512);
     if fs.geo.v5 {
-        put_be64(&mut b, offset_of!(XfsDinode, di_lsn), lsn.raw());
+        set_be64(&mut b, offset_of!(XfsDinode, di_lsn), lsn.raw())
+            .map_err(|w| w.in_structure("inode", start / 512))?;
         put_crc(&mut b, crate::xfs::format::dinode::XFS_DINODE_CRC_OFF);
     }
-    let start = off.saturating_sub(off % 512);
     let within = usize::try_from(off % 512).unwrap_or(0);
     let len = u64::try_from(within.saturating_add(b.len()))
         .unwrap_or(u64::MAX)
@@ -723,7 +658,7 @@ mod tests {
             let mut dip = vec![0u8; 512];
             dip[96..100].copy_from_slice(&42u32.to_be_bytes());
             dip[24] = 0xEE;
-            log_dinode_to_disk(Order::Little, &ld, &mut dip, 0x1_0000_0077, false);
+            log_dinode_to_disk(Order::Little, &ld, &mut dip, 0x1_0000_0077, false).unwrap();
             assert_eq!(&dip[0..2], b"IN");
             assert_eq!(crate::xfs::fs::be16(&dip, 2), Some(0o100644));
             assert_eq!(crate::xfs::fs::be32(&dip, 8), Some(1000));
@@ -766,7 +701,7 @@ mod tests {
         src[72 + 32..72 + 40].copy_from_slice(&2000u64.to_be_bytes());
         let mut dip = vec![0xCCu8; 512];
         // A 192-byte data fork at 176: (192-4)/16 = 11 key slots.
-        bmbt_to_bmdr(&src, &mut dip, 176, 192, true);
+        bmbt_to_bmdr(&src, &mut dip, 176, 192, true).unwrap();
         assert_eq!(crate::xfs::fs::be16(&dip, 176), Some(1));
         assert_eq!(crate::xfs::fs::be16(&dip, 178), Some(2));
         assert_eq!(crate::xfs::fs::be64(&dip, 180), Some(10));
@@ -776,8 +711,34 @@ mod tests {
         assert_eq!(crate::xfs::fs::be64(&dip, ptrs + 8), Some(2000));
         assert_eq!(dip[196], 0xCC, "unused key slots keep their bytes");
         // A short or garbage root does not panic.
-        bmbt_to_bmdr(&[0xFF; 10], &mut dip, 176, 192, true);
-        bmbt_to_bmdr(&[0xFF; 200], &mut dip, 500, 192, true);
+        bmbt_to_bmdr(&[0xFF; 10], &mut dip, 176, 192, true).unwrap();
+        bmbt_to_bmdr(&[0xFF; 200], &mut dip, 500, 192, true).unwrap();
+    }
+
+    /// Writes that do not fit the inode are errors naming the write, not
+    /// skipped: a root whose header would end past the inode, a core
+    /// converted into a buffer shorter than the v3 core.
+    #[test]
+    fn writes_past_the_inode_are_errors() {
+        let mut dip = vec![0xCCu8; 512];
+        let e = bmbt_to_bmdr(&[0xFF; 200], &mut dip, 511, 192, true).unwrap_err();
+        assert_eq!(
+            e,
+            WritePastEnd {
+                off: 511,
+                len: 2,
+                block_len: 512
+            }
+        );
+        assert_eq!(dip[511], 0xCC, "nothing written");
+        let mut short = vec![0u8; 100];
+        let e = log_dinode_to_disk(Order::Little, &log_dinode(false), &mut short, 1, false)
+            .unwrap_err();
+        assert_eq!((e.off, e.len, e.block_len), (0, 176, 100));
+        assert_eq!(
+            e.in_structure("inode", 64).to_string(),
+            "inode at daddr 64, byte 0: a 176-byte write at byte 0 runs past the end of the 100-byte block"
+        );
     }
 
     #[cfg(not(target_arch = "wasm32"))]

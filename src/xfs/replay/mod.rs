@@ -879,8 +879,14 @@ pub fn replay_and_mount<R: ReadAt>(
     Ok((report, plan))
 }
 
-/// Byte helpers for the writers below: big-endian stores that do nothing
-/// when out of range (callers check lengths first).
+// A block size (a `u32`) fits a `usize` on every target this builds for.
+const _: () = assert!(usize::BITS >= u32::BITS);
+
+/// The filesystem block size in bytes, as a buffer length.
+pub(crate) fn block_len(g: &Geometry) -> usize {
+    usize::try_from(g.blocksize).unwrap_or(usize::MAX)
+}
+
 /// The bytes of a `len`-byte field at `off` (an `offset_of!` of a layout).
 pub(crate) fn field_range(off: usize, len: usize) -> core::ops::Range<usize> {
     off..off.saturating_add(len)
@@ -903,6 +909,31 @@ impl std::fmt::Display for WritePastEnd {
             "a {}-byte write at byte {} runs past the end of the {}-byte block",
             self.len, self.off, self.block_len
         )
+    }
+}
+
+impl WritePastEnd {
+    /// The core's error for this write into `structure`, which starts at
+    /// `daddr`.
+    pub(crate) fn in_structure(self, structure: &'static str, daddr: u64) -> Error {
+        Error::corrupt(
+            structure,
+            Location::InStructure {
+                daddr,
+                byte: u64::try_from(self.off).unwrap_or(u64::MAX),
+            },
+            self.to_string(),
+        )
+    }
+
+    /// The edit's outcome for this write into `structure` at `location`:
+    /// the intent is aborted.
+    pub(crate) fn damage(self, structure: &'static str, location: Location) -> ag::EditError {
+        ag::EditError::Damaged(ag::Damage {
+            structure,
+            location: Some(location),
+            detail: self.to_string(),
+        })
     }
 }
 
@@ -942,23 +973,6 @@ pub(crate) fn set_be32(b: &mut [u8], off: usize, v: u32) -> Result<(), WritePast
 /// A big-endian `u64` written at `off`, checked.
 pub(crate) fn set_be64(b: &mut [u8], off: usize, v: u64) -> Result<(), WritePastEnd> {
     set_be(b, off, v.to_be_bytes())
-}
-/// Unchecked writers (a write that does not fit is skipped), for the
-/// code not moved to the checked ones yet.
-pub(crate) fn put_be16(b: &mut [u8], off: usize, v: u16) {
-    if let Some(d) = b.get_mut(off..off.saturating_add(2)) {
-        d.copy_from_slice(&v.to_be_bytes());
-    }
-}
-pub(crate) fn put_be32(b: &mut [u8], off: usize, v: u32) {
-    if let Some(d) = b.get_mut(off..off.saturating_add(4)) {
-        d.copy_from_slice(&v.to_be_bytes());
-    }
-}
-pub(crate) fn put_be64(b: &mut [u8], off: usize, v: u64) {
-    if let Some(d) = b.get_mut(off..off.saturating_add(8)) {
-        d.copy_from_slice(&v.to_be_bytes());
-    }
 }
 /// Store the CRC32c of `b` (with its CRC field as zero) at `crc_off`.
 pub(crate) fn put_crc(b: &mut [u8], crc_off: usize) {

@@ -17,7 +17,7 @@
 //! listed here.
 
 use super::counters::{counters, read, Counters, Unlinked};
-use super::{put_be16, put_be32, put_be64, put_crc};
+use super::{put_crc, set_be16, set_be32, set_be64, WritePastEnd};
 use crate::xfs::error::Result;
 use crate::xfs::format::sb::{XfsDsb, XFS_SB_CRC_OFF};
 use crate::xfs::fs::Fs;
@@ -59,13 +59,18 @@ pub struct MountChanges {
     pub quota_flags_reset: Option<u16>,
 }
 
+/// A superblock write that does not fit the sector read.
+fn written(w: WritePastEnd) -> crate::xfs::error::Error {
+    w.in_structure("superblock", 0)
+}
+
 /// What every write of a v5 superblock by the kernel changes, whatever else
 /// happened: quota inodes of 0 become NULLFSINO (`xfs_sb_quota_from_disk`
 /// folds the two "none" values into one, `xfs_sb_to_disk` writes it back),
 /// except with the metadata directory tree, where the quota inodes live in
 /// that tree and the superblock's fields are written as 0; and the
 /// log-incompatible features are cleared (at unmount).
-fn as_the_kernel_writes_it(sb: &mut [u8]) {
+fn as_the_kernel_writes_it(sb: &mut [u8]) -> Result<(), WritePastEnd> {
     let metadir = crate::xfs::fs::be32(sb, offset_of!(XfsDsb, sb_features_incompat))
         .is_some_and(|f| f & crate::xfs::format::sb::XFS_SB_FEAT_INCOMPAT_METADIR != 0);
     for off in [
@@ -74,12 +79,13 @@ fn as_the_kernel_writes_it(sb: &mut [u8]) {
         offset_of!(XfsDsb, sb_pquotino),
     ] {
         if metadir {
-            put_be64(sb, off, 0);
+            set_be64(sb, off, 0)?;
         } else if crate::xfs::fs::be64(sb, off) == Some(0) {
-            put_be64(sb, off, u64::MAX);
+            set_be64(sb, off, u64::MAX)?;
         }
     }
-    put_be32(sb, offset_of!(XfsDsb, sb_features_log_incompat), 0);
+    set_be32(sb, offset_of!(XfsDsb, sb_features_log_incompat), 0)?;
+    Ok(())
 }
 
 /// A clean log: no recovery, but the kernel's mount and unmount write the
@@ -93,7 +99,7 @@ pub fn apply_clean<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay) -> Result<bool> {
     let ss = u64::from(fs.geo.sectsize);
     let old = read(fs, ov, "superblock", 0, ss)?;
     let mut sb = old.clone();
-    as_the_kernel_writes_it(&mut sb);
+    as_the_kernel_writes_it(&mut sb).map_err(written)?;
     if sb == old {
         return Ok(false);
     }
@@ -114,23 +120,26 @@ pub fn apply<R: ReadAt>(fs: &Fs<R>, ov: &mut Overlay, sb_lsn: Lsn) -> Result<Mou
         fdblocks: g64(&sb, offset_of!(XfsDsb, sb_fdblocks)),
     };
     let (after, unlinked) = counters(fs, ov)?;
-    put_be64(&mut sb, offset_of!(XfsDsb, sb_icount), after.icount);
-    put_be64(
+    set_be64(&mut sb, offset_of!(XfsDsb, sb_icount), after.icount).map_err(written)?;
+    set_be64(
         &mut sb,
         offset_of!(XfsDsb, sb_ifree),
         after.ifree.min(after.icount),
-    );
-    put_be64(&mut sb, offset_of!(XfsDsb, sb_fdblocks), after.fdblocks);
+    )
+    .map_err(written)?;
+    set_be64(&mut sb, offset_of!(XfsDsb, sb_fdblocks), after.fdblocks).map_err(written)?;
     // XFS_ALL_QUOTA_ACCT: user, project, group accounting.
     let qoff = offset_of!(XfsDsb, sb_qflags);
     let qflags = crate::xfs::fs::be16(&sb, qoff).unwrap_or(0);
-    let quota_flags_reset = (qflags & 0x0049 != 0).then(|| {
-        put_be16(&mut sb, qoff, 0);
-        qflags
-    });
+    let quota_flags_reset = if qflags & 0x0049 != 0 {
+        set_be16(&mut sb, qoff, 0).map_err(written)?;
+        Some(qflags)
+    } else {
+        None
+    };
     if fs.geo.v5 {
-        as_the_kernel_writes_it(&mut sb);
-        put_be64(&mut sb, offset_of!(XfsDsb, sb_lsn), sb_lsn.raw());
+        as_the_kernel_writes_it(&mut sb).map_err(written)?;
+        set_be64(&mut sb, offset_of!(XfsDsb, sb_lsn), sb_lsn.raw()).map_err(written)?;
         put_crc(&mut sb, XFS_SB_CRC_OFF);
     }
     ov.put(0, &sb);

@@ -20,7 +20,7 @@
 //! the btree editor refuses), nothing is applied and every intent is
 //! reported as not finished, with the reason.
 
-use super::ag::refuse;
+use super::ag::{fails_mount, not_done};
 use super::alloc::RmapOwner;
 use super::attr;
 use super::bmap::ForkEditor;
@@ -84,7 +84,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
             .saturating_sub(1);
         let agbno = u32::try_from(fsb & mask).unwrap_or(u32::MAX);
         if agno >= g.agcount || agbno >= g.agblocks {
-            return refuse(format!("fsblock {fsb} is outside the filesystem"));
+            return fails_mount(format!("fsblock {fsb} is outside the filesystem"));
         }
         Ok((agno, agbno))
     };
@@ -151,8 +151,8 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                         shared: true,
                     },
                     _ => {
-                        return refuse(format!(
-                            "rmap {} of owner {} is not done by this tool",
+                        return fails_mount(format!(
+                            "rmap {} of owner {}: not a type of reverse-mapping update",
                             x.op, x.owner
                         ))
                     }
@@ -175,7 +175,12 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
                         len: x.len,
                         alloc: x.flags & 0xff == 3,
                     },
-                    _ => return refuse(format!("refcount {} is not done by this tool", x.op)),
+                    _ => {
+                        return fails_mount(format!(
+                            "refcount {}: not a type of reference-count update",
+                            x.op
+                        ))
+                    }
                 });
             }
         }
@@ -184,12 +189,7 @@ pub fn work_of<R: ReadAt>(fs: &Fs<R>, u: &Unfinished) -> std::result::Result<Vec
         | (Some(ItemBody::Xmi(_)), XFS_LI_XMI) => {
             // Done by the fork editor, in finish_all.
         }
-        _ => {
-            return refuse(format!(
-                "{} intents are not finished by this tool",
-                u.kind.name()
-            ))
-        }
+        _ => return not_done(format!("finishing {} intents", u.kind.name())),
     }
     Ok(out)
 }
@@ -225,7 +225,7 @@ fn run_attr_chain<R: ReadAt>(
     while let Some(t) = queue.pop_front() {
         guard = guard.saturating_add(1);
         if guard > 1 << 24 {
-            return refuse("the attribute intent's deferred work does not end".into());
+            return not_done("an attribute intent's deferred work of more than 2^24 steps");
         }
         match t {
             AttrTask::Group(ws) => {

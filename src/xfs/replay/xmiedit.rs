@@ -44,13 +44,14 @@
 //! still without them is switched to them first, as the kernel does (once,
 //! for one file).
 
-use super::ag::{refuse, EditResult};
+use super::ag::{damaged, fails_mount, not_done, EditResult};
 use super::bmap::{ForkEditor, Mapping, Rec};
 use super::ckpt::LiveIntent;
 use super::defer::{Engine, Rmap, Work};
-use super::{put_be16, put_be32, put_be64};
+use super::{set_be16, set_be32, set_be64, WritePastEnd};
 use crate::xfs::dabtree::DaBuf;
 use crate::xfs::dir::{block_dir_format, parse_data_block, DirFormat, DirGeometry};
+use crate::xfs::error::Location;
 use crate::xfs::file::symlink_block_checks;
 use crate::xfs::format::dinode::{XfsDinode, XfsDsymlinkHdr};
 use crate::xfs::format::dinode::{
@@ -68,6 +69,7 @@ use crate::xfs::format::sb::{XFS_SB_FEAT_INCOMPAT_EXCHRANGE, XFS_SB_FEAT_INCOMPA
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::log::items::{ItemKind, MapExtent, XmiItem};
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::block_len;
 use crate::xfs::types::{Daddr, FsBlock, Ino};
 use core::mem::offset_of;
 use std::collections::{BTreeSet, VecDeque};
@@ -130,13 +132,12 @@ fn log_core<R: ReadAt>(
     forks: &mut ForkEditor<'_, R>,
     tx: &mut Tx,
     ino: u64,
-    change: impl FnOnce(&mut [u8]),
+    change: impl FnOnce(&mut [u8]) -> Result<(), WritePastEnd>,
 ) -> EditResult<()> {
     let (ioff, mut b) = forks.inode(ino)?;
-    change(&mut b);
+    change(&mut b).map_err(|w| w.damage("inode", Location::Inode { ino }))?;
     let first = u64::from(tx.insert(ino));
-    forks.log_inode(ino, ioff, b, first);
-    Ok(())
+    forks.log_inode(ino, ioff, b, first)
 }
 
 fn flags2(b: &[u8]) -> u64 {
@@ -147,39 +148,46 @@ fn flags2(b: &[u8]) -> u64 {
     }
 }
 
-fn set_flags2(b: &mut [u8], set: u64, clear: u64) {
+fn set_flags2(b: &mut [u8], set: u64, clear: u64) -> Result<(), WritePastEnd> {
     let f = (flags2(b) | set) & !clear;
-    put_be64(b, offset_of!(XfsDinode, di_flags2), f);
+    set_be64(b, offset_of!(XfsDinode, di_flags2), f)
 }
 
 /// The large extent counters switched on in an inode's core
 /// (`xfs_inode_to_disk_iext_counters`): the data fork's count moves to the
 /// 64-bit field at 24, the attr fork's to the 32-bit one at 76, the pad
 /// after it zeroed.
-fn upgrade_nrext64(b: &mut [u8]) {
+fn upgrade_nrext64(b: &mut [u8]) -> Result<(), WritePastEnd> {
     let dn = u64::from(be32(b, offset_of!(XfsDinode, di_nextents)).unwrap_or(0));
     let an = u32::from(be16(b, offset_of!(XfsDinode, di_anextents)).unwrap_or(0));
-    put_be64(b, offset_of!(XfsDinode, di_big_nextents), dn);
-    put_be32(b, offset_of!(XfsDinode, di_nextents), an);
-    put_be16(b, offset_of!(XfsDinode, di_anextents), 0);
-    set_flags2(b, XFS_DIFLAG2_NREXT64, 0);
+    set_be64(b, offset_of!(XfsDinode, di_big_nextents), dn)?;
+    set_be32(b, offset_of!(XfsDinode, di_nextents), an)?;
+    set_be16(b, offset_of!(XfsDinode, di_anextents), 0)?;
+    set_flags2(b, XFS_DIFLAG2_NREXT64, 0)
+}
+
+/// The name of the data or attr fork, for errors.
+fn fork_name(attr: bool) -> &'static str {
+    if attr {
+        "attr fork"
+    } else {
+        "data fork"
+    }
 }
 
 /// An inode of the intent, checked as `xlog_recover_iget_handle` does.
 fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<Vec<u8>> {
     let (_, b) = forks.inode(ino)?;
     if be16(&b, offset_of!(XfsDinode, di_mode)).unwrap_or(0) == 0 {
-        return refuse(format!("inode {ino} is free: the kernel fails the mount"));
+        return fails_mount(format!("inode {ino} is free"));
     }
     let g = be32(&b, offset_of!(XfsDinode, di_gen)).unwrap_or(0);
     if g != gen {
-        return refuse(format!(
-            "inode {ino} has generation {g}, the intent {gen}: the kernel fails the mount"
-        ));
+        return fails_mount(format!("inode {ino} has generation {g}, the intent {gen}"));
     }
     if be16(&b, offset_of!(XfsDinode, di_flags)).unwrap_or(0) & XFS_DIFLAG_REALTIME != 0 {
-        return refuse(format!(
-            "inode {ino} is a realtime file: realtime exchanges are not done by this tool"
+        return not_done(format!(
+            "inode {ino} is a realtime file: a realtime exchange"
         ));
     }
     Ok(b)
@@ -191,9 +199,7 @@ fn load<R: ReadAt>(forks: &ForkEditor<'_, R>, ino: u64, gen: u32) -> EditResult<
 pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResult<Vec<Task>> {
     let fs = forks.fs();
     if fs.sb.features_incompat & XFS_SB_FEAT_INCOMPAT_EXCHRANGE == 0 {
-        return refuse(
-            "the filesystem lacks the exchange-range feature: the kernel fails the mount".into(),
-        );
+        return fails_mount("the filesystem lacks the exchange-range feature");
     }
     let fileext_ok = |off: u64| {
         x.blockcount > 0
@@ -205,16 +211,15 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
         || !fileext_ok(x.startoff1)
         || !fileext_ok(x.startoff2)
     {
-        return refuse(format!(
-            "flags {:#x}, offsets {} and {}, {} blocks are invalid: the kernel fails the mount",
+        return fails_mount(format!(
+            "flags {:#x}, offsets {} and {}, {} blocks are invalid",
             x.flags, x.startoff1, x.startoff2, x.blockcount
         ));
     }
     let attr = x.flags & XFS_EXCHMAPS_ATTR_FORK != 0;
     if attr && x.flags & XFS_EXCHMAPS_SET_SIZES != 0 {
-        return refuse(
-            "an attr-fork exchange that sets sizes: the kernel would give both files a size of -1; not done by this tool"
-                .into(),
+        return not_done(
+            "an attr-fork exchange that sets sizes: the kernel would give both files a size of -1",
         );
     }
     let b1 = load(forks, x.inode1, x.igen1)?;
@@ -294,8 +299,8 @@ pub fn start<R: ReadAt>(forks: &mut ForkEditor<'_, R>, x: &XmiItem) -> EditResul
     capture.extend(tasks);
     if !capture.is_empty() {
         // The capture holds both inodes: logged once more before commit.
-        log_core(forks, &mut tx, x.inode1, |_| {})?;
-        log_core(forks, &mut tx, x.inode2, |_| {})?;
+        log_core(forks, &mut tx, x.inode1, |_| Ok(()))?;
+        log_core(forks, &mut tx, x.inode2, |_| Ok(()))?;
     }
     forks.done = forks.done.saturating_add(1);
     Ok(capture)
@@ -310,10 +315,11 @@ fn find_mappings<R: ReadAt>(
     while ex.count > 0 {
         let mut m1 = forks.mapping_at(ex.ino1, ex.attr(), ex.off1, ex.count)?;
         if m1.len == 0 {
-            return refuse(format!(
-                "inode {}: an empty mapping at {}",
-                ex.ino1, ex.off1
-            ));
+            return damaged(
+                fork_name(ex.attr()),
+                Some(Location::Inode { ino: ex.ino1 }),
+                format!("an empty mapping at {}", ex.off1),
+            );
         }
         if ex.flags & XFS_EXCHMAPS_INO1_WRITTEN != 0 && (m1.start.is_none() || m1.unwritten) {
             ex.advance(m1.len);
@@ -321,18 +327,19 @@ fn find_mappings<R: ReadAt>(
         }
         let m2 = forks.mapping_at(ex.ino2, ex.attr(), ex.off2, m1.len)?;
         if m2.len == 0 {
-            return refuse(format!(
-                "inode {}: an empty mapping at {}",
-                ex.ino2, ex.off2
-            ));
+            return damaged(
+                fork_name(ex.attr()),
+                Some(Location::Inode { ino: ex.ino2 }),
+                format!("an empty mapping at {}", ex.off2),
+            );
         }
         m1.len = m1.len.min(m2.len);
         if m1.start != m2.start {
             return Ok(Some((m1, m2)));
         }
         if m1.unwritten != m2.unwritten {
-            return refuse(format!(
-                "inodes {} and {} map block {:?} in different states: the kernel fails the mount",
+            return fails_mount(format!(
+                "inodes {} and {} map block {:?} in different states",
                 ex.ino1, ex.ino2, m1.start
             ));
         }
@@ -380,7 +387,7 @@ fn update_size<R: ReadAt>(
         return Ok(());
     }
     log_core(forks, tx, ino, |b| {
-        put_be64(b, offset_of!(XfsDinode, di_size), len)
+        set_be64(b, offset_of!(XfsDinode, di_size), len)
     })
 }
 
@@ -409,10 +416,10 @@ fn step<R: ReadAt>(
         if ex.flags & XFS_EXCHMAPS_SET_SIZES != 0 && ex.count == 0 {
             let (s1, s2) = (ex.isize1.unwrap_or(0), ex.isize2.unwrap_or(0));
             log_core(forks, tx, ex.ino1, |b| {
-                put_be64(b, offset_of!(XfsDinode, di_size), s1)
+                set_be64(b, offset_of!(XfsDinode, di_size), s1)
             })?;
             log_core(forks, tx, ex.ino2, |b| {
-                put_be64(b, offset_of!(XfsDinode, di_size), s2)
+                set_be64(b, offset_of!(XfsDinode, di_size), s2)
             })?;
         }
     } else if ex.postop() {
@@ -426,8 +433,8 @@ fn step<R: ReadAt>(
                 }
             } else if let Some(t) = data_to_shortform(forks, ex.ino2)? {
                 if ex.first_pending {
-                    return refuse(format!(
-                        "inode {}: the exchange's last call would turn its {} back into shortform while the first step's bmap updates are still to come: the kernel fails the mount",
+                    return fails_mount(format!(
+                        "inode {}: the exchange's last call would turn its {} back into shortform while the first step's bmap updates are still to come",
                         ex.ino2, t.what
                     ));
                 }
@@ -505,8 +512,8 @@ fn data_to_shortform<R: ReadAt>(
     }
     let blksize = u64::try_from(dg.blksize()).unwrap_or(u64::MAX);
     if size != blksize {
-        return refuse(format!(
-            "directory {ino}: a single directory block but size {size}: the kernel fails the mount"
+        return fails_mount(format!(
+            "directory {ino}: a single directory block but size {size}"
         ));
     }
     // The block's extents, in file order, from offset 0 without a hole
@@ -517,26 +524,26 @@ fn data_to_shortform<R: ReadAt>(
     let mut at = 0u64;
     for r in &exts {
         if r.off != at || r.unwritten || b.get(5) != Some(&XFS_DINODE_FMT_EXTENTS) {
-            return refuse(format!(
-                "directory {ino}: its block is not written extents from offset 0 without a hole: not done by this tool"
+            return not_done(format!(
+                "directory {ino}: its block is not written extents from offset 0 without a hole"
             ));
         }
         at = at.saturating_add(r.len);
     }
-    let Some(daddr) = exts
-        .first()
-        .and_then(|r| fs.geo.fsb_to_daddr(FsBlock(r.start)))
-    else {
-        return refuse(format!(
-            "directory {ino}: its block is outside the filesystem"
-        ));
+    let first = exts.first().map_or(0, |r| r.start);
+    let Some(daddr) = fs.geo.fsb_to_daddr(FsBlock(first)) else {
+        return damaged(
+            "directory block",
+            Some(Location::FsBlock { fsb: first }),
+            format!("directory {ino}: outside the filesystem"),
+        );
     };
     if at != fsbs {
-        return refuse(format!(
-            "directory {ino}: its block spans {at} filesystem blocks, not {fsbs}: the kernel fails the mount"
+        return fails_mount(format!(
+            "directory {ino}: its block spans {at} filesystem blocks, not {fsbs}"
         ));
     }
-    let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+    let bs = block_len(&fs.geo);
     let mut bytes = Vec::with_capacity(dg.blksize());
     for r in &exts {
         let off = forks.block_off("directory block", r.start)?;
@@ -551,16 +558,11 @@ fn data_to_shortform<R: ReadAt>(
         bytes,
     };
     let block = match parse_data_block(&buf, &dg, true) {
-        Ok(b) if b.problems.is_empty() => b,
-        Ok(b) => {
-            let why = b
-                .problems
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            return refuse(format!("{why}: the kernel fails the mount"));
-        }
-        Err(e) => return refuse(format!("{e}: the kernel fails the mount")),
+        Ok(b) => match b.problems.first() {
+            None => b,
+            Some(p) => return fails_mount(p.to_string()),
+        },
+        Err(e) => return fails_mount(e.to_string()),
     };
     // xfs_dir2_block_sfsize: "." left out, ".." as the parent's number.
     let (mut n, mut namelen, mut i8count, mut parent) = (0usize, 0usize, 0u8, 0u64);
@@ -632,12 +634,12 @@ fn link_target<R: ReadAt>(
     let ext = match (b.get(5), recs.as_slice()) {
         (Some(&XFS_DINODE_FMT_EXTENTS), [r]) if r.off == 0 && !r.unwritten => *r,
         _ => {
-            return refuse(format!(
-                "symlink {ino}: its data fork is not one written extent from offset 0: not done by this tool"
+            return not_done(format!(
+                "symlink {ino}: its data fork is not one written extent from offset 0"
             ))
         }
     };
-    let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+    let bs = block_len(&fs.geo);
     let off = forks.block_off("symlink block", ext.start)?;
     let block = forks.read("symlink block", off, bs)?;
     let want = usize::try_from(size).unwrap_or(usize::MAX);
@@ -662,26 +664,29 @@ fn link_target<R: ReadAt>(
             None
         };
         if let Some(why) = why {
-            return refuse(format!(
-                "symlink {ino}: block {}: {why}: the kernel fails the mount",
-                ext.start
-            ));
+            return fails_mount(format!("symlink {ino}: block {}: {why}", ext.start));
         }
         block.get(XFS_DSYMLINK_HDR_SIZE..).unwrap_or(&[])
     } else {
         block.as_slice()
     };
     let Some(target) = payload.get(..want) else {
-        return refuse(format!(
-            "symlink {ino}: a target of {size} bytes overruns its block"
-        ));
+        return damaged(
+            "symlink block",
+            Some(Location::FsBlock { fsb: ext.start }),
+            format!("symlink {ino}: a target of {size} bytes overruns the block"),
+        );
     };
     // The local target is checked when the inode is written
     // (xfs_symlink_shortform_verify): no NUL in it.
     if target.is_empty() || target.contains(&0) {
-        return refuse(format!(
-            "symlink {ino}: its target is empty or holds a NUL: the kernel shuts down writing the inode"
-        ));
+        return damaged(
+            "symlink block",
+            Some(Location::FsBlock { fsb: ext.start }),
+            format!(
+                "symlink {ino}: its target is empty or holds a NUL: the kernel shuts down writing the inode"
+            ),
+        );
     }
     Ok(ToLocal {
         what: "symlink target",
@@ -706,36 +711,47 @@ fn to_local<R: ReadAt>(
 ) -> EditResult<Vec<Work>> {
     let (_, b) = forks.inode(ino)?;
     if flags2(&b) & XFS_DIFLAG2_REFLINK != 0 {
-        return refuse(format!(
-            "inode {ino}: a reflinked {} turned into local format: not done by this tool",
+        return not_done(format!(
+            "inode {ino}: a reflinked {} turned into local format",
             t.what
         ));
     }
     let core: usize = if b.get(4) == Some(&3) { 176 } else { 100 };
     if b.len() < core.saturating_add(t.data.len()) {
-        return refuse(format!("inode {ino}: its {} overruns the inode", t.what));
+        return damaged(
+            "inode",
+            Some(Location::Inode { ino }),
+            format!("its {} overruns the inode", t.what),
+        );
     }
     let g = forks.fs().geo;
     let gone = t.exts.iter().fold(0u64, |a, r| a.saturating_add(r.len));
     log_core(forks, tx, ino, |b| {
-        if let Some(f) = b.get_mut(5) {
-            *f = XFS_DINODE_FMT_LOCAL;
-        }
+        let nrext64 = flags2(b) & XFS_DIFLAG2_NREXT64 != 0;
+        let block_len = b.len();
+        let d = super::inode::core_mut(b)?;
+        d.di_format = XFS_DINODE_FMT_LOCAL;
         if let Some(s) = t.size {
-            put_be64(b, offset_of!(XfsDinode, di_size), s);
+            d.di_size.set(s);
         }
-        let nb = be64(b, offset_of!(XfsDinode, di_nblocks))
-            .unwrap_or(0)
-            .saturating_sub(gone);
-        put_be64(b, offset_of!(XfsDinode, di_nblocks), nb);
-        if flags2(b) & XFS_DIFLAG2_NREXT64 != 0 {
-            put_be64(b, offset_of!(XfsDinode, di_big_nextents), 0);
+        d.di_nblocks.set(d.di_nblocks.get().saturating_sub(gone));
+        if nrext64 {
+            d.di_big_nextents.set(0);
         } else {
-            put_be32(b, offset_of!(XfsDinode, di_nextents), 0);
+            d.di_nextents.set(0);
         }
-        if let Some(d) = b.get_mut(core..core.saturating_add(t.data.len())) {
-            d.copy_from_slice(&t.data);
+        let end = core.saturating_add(t.data.len());
+        match b.get_mut(core..end) {
+            Some(d) => d.copy_from_slice(&t.data),
+            None => {
+                return Err(WritePastEnd {
+                    off: core,
+                    len: t.data.len(),
+                    block_len,
+                })
+            }
         }
+        Ok(())
     })?;
     // __xfs_bunmapi: the last extent first, each one's reverse mapping
     // removed, then its blocks freed.
@@ -760,7 +776,7 @@ fn to_local<R: ReadAt>(
 /// that ends (`xfs_defer_save_resources`), and a new one begins.
 fn roll<R: ReadAt>(forks: &mut ForkEditor<'_, R>, tx: &mut Tx, held: [u64; 2]) -> EditResult<()> {
     for ino in held {
-        log_core(forks, tx, ino, |_| {})?;
+        log_core(forks, tx, ino, |_| Ok(()))?;
     }
     tx.clear();
     Ok(())
@@ -848,7 +864,7 @@ pub fn run_chain<R: ReadAt>(
     while let Some((id, t)) = queue.pop_front() {
         guard = guard.saturating_add(1);
         if guard > 1 << 24 {
-            return refuse("the exchange's deferred work does not end".into());
+            return not_done("an exchange's deferred work of more than 2^24 steps");
         }
         let own = |kind: u16| LiveIntent {
             id,
@@ -963,12 +979,25 @@ mod tests {
             (0, 0, 1),
             XFS_EXCHMAPS_ATTR_FORK | XFS_EXCHMAPS_SET_SIZES,
         );
-        assert!(why(start(&mut forks, &sizes)).contains("size of -1"));
+        let m = why(start(&mut forks, &sizes));
+        assert!(
+            m.contains("size of -1") && m.starts_with("NotDoneByThisTool"),
+            "{m}"
+        );
         let flags = xmi(&forks, (131, 133), (0, 0, 1), 1 << 5);
-        assert!(why(start(&mut forks, &flags)).contains("fails the mount"));
+        let m = why(start(&mut forks, &flags));
+        assert!(
+            m.contains("fails the mount") && m.starts_with("KernelFailsMount"),
+            "{m}"
+        );
         let mut wrong_gen = xmi(&forks, (131, 133), (0, 0, 1), 0);
         wrong_gen.igen2 = wrong_gen.igen2.wrapping_add(1);
-        assert!(why(start(&mut forks, &wrong_gen)).contains("generation"));
+        // xlog_recover_iget_handle: -EFSCORRUPTED, the mount fails.
+        let m = why(start(&mut forks, &wrong_gen));
+        assert!(
+            m.contains("generation") && m.starts_with("KernelFailsMount"),
+            "{m}"
+        );
         assert_eq!(forks.inodes_changed(), 0);
     }
 

@@ -211,7 +211,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         }
         if !self.blocks.contains_key(&bno) {
             let off = self.ag_byte(bno)?;
-            let b = self.read_bytes(off, u64::try_from(self.blocksize).unwrap_or(4096))?;
+            let b = self.read_bytes(off, u64::from(self.fs.geo.blocksize))?;
             if self.feat.v5 {
                 let crc = crate::xfs::sb::crc_with_hole(&b, XFS_BTREE_SBLOCK_CRC_OFF);
                 let Ok((h, _)) = XfsBtreeSblock::ref_from_prefix(&b) else {

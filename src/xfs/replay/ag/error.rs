@@ -53,10 +53,6 @@ impl std::fmt::Display for Undone {
     }
 }
 
-/// A reason as text, from code whose outcomes are not typed yet.
-#[derive(Debug, Clone)]
-pub struct Unsupported(pub String);
-
 /// Result of an edit.
 pub enum EditError {
     /// The image cannot be read where the edit looks, or a block it reads
@@ -66,8 +62,6 @@ pub enum EditError {
     Damaged(Damage),
     /// The change is left undone.
     Undone(Undone),
-    /// Left undone, the reason as text (see [`refuse`]).
-    Unsupported(Unsupported),
     /// `inner` happened while doing `what`.
     Within { what: String, inner: Box<EditError> },
 }
@@ -84,7 +78,6 @@ impl std::fmt::Display for EditError {
             EditError::Read(e) => write!(f, "{e}"),
             EditError::Damaged(d) => write!(f, "{d}"),
             EditError::Undone(u) => write!(f, "{u}"),
-            EditError::Unsupported(u) => write!(f, "{}", u.0),
             EditError::Within { what, inner } => write!(f, "{what}: {inner}"),
         }
     }
@@ -98,7 +91,6 @@ impl std::fmt::Debug for EditError {
             EditError::Damaged(_) => "Damaged",
             EditError::Undone(Undone::KernelFailsMount { .. }) => "KernelFailsMount",
             EditError::Undone(Undone::NotDoneByThisTool { .. }) => "NotDoneByThisTool",
-            EditError::Unsupported(_) => "Unsupported",
             EditError::Within { .. } => "Within",
         };
         write!(f, "{kind}({:?})", self.to_string())
@@ -154,12 +146,6 @@ pub(crate) fn not_done<T>(what: impl Into<String>) -> EditResult<T> {
     Err(EditError::Undone(Undone::NotDoneByThisTool {
         what: what.into(),
     }))
-}
-
-/// A change left undone, the reason as text: for code whose outcomes are
-/// not typed yet.
-pub(crate) fn refuse<T>(m: String) -> EditResult<T> {
-    Err(EditError::Unsupported(Unsupported(m)))
 }
 
 #[cfg(test)]

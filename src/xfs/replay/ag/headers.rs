@@ -13,6 +13,7 @@ use crate::xfs::format::ag::{
 use crate::xfs::fs::be32;
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::ag::{damaged, not_done};
+use crate::xfs::replay::set_be32;
 use core::mem::offset_of;
 
 impl<'a, R: ReadAt> AgStore<'a, R> {
@@ -20,16 +21,18 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         be32(&self.agf, off).unwrap_or(0)
     }
 
-    pub fn set_agf_u32(&mut self, off: usize, v: u32) {
+    pub fn set_agf_u32(&mut self, off: usize, v: u32) -> EditResult<()> {
         if be32(&self.agf, off) != Some(v) {
-            crate::xfs::replay::put_be32(&mut self.agf, off, v);
+            let agno = self.agno;
+            set_be32(&mut self.agf, off, v).map_err(|w| w.damage("AGF", Location::Ag { agno }))?;
             self.agf_dirty = true;
         }
+        Ok(())
     }
 
-    pub(super) fn add_agf(&mut self, off: usize, delta: i64) {
+    pub(super) fn add_agf(&mut self, off: usize, delta: i64) -> EditResult<()> {
         let v = i64::from(self.agf_u32(off)).saturating_add(delta);
-        self.set_agf_u32(off, u32::try_from(v.max(0)).unwrap_or(u32::MAX));
+        self.set_agf_u32(off, u32::try_from(v.max(0)).unwrap_or(u32::MAX))
     }
 
     pub(super) fn load_agi(&mut self) -> EditResult<()> {
@@ -91,8 +94,8 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             self.set_agi_u32(r, root)?;
             self.add_agi(l, inc)
         } else {
-            self.set_agf_u32(r, root);
-            self.add_agf(l, inc);
+            self.set_agf_u32(r, root)?;
+            self.add_agf(l, inc)?;
             Ok(())
         }
     }
@@ -176,10 +179,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         if nf == self.agfl_slots() {
             nf = 0;
         }
-        self.set_agf_u32(offset_of!(XfsAgf, agf_flfirst), nf);
-        self.add_agf(offset_of!(XfsAgf, agf_flcount), -1);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_flfirst), nf)?;
+        self.add_agf(offset_of!(XfsAgf, agf_flcount), -1)?;
         if btreeblk {
-            self.add_agf(offset_of!(XfsAgf, agf_btreeblks), 1);
+            self.add_agf(offset_of!(XfsAgf, agf_btreeblks), 1)?;
             self.busy_reuse(bno);
         }
         Ok(Some(bno))
@@ -209,10 +212,10 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
         if last >= slots {
             last = 0;
         }
-        self.set_agf_u32(offset_of!(XfsAgf, agf_fllast), last);
-        self.add_agf(offset_of!(XfsAgf, agf_flcount), 1);
+        self.set_agf_u32(offset_of!(XfsAgf, agf_fllast), last)?;
+        self.add_agf(offset_of!(XfsAgf, agf_flcount), 1)?;
         if btreeblk {
-            self.add_agf(offset_of!(XfsAgf, agf_btreeblks), -1);
+            self.add_agf(offset_of!(XfsAgf, agf_btreeblks), -1)?;
         }
         let hdr = if self.feat.v5 { XFS_AGFL_HDR_SIZE } else { 0 };
         let off = usize::try_from(last)

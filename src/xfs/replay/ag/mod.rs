@@ -51,9 +51,8 @@ mod records;
 mod tree_ops;
 
 pub use btree::{Cursor, Lookup};
-pub(crate) use error::refuse;
 pub(crate) use error::{damaged, fails_mount, not_done};
-pub use error::{Damage, EditError, EditResult, Undone, Unsupported};
+pub use error::{Damage, EditError, EditResult, Undone};
 pub(crate) use records::non_inode;
 pub use records::{alloc_rec, key_bno, key_cnt, key_ino, key_refcount, key_rmap, rmap_rec, Rmap};
 pub use tree_ops::{key_of, rec_key, AgTree, Key};
@@ -920,9 +919,11 @@ mod tests {
         // A root pointer outside the AG and a height of 40.
         let fs = crate::xfs::testutil::fixture_fs(FIXTURE);
         let mut s = AgStore::new(&fs, &ov, AG).unwrap();
-        s.set_agf_u32(offset_of!(XfsAgf, agf_bno_root), 0xFFFF_FF00);
+        s.set_agf_u32(offset_of!(XfsAgf, agf_bno_root), 0xFFFF_FF00)
+            .unwrap();
         assert!(err_text(s.find(AgTree::Bno, key_bno(1))).contains("outside the AG"));
-        s.set_agf_u32(offset_of!(XfsAgf, agf_bno_level), 40);
+        s.set_agf_u32(offset_of!(XfsAgf, agf_bno_level), 40)
+            .unwrap();
         assert!(err_text(s.find(AgTree::Bno, key_bno(1))).contains("height 40"));
     }
 

@@ -30,7 +30,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 .last_record(AgTree::Cnt)?
                 .and_then(|r| be32(&r, offset_of!(XfsAllocRec, ar_blockcount)))
                 .unwrap_or(0);
-            self.set_agf_u32(offset_of!(XfsAgf, agf_longest), longest);
+            self.set_agf_u32(offset_of!(XfsAgf, agf_longest), longest)?;
         }
         Ok(())
     }

@@ -173,7 +173,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
             AgTree::Bno | AgTree::Cnt | AgTree::Rmap => {
                 let b = self.get_freelist(true)?;
                 if b.is_some() && tree == AgTree::Rmap {
-                    self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), 1);
+                    self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), 1)?;
                 }
                 Ok(b)
             }
@@ -181,7 +181,7 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 let h = self.refcount_block();
                 let b = self.alloc_near_one(h, XFS_RMAP_OWN_REFC)?;
                 if b.is_some() {
-                    self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), 1);
+                    self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), 1)?;
                 }
                 Ok(b)
             }
@@ -211,13 +211,13 @@ impl<'a, R: ReadAt> AgStore<'a, R> {
                 Ok(())
             }
             AgTree::Rmap => {
-                self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), -1);
+                self.add_agf(offset_of!(XfsAgf, agf_rmap_blocks), -1)?;
                 self.put_freelist_ex(bno, true)?;
                 self.busy_insert(bno, 1);
                 Ok(())
             }
             AgTree::Refcount => {
-                self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), -1);
+                self.add_agf(offset_of!(XfsAgf, agf_refcount_blocks), -1)?;
                 self.deferred.push((bno, XFS_RMAP_OWN_REFC));
                 Ok(())
             }

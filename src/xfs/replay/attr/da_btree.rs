@@ -20,6 +20,7 @@ use super::*;
 use crate::xfs::error::Location;
 use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::replay::ag::damaged;
+use crate::xfs::replay::block_len;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -38,20 +39,31 @@ impl<R: ReadAt> ForkEditor<'_, R> {
 
     /// A da node's count and entries written into `b` (what lay past them
     /// stays).
-    fn put_node_entries(b: &mut [u8], v5: bool, entries: &[(u32, u32)]) {
+    fn put_node_entries(
+        b: &mut [u8],
+        v5: bool,
+        entries: &[(u32, u32)],
+    ) -> Result<(), WritePastEnd> {
         let (hdr, count_at, _) = node_layout(v5);
-        put_be16(b, count_at, u16::try_from(entries.len()).unwrap_or(0));
+        set_be16(b, count_at, u16::try_from(entries.len()).unwrap_or(0))?;
         for (k, (h, blk)) in entries.iter().enumerate() {
             let at = hdr.saturating_add(k.saturating_mul(8));
-            put_be32(b, at, *h);
-            put_be32(b, at.saturating_add(4), *blk);
+            set_be32(b, at, *h)?;
+            set_be32(b, at.saturating_add(4), *blk)?;
         }
+        Ok(())
     }
 
     /// A da node header for attr block `dablk` at byte `boff` of `ino`
     /// (`xfs_da3_node_create`) written over `b`'s first bytes: no
     /// siblings, `level`, no entries yet.
-    fn node_header(&self, b: &mut [u8], boff: u64, ino: u64, level: u16) {
+    fn node_header(
+        &self,
+        b: &mut [u8],
+        boff: u64,
+        ino: u64,
+        level: u16,
+    ) -> Result<(), WritePastEnd> {
         let fs = self.fs();
         let v5 = fs.geo.v5;
         let (hdr, count_at, level_at) = node_layout(v5);
@@ -59,13 +71,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             h.fill(0);
         }
         if v5 {
-            put_be64(b, offset_of!(XfsDa3Blkinfo, blkno), boff / 512);
+            set_be64(b, offset_of!(XfsDa3Blkinfo, blkno), boff / 512)?;
             if let Some(u) = b.get_mut(field_range(offset_of!(XfsDa3Blkinfo, uuid), 16)) {
                 u.copy_from_slice(&fs.meta_uuid());
             }
-            put_be64(b, offset_of!(XfsDa3Blkinfo, owner), ino);
+            set_be64(b, offset_of!(XfsDa3Blkinfo, owner), ino)?;
         }
-        put_be16(
+        set_be16(
             b,
             offset_of!(XfsDaBlkinfo, magic),
             if v5 {
@@ -73,9 +85,10 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             } else {
                 XFS_DA_NODE_MAGIC
             },
-        );
-        put_be16(b, count_at, 0);
-        put_be16(b, level_at, level);
+        )?;
+        set_be16(b, count_at, 0)?;
+        set_be16(b, level_at, level)?;
+        Ok(())
     }
 
     /// The rest of `xfs_da3_split` once a leaf has split: the entry `add`
@@ -98,7 +111,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     ) -> EditResult<Vec<Work>> {
         let fs = self.fs();
         let v5 = fs.geo.v5;
-        let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+        let bs = block_len(&fs.geo);
         let (hdr, _, level_at) = node_layout(v5);
         let node_ents = bs.saturating_sub(hdr) / 8;
         let mut work = Vec::new();
@@ -128,11 +141,11 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let at1 = idx.saturating_add(1);
             if entries.len().saturating_add(adds.len()) <= node_ents {
                 entries.splice(at1..at1, adds.iter().copied());
-                Self::put_node_entries(&mut step.b, v5, &entries);
+                Self::put_node_entries(&mut step.b, v5, &entries)?;
                 let (boff, b) = (step.boff, step.b.clone());
                 self.put_attr_block(boff, b);
                 let last = entries.last().map_or(0, |e| e.0);
-                self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last);
+                self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last)?;
                 return Ok(work);
             }
             // xfs_da3_node_split.
@@ -150,8 +163,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 entries.splice(at1..at1, adds.iter().copied());
             }
             let mut nb = vec![0u8; bs];
-            self.node_header(&mut nb, nboff, ino, level);
-            Self::put_node_entries(&mut nb, v5, &moved);
+            self.node_header(&mut nb, nboff, ino, level)?;
+            Self::put_node_entries(&mut nb, v5, &moved)?;
             // xfs_da3_blk_link: the new node after the old one.
             let forw = be32(&b, offset_of!(XfsDaBlkinfo, forw)).unwrap_or(0);
             set_be32(&mut nb, offset_of!(XfsDaBlkinfo, forw), forw)?;
@@ -163,14 +176,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 self.put_attr_block(off, fb);
             }
             set_be32(&mut b, offset_of!(XfsDaBlkinfo, forw), ndablk)?;
-            Self::put_node_entries(&mut b, v5, &entries);
+            Self::put_node_entries(&mut b, v5, &entries)?;
             self.put_attr_block(nboff, nb);
             self.put_attr_block(boff, b.clone());
             if let Some(step) = path.get_mut(at) {
                 step.b = b;
             }
             let last = entries.last().map_or(0, |e| e.0);
-            self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last);
+            self.fix_hash_up(path.get_mut(..at).unwrap_or(&mut []), last)?;
             add = (moved.last().map_or(0, |e| e.0), ndablk);
             adds = vec![add];
         }
@@ -205,9 +218,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         }
         self.put_attr_block(cboff, copy);
         let mut nr = rb;
-        self.node_header(&mut nr, rboff, ino, level.saturating_add(1));
+        self.node_header(&mut nr, rboff, ino, level.saturating_add(1))?;
         let last = entries.last().map_or(0, |e| e.0);
-        Self::put_node_entries(&mut nr, v5, &[(last, cdablk), add]);
+        Self::put_node_entries(&mut nr, v5, &[(last, cdablk), add])?;
         self.put_attr_block(rboff, nr);
         Ok(work)
     }
@@ -237,7 +250,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     fn leaf_for(&self, ino: u64, hash: u32) -> EditResult<(LeafFork, Vec<NodeStep>)> {
         let fs = self.fs();
         let g = fs.geo;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         let (hdr, count_at, level_at) = node_layout(g.v5);
         let mut path = Vec::new();
         let mut dablk = 0u64;
@@ -356,7 +369,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             return Ok(None);
         };
         let g = self.fs().geo;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         let boff = self.attr_block_off(ino, dablk)?;
         let leaf = Leaf::parse(self.read("attr block", boff, bs)?, g.v5, "attr leaf block")
             .map_err(|e| e.within(|| format!("inode {ino}, attr block {dablk}")))?;
@@ -414,7 +427,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             None => return Ok(None),
         };
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         while path.len() < depth {
             if dablk == 0 {
                 return damaged(
@@ -460,27 +473,33 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// `xfs_da3_fixhashpath`: the hashes on the way down to `leaf` made its
     /// last hash again, as far up as they change; the changed node blocks
     /// are kept.
-    pub(super) fn fix_hash_path(&mut self, path: &mut [NodeStep], leaf: &Leaf) {
+    pub(super) fn fix_hash_path(
+        &mut self,
+        path: &mut [NodeStep],
+        leaf: &Leaf,
+    ) -> Result<(), WritePastEnd> {
         if let Some(last) = leaf.lasthash() {
-            self.fix_hash_up(path, last);
+            self.fix_hash_up(path, last)?;
         }
+        Ok(())
     }
 
     /// The hashes of `path`, from its bottom up, made `last` (the last hash
     /// of what lies below) as far as they change.
-    fn fix_hash_up(&mut self, path: &mut [NodeStep], mut last: u32) {
+    fn fix_hash_up(&mut self, path: &mut [NodeStep], mut last: u32) -> Result<(), WritePastEnd> {
         let (hdr, count_at, _) = node_layout(self.fs().geo.v5);
         for step in path.iter_mut().rev() {
             let at = hdr.saturating_add(step.index.saturating_mul(8));
             if be32(&step.b, at) == Some(last) {
                 break;
             }
-            put_be32(&mut step.b, at, last);
+            set_be32(&mut step.b, at, last)?;
             self.put_attr_block(step.boff, step.b.clone());
             let count = usize::from(be16(&step.b, count_at).unwrap_or(0));
             let last_at = hdr.saturating_add(count.saturating_sub(1).saturating_mul(8));
             last = be32(&step.b, last_at).unwrap_or(0);
         }
+        Ok(())
     }
 
     /// `xfs_da3_join` after a removal left `lf`, a leaf under a node, below
@@ -508,7 +527,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     ) -> EditResult<Vec<Work>> {
         let fs = self.fs();
         let v5 = fs.geo.v5;
-        let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+        let bs = block_len(&fs.geo);
         let (hdr, count_at, _) = node_layout(v5);
         let keep = |ed: &mut Self, lf: LeafFork| {
             ed.put_attr_block(lf.boff, lf.leaf.b);
@@ -629,17 +648,17 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let order = save.leaf.goes_after(&drop.leaf);
         if !save.leaf.hdr.holes {
             let at = if order { 0 } else { sc };
-            drop.leaf.move_to(&mut save.leaf, 0, at, dc);
+            drop.leaf.move_to(&mut save.leaf, 0, at, dc)?;
         } else {
-            let mut tmp = save.leaf.emptied();
+            let mut tmp = save.leaf.emptied()?;
             if order {
-                drop.leaf.move_to(&mut tmp, 0, 0, dc);
+                drop.leaf.move_to(&mut tmp, 0, 0, dc)?;
                 let n = tmp.hdr.count;
-                save.leaf.move_to(&mut tmp, 0, n, sc);
+                save.leaf.move_to(&mut tmp, 0, n, sc)?;
             } else {
-                save.leaf.move_to(&mut tmp, 0, 0, sc);
+                save.leaf.move_to(&mut tmp, 0, 0, sc)?;
                 let n = tmp.hdr.count;
-                drop.leaf.move_to(&mut tmp, 0, n, dc);
+                drop.leaf.move_to(&mut tmp, 0, n, dc)?;
             }
             save.leaf = tmp;
         }
@@ -654,7 +673,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                     set_be32(&mut root.b, hdr.saturating_add(at.saturating_mul(8)), last)?;
                 }
             } else {
-                self.fix_hash_up(&mut save_path, last);
+                self.fix_hash_up(&mut save_path, last)?;
                 // The dropped leaf's path sees those blocks as they are now.
                 for step in path.iter_mut() {
                     step.b = self.read("attr node block", step.boff, bs)?;
@@ -672,12 +691,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             Ok(())
         };
         if sback == drop_blk {
-            save.leaf.set_siblings(sforw, dback);
+            save.leaf.set_siblings(sforw, dback)?;
             if dback != 0 {
                 relink(self, dback, true)?;
             }
         } else {
-            save.leaf.set_siblings(dforw, sback);
+            save.leaf.set_siblings(dforw, sback)?;
             if dforw != 0 {
                 relink(self, dforw, false)?;
             }
@@ -724,7 +743,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 let last_at = hdr.saturating_add(left.saturating_sub(1).saturating_mul(8));
                 let last = be32(&node.b, last_at).unwrap_or(0);
                 let above = depth.saturating_sub(1);
-                self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last);
+                self.fix_hash_up(path.get_mut(..above).unwrap_or(&mut []), last)?;
             }
             // xfs_da3_node_toosmall.
             if left > node_ents >> 1 {
@@ -816,7 +835,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 be32(&d.b, offset_of!(XfsDaBlkinfo, back)).unwrap_or(0),
             );
             let mut sb = sv.b.clone();
-            Self::put_node_entries(&mut sb, v5, &merged);
+            Self::put_node_entries(&mut sb, v5, &merged)?;
             // xfs_da3_blk_unlink: the kept node takes the dropped one's
             // place in the sibling chain.
             let (save_blk, drop_blk) = (dablk_of(&spath), dablk_of(&dpath));
@@ -849,7 +868,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             // xfs_da3_fixhashpath on the kept node's path.
             if let Some(&(last, _)) = merged.last() {
                 let above = spath.len().saturating_sub(1);
-                self.fix_hash_up(spath.get_mut(..above).unwrap_or(&mut []), last);
+                self.fix_hash_up(spath.get_mut(..above).unwrap_or(&mut []), last)?;
             }
             // xfs_da_shrink_inode: the dropped node unmapped, never written.
             let (more, _, _) = self.attr_unmap_blocks(ino, u64::from(drop_blk), 1)?;

@@ -20,6 +20,7 @@ use crate::xfs::error::Location;
 use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::replay::ag::{damaged, fails_mount};
+use crate::xfs::replay::block_len;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -52,7 +53,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             }
             Err(i) => i,
         };
-        let bs = usize::try_from(self.fs().geo.blocksize).unwrap_or(0);
+        let bs = block_len(&self.fs().geo);
         let remote = entsize_local(p.name.len(), p.value.len()) >= bs.saturating_mul(3) / 4;
         let done = if remote {
             AddOutcome::Remote(p.clone())
@@ -60,7 +61,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             AddOutcome::Done
         };
         if Self::leaf_add_entry(&mut lf.leaf, i, hash, p, remote)? {
-            self.fix_hash_path(&mut path, &lf.leaf);
+            self.fix_hash_path(&mut path, &lf.leaf)?;
             self.put_attr_block(lf.boff, lf.leaf.b);
             return Ok((done, Vec::new()));
         }
@@ -177,14 +178,14 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     ) -> EditResult<Vec<Work>> {
         let fs = self.fs();
         let g = fs.geo;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         let (xdablk, xboff, mut work) = self.da_grow(ino, space)?;
         let xdablk = u32::try_from(xdablk).unwrap_or(0);
-        let mut extra = Leaf::create(bs, g.v5, xboff / 512, ino, &fs.meta_uuid());
+        let mut extra = Leaf::create(bs, g.v5, xboff / 512, ino, &fs.meta_uuid())?;
         let src_dablk = if inleaf { old_dablk } else { new_dablk };
         let (neighbour, set_forw) = {
             let src: &mut Leaf = if inleaf { &mut *old } else { &mut *new };
-            let (inleaf2, idx2) = src.split_into(&mut extra, idx, entsize);
+            let (inleaf2, idx2) = src.split_into(&mut extra, idx, entsize)?;
             // xfs_da3_blk_link of the extra leaf beside the one it split
             // from.
             let (forw, back) = src.siblings();
@@ -192,12 +193,12 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 && extra.hdr.count > 0
                 && (extra.first_hash() < src.first_hash() || extra.lasthash() < src.lasthash());
             let link = if before {
-                extra.set_siblings(src_dablk, back);
-                src.set_siblings(forw, xdablk);
+                extra.set_siblings(src_dablk, back)?;
+                src.set_siblings(forw, xdablk)?;
                 (back, true)
             } else {
-                extra.set_siblings(forw, src_dablk);
-                src.set_siblings(xdablk, back);
+                extra.set_siblings(forw, src_dablk)?;
+                src.set_siblings(xdablk, back)?;
                 (forw, false)
             };
             let target = if inleaf2 { src } else { &mut extra };
@@ -213,15 +214,15 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let point = |l: &mut Leaf| {
             let (f, b) = l.siblings();
             if set_forw {
-                l.set_siblings(xdablk, b);
+                l.set_siblings(xdablk, b)
             } else {
-                l.set_siblings(f, xdablk);
+                l.set_siblings(f, xdablk)
             }
         };
         if neighbour == old_dablk {
-            point(old);
+            point(old)?;
         } else if neighbour == new_dablk {
-            point(new);
+            point(new)?;
         } else if neighbour != 0 {
             let off = self.attr_block_off(ino, u64::from(neighbour))?;
             let mut b = self.read("attr block", off, bs)?;
@@ -232,7 +233,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         // new leaf after the old one's entry, the extra one before it
         // (split from the old leaf) or after it (`extraafter`), the node
         // splitting when both do not fit.
-        self.fix_hash_path(path, old);
+        self.fix_hash_path(path, old)?;
         let lh = |l: &Leaf| l.lasthash().unwrap_or(0);
         let (n, x) = ((lh(new), new_dablk), (lh(&extra), xdablk));
         let adds = if inleaf { [x, n] } else { [n, x] };
@@ -254,7 +255,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     ) -> EditResult<Vec<Work>> {
         let fs = self.fs();
         let g = fs.geo;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         let (hdr, _, _) = node_layout(g.v5);
         let cc0 = be64(&self.inode(ino)?.1, offset_of!(XfsDinode, di_changecount)).unwrap_or(0);
         let Some(bottom) = path.last() else {
@@ -272,13 +273,13 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         .unwrap_or(0);
         let (dablk, nboff, work) = self.da_grow(ino, space)?;
         let new_dablk = u32::try_from(dablk).unwrap_or(0);
-        let mut new = Leaf::create(bs, g.v5, nboff / 512, ino, &fs.meta_uuid());
+        let mut new = Leaf::create(bs, g.v5, nboff / 512, ino, &fs.meta_uuid())?;
         let entsize = if remote {
             entsize_remote(p.name.len())
         } else {
             entsize_local(p.name.len(), p.value.len())
         };
-        let (inleaf, idx) = lf.leaf.split_into(&mut new, index, entsize);
+        let (inleaf, idx) = lf.leaf.split_into(&mut new, index, entsize)?;
         // xfs_da3_blk_link.
         let (forw, back) = lf.leaf.siblings();
         let first = |l: &Leaf| l.first_hash();
@@ -293,17 +294,17 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             Ok(())
         };
         if before {
-            new.set_siblings(old_dablk, back);
+            new.set_siblings(old_dablk, back)?;
             if back != 0 {
                 relink(self, back, true)?;
             }
-            lf.leaf.set_siblings(forw, new_dablk);
+            lf.leaf.set_siblings(forw, new_dablk)?;
         } else {
-            new.set_siblings(forw, old_dablk);
+            new.set_siblings(forw, old_dablk)?;
             if forw != 0 {
                 relink(self, forw, false)?;
             }
-            lf.leaf.set_siblings(new_dablk, back);
+            lf.leaf.set_siblings(new_dablk, back)?;
         }
         let hash = self.attr_hash(p.ns, &p.name, &p.value)?;
         let target = if inleaf { &mut lf.leaf } else { &mut new };
@@ -326,7 +327,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             self.put_attr_block(nboff, new.b);
             return Ok(work);
         }
-        self.fix_hash_path(&mut path, &lf.leaf);
+        self.fix_hash_path(&mut path, &lf.leaf)?;
         // xfs_da3_node_add: the new leaf after the old one's entry, the
         // nodes splitting on the way up when full.
         let new_last = new.lasthash().unwrap_or(0);

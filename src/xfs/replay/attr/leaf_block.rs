@@ -29,7 +29,7 @@ use crate::xfs::format::da::{XfsDa3Blkinfo, XfsDaBlkinfo};
 use crate::xfs::fs::{be16, be32};
 use crate::xfs::replay::ag::{damaged, not_done, EditResult};
 use crate::xfs::replay::field_range;
-use crate::xfs::replay::{put_be16, put_be32, put_be64, set_be16, set_be32};
+use crate::xfs::replay::{set_be16, set_be32, set_be64, WritePastEnd};
 use core::mem::offset_of;
 
 const ENTRY: usize = 8;
@@ -152,22 +152,28 @@ impl Leaf {
     }
 
     /// A new, empty leaf block (`xfs_attr3_leaf_create`).
-    pub fn create(bs: usize, v5: bool, daddr: u64, owner: u64, uuid: &[u8; 16]) -> Leaf {
+    pub fn create(
+        bs: usize,
+        v5: bool,
+        daddr: u64,
+        owner: u64,
+        uuid: &[u8; 16],
+    ) -> Result<Leaf, WritePastEnd> {
         let lay = layout(v5);
         let mut b = vec![0u8; bs];
         if v5 {
-            put_be16(
+            set_be16(
                 &mut b,
                 offset_of!(XfsDaBlkinfo, magic),
                 XFS_ATTR3_LEAF_MAGIC,
-            );
-            put_be64(&mut b, offset_of!(XfsDa3Blkinfo, blkno), daddr);
+            )?;
+            set_be64(&mut b, offset_of!(XfsDa3Blkinfo, blkno), daddr)?;
             if let Some(u) = b.get_mut(field_range(offset_of!(XfsDa3Blkinfo, uuid), 16)) {
                 u.copy_from_slice(uuid);
             }
-            put_be64(&mut b, offset_of!(XfsDa3Blkinfo, owner), owner);
+            set_be64(&mut b, offset_of!(XfsDa3Blkinfo, owner), owner)?;
         } else {
-            put_be16(&mut b, offset_of!(XfsDaBlkinfo, magic), XFS_ATTR_LEAF_MAGIC);
+            set_be16(&mut b, offset_of!(XfsDaBlkinfo, magic), XFS_ATTR_LEAF_MAGIC)?;
         }
         let hdr = Hdr {
             count: 0,
@@ -177,8 +183,8 @@ impl Leaf {
             freemap: [(lay.hdr, bs.saturating_sub(lay.hdr)), (0, 0), (0, 0)],
         };
         let mut leaf = Leaf { b, hdr, lay };
-        leaf.write_hdr();
-        leaf
+        leaf.write_hdr()?;
+        Ok(leaf)
     }
 
     fn entry(&self, i: usize) -> (u32, usize, u8) {
@@ -230,16 +236,17 @@ impl Leaf {
 
     /// `xfs_attr3_leaf_setflag`: entry `i` marked INCOMPLETE; a remote
     /// value's block and length are cleared.
-    pub fn set_incomplete(&mut self, i: usize) {
+    pub fn set_incomplete(&mut self, i: usize) -> Result<(), WritePastEnd> {
         let (_, nameidx, flags) = self.entry(i);
         let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
         if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
             *f = flags | XFS_ATTR_INCOMPLETE;
         }
         if flags & XFS_ATTR_LOCAL == 0 {
-            put_be32(&mut self.b, nameidx, 0);
-            put_be32(&mut self.b, nameidx.saturating_add(4), 0);
+            set_be32(&mut self.b, nameidx, 0)?;
+            set_be32(&mut self.b, nameidx.saturating_add(4), 0)?;
         }
+        Ok(())
     }
 
     /// The bytes entry `i`'s name record takes (local or remote).
@@ -353,16 +360,22 @@ impl Leaf {
 
     /// `xfs_attr3_leaf_clearflag`: entry `index` complete, its value at
     /// attr block `valueblk`, `valuelen` bytes.
-    pub fn clear_incomplete(&mut self, index: usize, valueblk: u32, valuelen: u32) {
+    pub fn clear_incomplete(
+        &mut self,
+        index: usize,
+        valueblk: u32,
+        valuelen: u32,
+    ) -> Result<(), WritePastEnd> {
         let (_, nameidx, flags) = self.entry(index);
         let at = self.lay.hdr.saturating_add(index.saturating_mul(ENTRY));
         if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
             *f = flags & !XFS_ATTR_INCOMPLETE;
         }
         if flags & XFS_ATTR_LOCAL == 0 {
-            put_be32(&mut self.b, nameidx, valueblk);
-            put_be32(&mut self.b, nameidx.saturating_add(4), valuelen);
+            set_be32(&mut self.b, nameidx, valueblk)?;
+            set_be32(&mut self.b, nameidx.saturating_add(4), valuelen)?;
         }
+        Ok(())
     }
 
     /// An entry (flags, name record of `entsize` bytes) at `index`, its
@@ -411,7 +424,7 @@ impl Leaf {
                 if !h.holes && sum < entsize {
                     return Ok(false);
                 }
-                self.compact();
+                self.compact()?;
                 if self.hdr.freemap[0].1 < entsize.saturating_add(ENTRY) {
                     return Ok(false);
                 }
@@ -462,7 +475,7 @@ impl Leaf {
             }
         }
         self.hdr.usedbytes = self.hdr.usedbytes.saturating_add(entsize);
-        self.write_hdr();
+        self.write_hdr()?;
         Ok(true)
     }
 
@@ -474,7 +487,12 @@ impl Leaf {
     /// block's free regions and first name left as they were, its holes
     /// flag set). Returns whether the new entry goes into this block and
     /// at which index of the block it goes into.
-    pub fn split_into(&mut self, new: &mut Leaf, index: usize, entsize: usize) -> (bool, usize) {
+    pub fn split_into(
+        &mut self,
+        new: &mut Leaf,
+        index: usize,
+        entsize: usize,
+    ) -> Result<(bool, usize), WritePastEnd> {
         let max = self.hdr.count;
         let half = max
             .saturating_add(1)
@@ -510,10 +528,10 @@ impl Leaf {
         }
         let inleaf = foundit;
         if count < max {
-            self.move_to(new, count, 0, max.saturating_sub(count));
+            self.move_to(new, count, 0, max.saturating_sub(count))?;
         }
         let left = self.hdr.count;
-        if index > left {
+        Ok(if index > left {
             (false, index.saturating_sub(left))
         } else if index == left {
             if inleaf {
@@ -523,7 +541,7 @@ impl Leaf {
             }
         } else {
             (true, index)
-        }
+        })
     }
 
     /// `xfs_attr3_leaf_moveents`: `n` entries from `start` of this block
@@ -532,9 +550,15 @@ impl Leaf {
     /// zeroed and its entries closed up, its free regions and first name
     /// left as they were, its holes flag set; `dst`'s free regions made
     /// one, between its table and its names.
-    pub fn move_to(&mut self, dst: &mut Leaf, start: usize, start_d: usize, n: usize) {
+    pub fn move_to(
+        &mut self,
+        dst: &mut Leaf,
+        start: usize,
+        start_d: usize,
+        n: usize,
+    ) -> Result<(), WritePastEnd> {
         if n == 0 {
-            return;
+            return Ok(());
         }
         let ent_at = |l: &Leaf, i: usize| l.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
         if start_d < dst.hdr.count {
@@ -552,12 +576,12 @@ impl Leaf {
             dst.hdr.firstused = dst.hdr.firstused.saturating_sub(size);
             let fu = dst.hdr.firstused;
             let at = ent_at(dst, start_d.saturating_add(i));
-            put_be32(&mut dst.b, at, hash);
-            put_be16(
+            set_be32(&mut dst.b, at, hash)?;
+            set_be16(
                 &mut dst.b,
                 at.saturating_add(4),
                 u16::try_from(fu).unwrap_or(0),
-            );
+            )?;
             if let Some(f) = dst.b.get_mut(at.saturating_add(6)..at.saturating_add(8)) {
                 f.copy_from_slice(&[flags, 0]);
             }
@@ -600,14 +624,15 @@ impl Leaf {
             (0, 0),
         ];
         self.hdr.holes = true;
-        self.write_hdr();
-        dst.write_hdr();
+        self.write_hdr()?;
+        dst.write_hdr()?;
+        Ok(())
     }
 
     /// A new, empty block for [`Self::move_to`] that keeps this block's
     /// header bytes (its address, owner, siblings) but no entries and no
     /// free regions (`xfs_attr3_leaf_unbalance`'s temporary leaf).
-    pub fn emptied(&self) -> Leaf {
+    pub fn emptied(&self) -> Result<Leaf, WritePastEnd> {
         let bs = self.b.len();
         let mut b = vec![0u8; bs];
         let h = self.lay.hdr.min(bs);
@@ -625,8 +650,8 @@ impl Leaf {
             },
             lay: self.lay,
         };
-        leaf.write_hdr();
-        leaf
+        leaf.write_hdr()?;
+        Ok(leaf)
     }
 
     /// `xfs_attr3_leaf_order`: do `other`'s entries go before this
@@ -638,16 +663,17 @@ impl Leaf {
     }
 
     /// The sibling links (`forw`, `back`: attr block numbers, 0 none).
-    pub fn set_siblings(&mut self, forw: u32, back: u32) {
-        put_be32(&mut self.b, offset_of!(XfsDaBlkinfo, forw), forw);
-        put_be32(&mut self.b, offset_of!(XfsDaBlkinfo, back), back);
+    pub fn set_siblings(&mut self, forw: u32, back: u32) -> Result<(), WritePastEnd> {
+        set_be32(&mut self.b, offset_of!(XfsDaBlkinfo, forw), forw)?;
+        set_be32(&mut self.b, offset_of!(XfsDaBlkinfo, back), back)?;
+        Ok(())
     }
 
     /// `xfs_attr3_leaf_compact`: the block cleared past its header and the
     /// entries copied back in order, their names packed down from the end
     /// (the first entry's highest); one free region left, between the
     /// table and the names.
-    fn compact(&mut self) {
+    fn compact(&mut self) -> Result<(), WritePastEnd> {
         let old = Leaf {
             b: self.b.clone(),
             hdr: self.hdr,
@@ -664,12 +690,12 @@ impl Leaf {
             let size = old.entsize_at(i);
             firstused = firstused.saturating_sub(size);
             let at = self.lay.hdr.saturating_add(i.saturating_mul(ENTRY));
-            put_be32(&mut self.b, at, hash);
-            put_be16(
+            set_be32(&mut self.b, at, hash)?;
+            set_be16(
                 &mut self.b,
                 at.saturating_add(4),
                 u16::try_from(firstused).unwrap_or(0),
-            );
+            )?;
             if let Some(f) = self.b.get_mut(at.saturating_add(6)) {
                 *f = flags;
             }
@@ -692,12 +718,13 @@ impl Leaf {
             holes: false,
             freemap: [(base, firstused.saturating_sub(base)), (0, 0), (0, 0)],
         };
-        self.write_hdr();
+        self.write_hdr()?;
+        Ok(())
     }
 
     /// `xfs_attr3_leaf_remove`: entry `index` and its name leave the block,
     /// the freed bytes joined to a free region as the kernel joins them.
-    pub fn remove(&mut self, index: usize) {
+    pub fn remove(&mut self, index: usize) -> Result<(), WritePastEnd> {
         let h = self.hdr;
         let (_, nameidx, _) = self.entry(index);
         let entsize = self.entsize_at(index);
@@ -774,7 +801,8 @@ impl Leaf {
         } else {
             self.hdr.holes = true;
         }
-        self.write_hdr();
+        self.write_hdr()?;
+        Ok(())
     }
 
     /// The entries as shortform entries would need them: `None` when one
@@ -798,33 +826,34 @@ impl Leaf {
         Some(bytes)
     }
 
-    fn write_hdr(&mut self) {
+    fn write_hdr(&mut self) -> Result<(), WritePastEnd> {
         let c = self.lay.count;
         let h = self.hdr;
-        put_be16(&mut self.b, c, u16::try_from(h.count).unwrap_or(0));
-        put_be16(
+        set_be16(&mut self.b, c, u16::try_from(h.count).unwrap_or(0))?;
+        set_be16(
             &mut self.b,
             c.saturating_add(2),
             u16::try_from(h.usedbytes).unwrap_or(0),
-        );
+        )?;
         let fu = if h.firstused >= 65536 { 0 } else { h.firstused };
-        put_be16(
+        set_be16(
             &mut self.b,
             c.saturating_add(4),
             u16::try_from(fu).unwrap_or(0),
-        );
+        )?;
         if let Some(d) = self.b.get_mut(c.saturating_add(6)) {
             *d = u8::from(h.holes);
         }
         for (i, (base, size)) in h.freemap.iter().enumerate() {
             let at = c.saturating_add(8).saturating_add(i.saturating_mul(4));
-            put_be16(&mut self.b, at, u16::try_from(*base).unwrap_or(0));
-            put_be16(
+            set_be16(&mut self.b, at, u16::try_from(*base).unwrap_or(0))?;
+            set_be16(
                 &mut self.b,
                 at.saturating_add(2),
                 u16::try_from(*size).unwrap_or(0),
-            );
+            )?;
         }
+        Ok(())
     }
 }
 
@@ -851,7 +880,7 @@ mod tests {
         for round in 0..3000 {
             let bs = 4096;
             let mut b = vec![0u8; bs];
-            let mut leaf = Leaf::create(bs, true, 16, 131, &[7; 16]);
+            let mut leaf = Leaf::create(bs, true, 16, 131, &[7; 16]).unwrap();
             // Start from a real block with a few entries, then damage it.
             for i in 0..(r.next() % 12) as usize {
                 let name = format!("n{i}");
@@ -878,7 +907,7 @@ mod tests {
             if n > 0 {
                 let _ = l.local((r.next() % n as u64) as usize);
                 if r.next() % 2 == 0 {
-                    l.remove((r.next() % n as u64) as usize);
+                    l.remove((r.next() % n as u64) as usize).unwrap();
                 }
             }
             let _ = l.shortform_bytes();

@@ -67,10 +67,10 @@ mod leaf_block;
 mod remote;
 mod shortform;
 
-use super::ag::{refuse, EditResult};
+use super::ag::EditResult;
 use super::bmap::{extent_count, ForkEditor, Rec};
 use super::defer::{Rmap, Work};
-use super::{put_be16, put_be32, put_be64, set_be16, set_be32, set_be64, RecoveryTime};
+use super::{set_be16, set_be32, set_be64, RecoveryTime, WritePastEnd};
 use crate::xfs::dahash::{da_hashname, parent_hashname};
 use crate::xfs::error::Location;
 use crate::xfs::format::attr::XfsAttrSfHdr;
@@ -92,6 +92,7 @@ use crate::xfs::inode::Timestamp;
 use crate::xfs::log::items::AttriItem;
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::ag::{damaged, fails_mount, not_done};
+use crate::xfs::replay::block_len;
 use core::mem::offset_of;
 use leaf_block::{entsize_local, entsize_remote, Leaf};
 use shortform::{bytesfit, sf_entries};
@@ -222,26 +223,28 @@ fn attr_rec0(b: &[u8], core: usize) -> (usize, u64, u64, u64) {
 
 /// Set an inode's attr extent count (where the large-count layout keeps
 /// it when the inode has one).
-fn set_anextents(b: &mut [u8], n: u32) {
+fn set_anextents(b: &mut [u8], n: u32) -> Result<(), WritePastEnd> {
     let nrext64 = b.get(4) == Some(&3)
         && be64(b, offset_of!(XfsDinode, di_flags2)).unwrap_or(0) & XFS_DIFLAG2_NREXT64 != 0;
     if nrext64 {
-        put_be32(b, offset_of!(XfsDinode, di_nextents), n);
+        set_be32(b, offset_of!(XfsDinode, di_nextents), n)?;
     } else {
-        put_be16(
+        set_be16(
             b,
             offset_of!(XfsDinode, di_anextents),
             u16::try_from(n).unwrap_or(u16::MAX),
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// di_nblocks moved by `delta`.
-fn add_nblocks(b: &mut [u8], delta: i64) {
+fn add_nblocks(b: &mut [u8], delta: i64) -> Result<(), WritePastEnd> {
     let nb = be64(b, offset_of!(XfsDinode, di_nblocks))
         .unwrap_or(0)
         .saturating_add_signed(delta);
-    put_be64(b, offset_of!(XfsDinode, di_nblocks), nb);
+    set_be64(b, offset_of!(XfsDinode, di_nblocks), nb)?;
+    Ok(())
 }
 
 /// The add of a set whose first transaction took the old entry out: done
@@ -462,7 +465,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             let boff = self
                 .block_off("attr block", r0.start)
                 .map_err(|e| e.within(|| format!("inode {ino}")))?;
-            let bs = usize::try_from(fs.geo.blocksize).unwrap_or(0);
+            let bs = block_len(&fs.geo);
             let what = "attr leaf block";
             let bytes = self.read(what, boff, bs)?;
             if matches!(
@@ -601,7 +604,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 let mut tasks = Vec::new();
                 if let Ok(i) = found {
                     let rmt = lf.leaf.remote(i);
-                    lf.leaf.set_incomplete(i);
+                    lf.leaf.set_incomplete(i)?;
                     self.put_attr_block(lf.boff, lf.leaf.b);
                     if let Some((blk, len)) = rmt.filter(|r| r.0 > 0) {
                         tasks.push(AttrTask::RemoveRmt {
@@ -639,7 +642,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 });
                 let mut tasks: Vec<AttrTask> = pending.into_iter().map(AttrTask::Add).collect();
                 if let Ok(i) = found {
-                    lf.leaf.remove(i);
+                    lf.leaf.remove(i)?;
                     let (_, ib) = self.inode(ino)?;
                     let fit = match lf.leaf.shortform_bytes() {
                         Some(bytes) => self.leaf_allfit(&ib, ino, bytes)?,
@@ -740,7 +743,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// The inode's core logged `bumps` times more (its change count).
     fn log_inode_core(&mut self, ino: u64, bumps: u64) -> EditResult<()> {
         let (ioff, b) = self.inode(ino)?;
-        self.log_inode(ino, ioff, b, bumps);
+        self.log_inode(ino, ioff, b, bumps)?;
         Ok(())
     }
 
@@ -764,8 +767,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 return not_done(format!("inode {ino}: the kernel adds this attribute as into a shortform list, which another intent turned into blocks"))
             }
             (_, Some(AttrFork::Short(_))) | (AddState::Leaf, Some(AttrFork::Node)) => {
-                return refuse(format!(
-                    "inode {ino}: another intent changed the attr fork's form after the kernel chose how to add this attribute; it reads a block that is no longer a leaf or node and fails the mount"
+                return fails_mount(format!(
+                    "inode {ino}: another intent changed the attr fork's form after the kernel chose how to add this attribute; it reads a block that is no longer a leaf or node"
                 ))
             }
             (_, Some(AttrFork::Leaf(_) | AttrFork::Node)) => {
@@ -805,9 +808,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         };
         let cc0 = be64(&self.inode(ino)?.1, offset_of!(XfsDinode, di_changecount)).unwrap_or(0);
         self.begin_transaction();
-        lf.leaf.remove(i);
-        self.fix_hash_path(&mut path, &lf.leaf);
-        let bs = usize::try_from(self.fs().geo.blocksize).unwrap_or(0);
+        lf.leaf.remove(i)?;
+        self.fix_hash_path(&mut path, &lf.leaf)?;
+        let bs = block_len(&self.fs().geo);
         let used = lf
             .leaf
             .hdr_size()

@@ -23,6 +23,7 @@ use super::*;
 use crate::xfs::error::Location;
 use crate::xfs::format::attr::XfsAttr3RmtHdr;
 use crate::xfs::replay::ag::damaged;
+use crate::xfs::replay::block_len;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -30,7 +31,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     /// Bytes of value one remote block holds (v5: less its header).
     fn rmt_space(&self) -> usize {
         let g = self.fs().geo;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         if g.v5 {
             bs.saturating_sub(RMT_HDR)
         } else {
@@ -99,7 +100,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             );
         };
         lf.leaf
-            .clear_incomplete(i, u32::try_from(at.first).unwrap_or(0), valuelen);
+            .clear_incomplete(i, u32::try_from(at.first).unwrap_or(0), valuelen)?;
         self.put_attr_block(lf.boff, lf.leaf.b);
         Ok((agno, rmap, None))
     }
@@ -110,7 +111,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
     fn write_remote_value(&mut self, ino: u64, first: u64, value: &[u8]) -> EditResult<()> {
         let fs = self.fs();
         let g = fs.geo;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
+        let bs = block_len(&g);
         let space = self.rmt_space().max(1);
         let recs = self.attr_extents(ino)?;
         for (i, part) in value.chunks(space).enumerate() {

@@ -28,6 +28,7 @@ use crate::xfs::format::attr::XfsAttrSfHdr;
 use crate::xfs::format::da::XfsDa3Blkinfo;
 use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::replay::ag::{damaged, fails_mount, not_done};
+use crate::xfs::replay::block_len;
 use crate::xfs::replay::field_range;
 use core::mem::offset_of;
 
@@ -205,7 +206,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 }
             }
         }
-        self.log_inode(ino, f.ioff, f.b, bumps);
+        self.log_inode(ino, f.ioff, f.b, bumps)?;
         Ok(())
     }
 
@@ -291,8 +292,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (_, _, _, fsb) = attr_rec0(&b, core);
         let (agno, agbno) = g.split_fsb(crate::xfs::types::FsBlock(fsb));
         self.drop_attr_block(lf.boff);
-        set_anextents(&mut b, 0);
-        add_nblocks(&mut b, -1);
+        set_anextents(&mut b, 0)?;
+        add_nblocks(&mut b, -1)?;
         match forkoff {
             None if !set => {
                 if let Some(d) = b.get_mut(field_range(offset_of!(XfsDinode, di_forkoff), 2)) {
@@ -339,7 +340,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
                 }
             }
         }
-        self.log_inode(ino, ioff, b, 1);
+        self.log_inode(ino, ioff, b, 1)?;
         let m = Rmap {
             start: agbno.0,
             len: 1,
@@ -408,8 +409,8 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let boff = self
             .block_off("attr block", fsb)
             .map_err(|e| e.within(|| format!("inode {ino}")))?;
-        let bs = usize::try_from(g.blocksize).unwrap_or(0);
-        let mut leaf = Leaf::create(bs, g.v5, boff / 512, ino, &fs.meta_uuid());
+        let bs = block_len(&g);
+        let mut leaf = Leaf::create(bs, g.v5, boff / 512, ino, &fs.meta_uuid())?;
         for e in sf_entries(&f.sf, ino)? {
             let nl = usize::from(f.sf.get(e.at).copied().unwrap_or(0));
             let vl = usize::from(f.sf.get(e.at.saturating_add(1)).copied().unwrap_or(0));
@@ -458,9 +459,9 @@ impl<R: ReadAt> ForkEditor<'_, R> {
             at.saturating_add(8),
             ((fsb & ((1 << 43) - 1)) << 21) | 1,
         )?;
-        set_anextents(&mut f.b, 1);
-        add_nblocks(&mut f.b, 1);
-        self.log_inode(ino, ioff, f.b, 1);
+        set_anextents(&mut f.b, 1)?;
+        add_nblocks(&mut f.b, 1)?;
+        self.log_inode(ino, ioff, f.b, 1)?;
         let rmap = Work::RmapMap {
             agno,
             m: Rmap {

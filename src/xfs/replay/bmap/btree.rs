@@ -9,18 +9,19 @@
 
 use super::map::{contiguity, hole_check};
 use super::{Alloc, ForkAt, ForkEditor, Rec};
+use crate::xfs::error::Location;
 use crate::xfs::format::dinode::XfsBtreeBlockLong;
 use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::{XFS_BMAP_CRC_MAGIC, XFS_BMAP_MAGIC};
 use crate::xfs::fs::{be16, be32, be64};
 use crate::xfs::read::ReadAt;
-use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::{EditError, EditResult, Unsupported};
+use crate::xfs::replay::ag::{damaged, not_done, Damage, EditError, EditResult};
 use crate::xfs::replay::alloc::RmapOwner;
+use crate::xfs::replay::block_len;
 use crate::xfs::replay::btree::delete::Delete;
 use crate::xfs::replay::btree::insert::Insert;
 use crate::xfs::replay::btree::{Btree, BtreeOps, Key, Lookup, IROOT, MAX_LEVELS, NO_PTR};
-use crate::xfs::replay::{put_be16, put_be32, put_be64};
+use crate::xfs::replay::{set_be16, set_be32, set_be64, WritePastEnd};
 use crate::xfs::types::FsBlock;
 use core::mem::offset_of;
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,7 +67,7 @@ impl<'e, 'a, 'x, R: ReadAt> Bmbt<'e, 'a, 'x, R> {
         f: &'e mut ForkAt,
         alloc: Option<&'e mut Alloc<'x>>,
     ) -> Self {
-        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
+        let ino = f.ino;
         let (hdr, bs) = ed.hdr_bs();
         let root_max = f.fork_len.saturating_sub(4) / 16;
         Bmbt {
@@ -111,19 +112,14 @@ impl<'e, 'a, 'x, R: ReadAt> Bmbt<'e, 'a, 'x, R> {
     fn find(&mut self, off: u64) -> EditResult<crate::xfs::replay::btree::Cursor> {
         let (cur, ok) = self.lookup(Lookup::Eq, (off, 0, 0))?;
         if !ok {
-            return refuse(format!(
-                "inode {}: bmbt keys do not lead to the record at {off}",
-                self.ino
-            ));
+            return Err(self.damaged(None, format!("the keys do not lead to the record at {off}")));
         }
         Ok(cur)
     }
 }
 
-fn rec_bytes(r: Rec) -> Vec<u8> {
-    let mut b = vec![0u8; 16];
-    r.put(&mut b, 0);
-    b
+fn rec_bytes(r: Rec) -> [u8; 16] {
+    r.bytes()
 }
 
 impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
@@ -167,16 +163,13 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
         let n = usize::from(be16(&self.f.bytes, root.saturating_add(2)).unwrap_or(0));
         let levels = usize::from(level).saturating_add(1);
         if level == 0 || levels > MAX_LEVELS || n == 0 || n > self.root_max {
-            return refuse(format!(
-                "inode {}: bmbt root with level {level} and {n} records",
-                self.ino
-            ));
+            return Err(self.damaged(Some(IROOT), format!("level {level} and {n} records")));
         }
         Ok((IROOT, levels))
     }
     fn set_root(&mut self, _ptr: u64, _inc: i64) -> EditResult<()> {
-        refuse(format!(
-            "inode {}: the bmbt root lives in the inode",
+        not_done(format!(
+            "inode {}: a bmbt root moved out of the inode",
             self.ino
         ))
     }
@@ -189,7 +182,7 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
         }
         let lvl = level.map_or(Ok(None), |l| u16::try_from(l).map(Some));
         let Ok(lvl) = lvl else {
-            return refuse(format!("inode {}: bmbt level {level:?}", self.ino));
+            return Err(self.damaged(Some(bno), format!("level {level:?}")));
         };
         let maxrecs = self.maxrecs(level.unwrap_or(0));
         let (_, b, _) = self.ed.bmbt_block(self.ino, bno, lvl, maxrecs)?;
@@ -199,9 +192,9 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
             ("right", offset_of!(XfsBtreeBlockLong, bb_rightsib)),
         ] {
             if be64(&b, at) == Some(bno) {
-                return refuse(format!(
-                    "inode {}: bmbt block {bno} is its own {what} sibling: the sibling pointers loop",
-                    self.ino
+                return Err(self.damaged(
+                    Some(bno),
+                    format!("its own {what} sibling: the sibling pointers loop"),
                 ));
             }
         }
@@ -239,7 +232,7 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
         let level = u16::try_from(level).unwrap_or(u16::MAX);
         let b = self
             .ed
-            .new_block(off, self.ino, level, numrecs, NO_PTR, NO_PTR);
+            .new_block(off, self.ino, level, numrecs, NO_PTR, NO_PTR)?;
         self.cache.insert(bno, b);
         self.dirty.insert(bno);
         Ok(())
@@ -247,7 +240,7 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
     fn alloc_block(&mut self, hint: u64) -> EditResult<Option<u64>> {
         let g = self.ed.fs.geo;
         if !g.v5 {
-            return refuse("a bmbt block on a v4 filesystem is not made by this tool".into());
+            return not_done("a bmbt block on a v4 filesystem");
         }
         let (agno, agbno) = g.split_fsb(FsBlock(hint));
         let owner = RmapOwner {
@@ -257,15 +250,21 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
             bmbt_block: true,
         };
         let Some(alloc) = self.alloc.as_mut() else {
-            return refuse(format!("inode {}: a bmbt block in a read", self.ino));
+            return not_done(format!(
+                "inode {}: a bmbt block allocated in a read",
+                self.ino
+            ));
         };
         let Some(new) = alloc(agno.0, agbno.0, owner)? else {
-            return refuse(format!("AG {}: no free block for a new bmbt block", agno.0));
+            return not_done(format!(
+                "AG {}: a new bmbt block where none is free near block {}",
+                agno.0, agbno.0
+            ));
         };
         self.first_log.get_or_insert(true);
         let at = offset_of!(XfsDinode, di_nblocks);
         let nb = be64(&self.f.bytes, at).unwrap_or(0).saturating_add(1);
-        put_be64(&mut self.f.bytes, at, nb);
+        set_be64(&mut self.f.bytes, at, nb)?;
         let fsb = u64::from(agno.0)
             .checked_shl(u32::from(g.agblklog))
             .unwrap_or(0)
@@ -280,12 +279,17 @@ impl<R: ReadAt> BtreeOps for Bmbt<'_, '_, '_, R> {
         Ok(())
     }
     fn damaged(&self, bno: Option<u64>, msg: String) -> EditError {
-        let at = match bno {
-            Some(IROOT) => "bmbt root".to_string(),
-            Some(b) => format!("bmbt block {b}"),
-            None => "bmbt".to_string(),
+        let ino = Location::Inode { ino: self.ino };
+        let (structure, location) = match bno {
+            Some(IROOT) => ("bmbt root", ino),
+            Some(fsb) => ("bmbt", Location::FsBlock { fsb }),
+            None => ("bmbt", ino),
         };
-        EditError::Unsupported(Unsupported(format!("inode {}: {at}: {msg}", self.ino)))
+        EditError::Damaged(Damage {
+            structure,
+            location: Some(location),
+            detail: format!("inode {}: {msg}", self.ino),
+        })
     }
 }
 
@@ -308,7 +312,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.first_log = e.first_log;
         for fsb in e.freed {
             let off = self.block_off("bmbt block", fsb)?;
-            self.let_go_of(f, off, fsb, true);
+            self.let_go_of(f, off, fsb, true)?;
         }
         Ok(())
     }
@@ -332,13 +336,15 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             bmbt_block: true,
         };
         let Some(agbno) = alloc(agno, hint, owner)? else {
-            return refuse(format!("AG {agno}: no free block for the new bmbt leaf"));
+            return not_done(format!(
+                "AG {agno}: the new bmbt leaf where no block is free near block {hint}"
+            ));
         };
         self.first_log.get_or_insert(true);
         let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
             .unwrap_or(0)
             .saturating_add(1);
-        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
+        set_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb)?;
         let fsb = u64::from(agno)
             .checked_shl(u32::from(self.fs.geo.agblklog))
             .unwrap_or(0)
@@ -357,36 +363,36 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         n: usize,
         left: u64,
         right: u64,
-    ) -> Vec<u8> {
-        let bs = usize::try_from(self.fs.geo.blocksize).unwrap_or(0);
+    ) -> Result<Vec<u8>, WritePastEnd> {
+        let bs = block_len(&self.fs.geo);
         let mut b = vec![0u8; bs];
-        put_be32(
+        set_be32(
             &mut b,
             offset_of!(XfsBtreeBlockLong, bb_magic),
             XFS_BMAP_CRC_MAGIC,
-        );
-        put_be16(&mut b, offset_of!(XfsBtreeBlockLong, bb_level), level);
-        put_be16(
+        )?;
+        set_be16(&mut b, offset_of!(XfsBtreeBlockLong, bb_level), level)?;
+        set_be16(
             &mut b,
             offset_of!(XfsBtreeBlockLong, bb_numrecs),
             u16::try_from(n).unwrap_or(u16::MAX),
-        );
-        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_leftsib), left);
-        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_rightsib), right);
-        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_blkno), off / 512);
+        )?;
+        set_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_leftsib), left)?;
+        set_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_rightsib), right)?;
+        set_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_blkno), off / 512)?;
         let uuid_at = offset_of!(XfsBtreeBlockLong, bb_uuid);
         if let Some(d) = b.get_mut(uuid_at..uuid_at.saturating_add(16)) {
             d.copy_from_slice(&self.fs.meta_uuid());
         }
-        put_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_owner), ino);
-        b
+        set_be64(&mut b, offset_of!(XfsBtreeBlockLong, bb_owner), ino)?;
+        Ok(b)
     }
 
     /// bmbt block header bytes and block size.
     pub(super) fn hdr_bs(&self) -> (usize, usize) {
         (
             if self.fs.geo.v5 { 72 } else { 24 },
-            usize::try_from(self.fs.geo.blocksize).unwrap_or(0),
+            block_len(&self.fs.geo),
         )
     }
 
@@ -420,19 +426,29 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let lvl = be16(&b, offset_of!(XfsBtreeBlockLong, bb_level)).unwrap_or(u16::MAX);
         let nr = usize::from(be16(&b, offset_of!(XfsBtreeBlockLong, bb_numrecs)).unwrap_or(0));
         if magic != want_magic || level.is_some_and(|l| l != lvl) || nr == 0 || nr > maxrecs {
-            return refuse(format!(
-                "inode {ino}: bmbt block {fsb}: magic {magic:#x} level {lvl} records {nr}"
-            ));
+            return damaged(
+                "bmbt",
+                Some(Location::FsBlock { fsb }),
+                format!("inode {ino}: magic {magic:#x} level {lvl} records {nr}"),
+            );
         }
         if self.fs.geo.v5 && be64(&b, offset_of!(XfsBtreeBlockLong, bb_owner)) != Some(ino) {
-            return refuse(format!("inode {ino}: bmbt block {fsb} has another owner"));
+            return damaged(
+                "bmbt",
+                Some(Location::FsBlock { fsb }),
+                format!("inode {ino}: the block has another owner"),
+            );
         }
         Ok((off, b, nr))
     }
 
     /// The byte offset of block `fsb` (a `what`), refused outside the
     /// filesystem.
-    pub(in crate::xfs::replay) fn block_off(&self, what: &str, fsb: u64) -> EditResult<u64> {
+    pub(in crate::xfs::replay) fn block_off(
+        &self,
+        what: &'static str,
+        fsb: u64,
+    ) -> EditResult<u64> {
         match self
             .fs
             .geo
@@ -440,7 +456,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .and_then(|d| d.byte_offset())
         {
             Some(o) => Ok(o),
-            None => refuse(format!("{what} {fsb} is outside the filesystem")),
+            None => damaged(
+                what,
+                Some(Location::FsBlock { fsb }),
+                "outside the filesystem",
+            ),
         }
     }
 
@@ -467,14 +487,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     pub(super) fn btree_records(&self, f: &ForkAt, limit: usize) -> EditResult<Vec<Rec>> {
         let mut f = f.clone();
         let mut t = Bmbt::new(self, &mut f, None);
-        let ino = t.ino;
         let (mut cur, mut more) = t.lookup(Lookup::Ge, (0, 0, 0))?;
         let mut recs = Vec::new();
         while more {
             let Some(r) = t.rec(&cur) else { break };
             if recs.len() >= limit {
-                return refuse(format!(
-                    "inode {ino}: the bmbt leaves hold more than the {limit} records the fork counts"
+                return Err(t.damaged(
+                    None,
+                    format!("the leaves hold more than the {limit} records the fork counts"),
                 ));
             }
             recs.push(r);
@@ -504,12 +524,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             } else {
                 None
             };
-            hole_check(left, right, new)?;
-            let count = match contiguity(left, right, new) {
-                (true, true) => {
-                    let (Some(l), Some(r)) = (left, right) else {
-                        return refuse("a merge without its neighbours".into());
-                    };
+            hole_check((t.f.name(), t.f.ino), left, right, new)?;
+            let count = match (contiguity(left, right, new), left, right) {
+                ((true, true), Some(l), Some(r)) => {
                     let mut cur = t.find(r.off)?;
                     t.delete_at(&mut cur)?;
                     t.decrement_level(&mut cur, 0)?;
@@ -520,10 +537,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     t.update_at(&cur, &rec_bytes(grown))?;
                     n.saturating_sub(1)
                 }
-                (true, false) => {
-                    let Some(l) = left else {
-                        return refuse("a merge without its neighbour".into());
-                    };
+                ((true, false), Some(l), _) => {
                     let cur = t.find(l.off)?;
                     let grown = Rec {
                         len: l.len.saturating_add(new.len),
@@ -532,10 +546,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     t.update_at(&cur, &rec_bytes(grown))?;
                     n
                 }
-                (false, true) => {
-                    let Some(r) = right else {
-                        return refuse("a merge without its neighbour".into());
-                    };
+                ((false, true), _, Some(r)) => {
                     let cur = t.find(r.off)?;
                     let grown = Rec {
                         off: new.off,
@@ -546,7 +557,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                     t.update_at(&cur, &rec_bytes(grown))?;
                     n
                 }
-                (false, false) => {
+                _ => {
                     let (cur, _) = t.lookup(Lookup::Eq, (new.off, 0, 0))?;
                     t.insert_at(cur, &rec_bytes(new))?;
                     n.saturating_add(1)
@@ -555,9 +566,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             if count < n && count <= t.f.maxext() {
                 // Fine: xfs_bmapi_remap turns the bmbt back into a list.
             } else if count <= t.f.maxext() {
-                return refuse(
-                    "the extents fit the inode again: the kernel converts the bmbt back to a list, which this tool does not"
-                        .into(),
+                return not_done(
+                    "the extents fit the inode again: the bmbt turned back into a list",
                 );
             }
             (t.into_effects(), count)

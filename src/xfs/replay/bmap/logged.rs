@@ -13,7 +13,7 @@ use crate::xfs::format::dinode::{
 };
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
-use crate::xfs::replay::{put_be64, put_crc};
+use crate::xfs::replay::{put_crc, set_be64};
 use crate::xfs::types::Lsn;
 use core::mem::offset_of;
 
@@ -203,11 +203,12 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let mut out = Vec::new();
         for (off, mut b) in self.blocks {
             if v5 {
-                put_be64(
+                set_be64(
                     &mut b,
                     offset_of!(XfsBtreeBlockLong, bb_lsn),
                     lsn_of(off).raw(),
-                );
+                )
+                .map_err(|w| w.in_structure("bmbt block", off / 512))?;
                 put_crc(&mut b, XFS_BTREE_LBLOCK_CRC_OFF);
             }
             out.push((off / 512, b));
@@ -217,7 +218,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         for (off, mut b) in self.attr_blocks {
             if v5 {
-                put_be64(&mut b, offset_of!(XfsDa3Blkinfo, lsn), lsn_of(off).raw());
+                set_be64(&mut b, offset_of!(XfsDa3Blkinfo, lsn), lsn_of(off).raw())
+                    .map_err(|w| w.in_structure("attr block", off / 512))?;
                 put_crc(&mut b, offset_of!(XfsDa3Blkinfo, crc));
             }
             out.push((off / 512, b));

@@ -4,16 +4,16 @@
 //! one-leaf bmbt (`xfs_bmap_extents_to_btree`, `xfs_bmap_btree_to_extents`).
 
 use super::{recs_of, Alloc, ForkAt, ForkEditor, Mapping, Rec};
+use crate::xfs::error::Location;
 use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::{
     XFS_DINODE_FMT_BTREE, XFS_DINODE_FMT_EXTENTS, XFS_MAX_BMBT_EXTLEN,
 };
 use crate::xfs::fs::{be16, be64};
 use crate::xfs::read::ReadAt;
-use crate::xfs::replay::ag::refuse;
-use crate::xfs::replay::ag::EditResult;
+use crate::xfs::replay::ag::{damaged, fails_mount, not_done, EditResult};
 use crate::xfs::replay::alloc::RmapOwner;
-use crate::xfs::replay::{put_be16, put_be64};
+use crate::xfs::replay::{set_be16, set_be64};
 use core::mem::offset_of;
 
 impl<'a, R: ReadAt> ForkEditor<'a, R> {
@@ -30,7 +30,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 let i = recs.partition_point(|r| r.off < new.off);
                 let left = i.checked_sub(1).and_then(|j| recs.get(j)).copied();
                 let right = recs.get(i).copied();
-                hole_check(left, right, new)?;
+                hole_check((f.name(), f.ino), left, right, new)?;
                 let (lc, rc) = contiguity(left, right, new);
                 match (lc, rc, left, right) {
                     (true, true, Some(l), Some(r)) => {
@@ -62,8 +62,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 self.put_list(f, &recs)
             }
             XFS_DINODE_FMT_BTREE => self.map_btree(f, new, alloc),
-            fmt => refuse(format!(
-                "a mapping into a fork of format {fmt} (no mappings): the kernel fails the mount"
+            fmt => fails_mount(format!(
+                "inode {}: a mapping into a fork of format {fmt} (no mappings)",
+                f.ino
             )),
         }
     }
@@ -80,13 +81,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         alloc: &mut Alloc<'_>,
     ) -> EditResult<()> {
         let g = &self.fs.geo;
-        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
+        let ino = f.ino;
         let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
         if recs.len() > maxrecs || root_max == 0 {
-            return refuse(format!("{} extents do not fit one bmbt leaf", recs.len()));
+            return not_done(format!(
+                "inode {ino}: {} extents in more than one new bmbt leaf",
+                recs.len()
+            ));
         }
         if !g.v5 {
-            return refuse("a bmbt for a v4 inode is not made by this tool".into());
+            return not_done(format!("inode {ino}: a bmbt for a v4 inode"));
         }
         // The inode's own block is the target (XFS_INO_TO_FSB).
         let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
@@ -94,9 +98,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let agino_mask = 1u64.checked_shl(shift).unwrap_or(0).saturating_sub(1);
         let hint = u32::try_from((ino & agino_mask) >> g.inopblog).unwrap_or(0);
         let (fsb, off) = self.alloc_bmbt_block(f, ino, agno, hint, alloc)?;
-        let mut b = self.new_block(off, ino, 0, recs.len(), u64::MAX, u64::MAX);
+        let mut b = self.new_block(off, ino, 0, recs.len(), u64::MAX, u64::MAX)?;
         for (k, r) in recs.iter().enumerate() {
-            r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)));
+            r.put(&mut b, hdr.saturating_add(k.saturating_mul(16)))?;
         }
         // The new leaf's header and records, and the root in the inode.
         self.block_logged(off, 0, hdr.saturating_add(recs.len().saturating_mul(16)));
@@ -104,19 +108,19 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         self.fork_logged(f);
         // The root in the inode: level 1, one key, one pointer.
         let root = f.fork_off;
-        put_be16(&mut f.bytes, root, 1);
-        put_be16(&mut f.bytes, root.saturating_add(2), 1);
-        put_be64(
+        set_be16(&mut f.bytes, root, 1)?;
+        set_be16(&mut f.bytes, root.saturating_add(2), 1)?;
+        set_be64(
             &mut f.bytes,
             root.saturating_add(4),
             recs.first().map_or(0, |r| r.off),
-        );
-        put_be64(
+        )?;
+        set_be64(
             &mut f.bytes,
             root.saturating_add(4)
                 .saturating_add(root_max.saturating_mul(8)),
             fsb,
-        );
+        )?;
         let fmt_at = if f.attr { 83 } else { 5 };
         if let Some(x) = f.bytes.get_mut(fmt_at) {
             *x = XFS_DINODE_FMT_BTREE;
@@ -140,8 +144,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             XFS_DINODE_FMT_EXTENTS => self.list(&f)?.into_iter().find(|r| r.end() > off),
             XFS_DINODE_FMT_BTREE => self.btree_record_at(&f, off)?,
             t => {
-                return refuse(format!(
-                    "inode {ino}: {} fork of format {t} has no mappings to read: the kernel fails the mount",
+                return fails_mount(format!(
+                    "inode {ino}: {} fork of format {t} has no mappings to read",
                     if attr { "an attr" } else { "a data" }
                 ))
             }
@@ -188,26 +192,33 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return self.list(f);
         }
         if f.format != XFS_DINODE_FMT_BTREE {
-            return refuse(format!(
-                "inode {ino}: a fork of format {} has no extents",
-                f.format
-            ));
+            return damaged(
+                f.name(),
+                Some(Location::Inode { ino }),
+                format!("format {}: no extents", f.format),
+            );
         }
         let limit = usize::try_from(f.nextents).unwrap_or(usize::MAX);
         let recs = self.btree_records(f, limit)?;
         if recs.len() != limit {
-            return refuse(format!(
-                "inode {ino}: the bmbt leaves hold {} records, the fork counts {limit}",
-                recs.len()
-            ));
+            return damaged(
+                "bmbt",
+                Some(Location::Inode { ino }),
+                format!(
+                    "the leaves hold {} records, the fork counts {limit}",
+                    recs.len()
+                ),
+            );
         }
         if recs.windows(2).any(|w| match w {
             [a, b] => a.end() > b.off,
             _ => false,
         }) {
-            return refuse(format!(
-                "inode {ino}: the bmbt's records overlap or are out of order"
-            ));
+            return damaged(
+                "bmbt",
+                Some(Location::Inode { ino }),
+                "the records overlap or are out of order",
+            );
         }
         Ok(recs)
     }
@@ -224,8 +235,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     ) -> EditResult<()> {
         let mut f = self.fork(ino, true)?;
         if f.format != XFS_DINODE_FMT_EXTENTS && f.format != XFS_DINODE_FMT_BTREE {
-            return refuse(format!(
-                "inode {ino}: a mapping into an attr fork of format {}",
+            return fails_mount(format!(
+                "inode {ino}: a mapping into an attr fork of format {} (no mappings)",
                 f.format
             ));
         }
@@ -233,8 +244,8 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
             .unwrap_or(0)
             .saturating_add(rec.len);
-        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
-        self.log_inode(ino, f.ioff, f.bytes, 1);
+        set_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb)?;
+        self.log_inode(ino, f.ioff, f.bytes, 1)?;
         Ok(())
     }
 
@@ -255,7 +266,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let mut f = self.fork(ino, true)?;
         let piece = if f.format == XFS_DINODE_FMT_BTREE {
             let mut no_split = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> {
-                refuse(format!(
+                not_done(format!(
                     "inode {ino}: an attr block cut out of the middle of an extent in a full bmbt leaf"
                 ))
             };
@@ -293,19 +304,23 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
             .unwrap_or(0)
             .saturating_sub(piece.len);
-        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
+        set_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb)?;
         let bumps = u64::from(!self.root_logged_first(ino));
-        self.log_inode(ino, f.ioff, f.bytes, bumps);
+        self.log_inode(ino, f.ioff, f.bytes, bumps)?;
         Ok(Some((piece, more)))
     }
 
     /// The record list of an extents-format fork.
     pub(super) fn list(&self, f: &ForkAt) -> EditResult<Vec<Rec>> {
         if f.nextents > f.maxext() {
-            return refuse(format!(
-                "{} extents do not fit the fork ({} bytes)",
-                f.nextents, f.fork_len
-            ));
+            return damaged(
+                f.name(),
+                Some(Location::Inode { ino: f.ino }),
+                format!(
+                    "{} extents do not fit the fork ({} bytes)",
+                    f.nextents, f.fork_len
+                ),
+            );
         }
         let n = usize::try_from(f.nextents).unwrap_or(0);
         let recs: Vec<Rec> = (0..n)
@@ -315,7 +330,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             .windows(2)
             .any(|w| matches!(w, [a, b] if a.end() > b.off))
         {
-            return refuse("the fork's extents overlap or are out of order".into());
+            return damaged(
+                f.name(),
+                Some(Location::Inode { ino: f.ino }),
+                "the extents overlap or are out of order",
+            );
         }
         Ok(recs)
     }
@@ -323,15 +342,16 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     pub(super) fn put_list(&mut self, f: &mut ForkAt, recs: &[Rec]) -> EditResult<()> {
         let n = u64::try_from(recs.len()).unwrap_or(u64::MAX);
         if n > f.maxext() {
-            return refuse(format!(
-                "an unmap would leave {n} extents, more than the inode holds: the kernel converts the fork to a bmbt there, which this tool does not"
+            return not_done(format!(
+                "inode {}: an unmap would leave {n} extents, more than the inode holds: the fork converted to a bmbt there",
+                f.ino
             ));
         }
         for (i, r) in recs.iter().enumerate() {
             r.put(
                 &mut f.bytes,
                 f.fork_off.saturating_add(i.saturating_mul(16)),
-            );
+            )?;
         }
         // XFS_ILOG_DEXT (or AEXT): the list is logged whole.
         self.fork_logged(f);
@@ -351,9 +371,9 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             return self.unmap_btree(f, off, len, alloc);
         }
         if f.format != XFS_DINODE_FMT_EXTENTS {
-            return refuse(format!(
-                "an unmap from a fork of format {} (no mappings): the kernel fails the mount",
-                f.format
+            return fails_mount(format!(
+                "inode {}: an unmap from a fork of format {} (no mappings)",
+                f.ino, f.format
             ));
         }
         let mut recs = self.list(f)?;
@@ -387,10 +407,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             // A cut in the middle of an extent of a full list: __xfs_bunmapi
             // converts the fork to a bmbt (xfs_bmap_extents_to_btree).
             if pieces.len() != 1 {
-                return refuse(
-                    "an unmap of several extents that overflows the list is not done by this tool"
-                        .into(),
-                );
+                return not_done(format!(
+                    "inode {}: an unmap of several extents that overflows the list",
+                    f.ino
+                ));
             }
             self.extents_to_btree(f, &recs, alloc)?;
             return Ok(pieces);
@@ -404,14 +424,14 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// what the root's bytes leave uncovered stays), the leaf is dropped
     /// unwritten (its buffer invalidated) and freed later, di_nblocks - 1.
     pub(super) fn btree_to_extents(&mut self, f: &mut ForkAt) -> EditResult<()> {
-        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
+        let ino = f.ino;
         let (hdr, maxrecs, root_max) = self.bmbt_geometry(f);
         let root = f.fork_off;
         let level = be16(&f.bytes, root).unwrap_or(0);
         let n = be16(&f.bytes, root.saturating_add(2)).unwrap_or(0);
         if level != 1 || n != 1 {
-            return refuse(format!(
-                "inode {ino}: {} extents fit the inode again but the bmbt root has level {level} and {n} records",
+            return not_done(format!(
+                "inode {ino}: {} extents fit the inode again; a bmbt root of level {level} with {n} records turned back into a list",
                 f.nextents
             ));
         }
@@ -424,11 +444,15 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let (loff, b, nr) = self.bmbt_block(ino, fsb, Some(0), maxrecs)?;
         let recs = recs_of(&b, hdr, nr);
         if u64::try_from(recs.len()).unwrap_or(u64::MAX) != f.nextents {
-            return refuse(format!(
-                "inode {ino}: the bmbt leaf holds {} records, the inode counts {}",
-                recs.len(),
-                f.nextents
-            ));
+            return damaged(
+                "bmbt",
+                Some(Location::FsBlock { fsb }),
+                format!(
+                    "inode {ino}: the leaf holds {} records, the inode counts {}",
+                    recs.len(),
+                    f.nextents
+                ),
+            );
         }
         let fmt_at = if f.attr { 83 } else { 5 };
         if let Some(x) = f.bytes.get_mut(fmt_at) {
@@ -436,18 +460,29 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         }
         f.format = XFS_DINODE_FMT_EXTENTS;
         self.put_list(f, &recs)?;
-        self.let_go_of(f, loff, fsb, false);
+        self.let_go_of(f, loff, fsb, false)?;
         Ok(())
     }
 }
 
-/// The mapping must go into a hole.
-pub(super) fn hole_check(left: Option<Rec>, right: Option<Rec>, new: Rec) -> EditResult<()> {
+/// The mapping must go into a hole of the fork (`place`: its name and
+/// inode) between `left` and `right`.
+pub(super) fn hole_check(
+    place: (&'static str, u64),
+    left: Option<Rec>,
+    right: Option<Rec>,
+    new: Rec,
+) -> EditResult<()> {
     if left.is_some_and(|l| l.end() > new.off) || right.is_some_and(|r| r.off < new.end()) {
-        return refuse(format!(
-            "file blocks {}+{} are already mapped: a bmap update maps only into a hole",
-            new.off, new.len
-        ));
+        let (fork, ino) = place;
+        return damaged(
+            fork,
+            Some(Location::Inode { ino }),
+            format!(
+                "file blocks {}+{} are already mapped: a bmap update maps only into a hole",
+                new.off, new.len
+            ),
+        );
     }
     Ok(())
 }

@@ -46,19 +46,22 @@ mod logged;
 mod map;
 mod truncate;
 
-use super::ag::refuse;
-use super::ag::EditResult;
+use super::ag::{damaged, fails_mount, not_done, EditResult};
 use super::alloc::RmapOwner;
 use super::defer::{FreeOwner, Rmap, Work};
-use super::{put_be16, put_be32, put_be64};
+use super::{set_be16, set_be32, set_be64, WritePastEnd};
+use crate::xfs::error::Location;
 use crate::xfs::format::dinode::XfsDinode;
 use crate::xfs::format::dinode::XFS_DINODE_MAGIC;
-use crate::xfs::format::dinode::{XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK, XFS_MAX_BMBT_EXTLEN};
+use crate::xfs::format::dinode::{
+    XFS_BMBT_REC_SIZE, XFS_DIFLAG2_NREXT64, XFS_DIFLAG2_REFLINK, XFS_MAX_BMBT_EXTLEN,
+};
 use crate::xfs::format::log::*;
 use crate::xfs::fs::{be16, be32, be64, Fs};
 use crate::xfs::image::Overlay;
 use crate::xfs::log::items::MapExtent;
 use crate::xfs::read::ReadAt;
+use crate::xfs::replay::block_len;
 use crate::xfs::types::{FsBlock, Ino};
 use core::mem::offset_of;
 use std::collections::BTreeMap;
@@ -83,13 +86,34 @@ impl Rec {
             unwritten: l0 >> 63 != 0,
         }
     }
-    fn put(&self, b: &mut [u8], at: usize) {
+    /// The packed on-disk record (`xfs_bmbt_disk_set_all`): two
+    /// big-endian 64-bit words.
+    fn bytes(&self) -> [u8; XFS_BMBT_REC_SIZE] {
         let l0 = (u64::from(self.unwritten) << 63)
             | ((self.off & ((1 << 54) - 1)) << 9)
             | ((self.start >> 43) & 0x1ff);
         let l1 = ((self.start & ((1 << 43) - 1)) << 21) | (self.len & XFS_MAX_BMBT_EXTLEN);
-        put_be64(b, at, l0);
-        put_be64(b, at.saturating_add(8), l1);
+        let [a, b, c, d, e, f, g, h] = l0.to_be_bytes();
+        let [i, j, k, l, m, n, o, p] = l1.to_be_bytes();
+        [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p]
+    }
+    /// The record written at byte `at` of `b`.
+    fn put(&self, b: &mut [u8], at: usize) -> Result<(), WritePastEnd> {
+        let block_len = b.len();
+        match at
+            .checked_add(XFS_BMBT_REC_SIZE)
+            .and_then(|end| b.get_mut(at..end))
+        {
+            Some(d) => {
+                d.copy_from_slice(&self.bytes());
+                Ok(())
+            }
+            None => Err(WritePastEnd {
+                off: at,
+                len: XFS_BMBT_REC_SIZE,
+                block_len,
+            }),
+        }
     }
     /// The record cut by the range `[off, end)` it overlaps: what lies
     /// before the range, the overlap, and what lies after (either end may
@@ -134,6 +158,8 @@ pub struct Mapping {
 /// Where an inode's fork lies and what it holds.
 #[derive(Clone)]
 struct ForkAt {
+    /// The inode's number.
+    ino: u64,
     /// Byte offset of the inode in the image.
     ioff: u64,
     bytes: Vec<u8>,
@@ -146,28 +172,42 @@ struct ForkAt {
 }
 
 impl ForkAt {
+    /// The fork's name, for errors.
+    fn name(&self) -> &'static str {
+        if self.attr {
+            "attr fork"
+        } else {
+            "data fork"
+        }
+    }
     fn nextents_set(&mut self, n: u64) -> EditResult<()> {
         let flags2 = self.flags2();
         if self.attr {
             if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-                put_be32(
+                set_be32(
                     &mut self.bytes,
                     offset_of!(XfsDinode, di_nextents),
                     u32::try_from(n).unwrap_or(u32::MAX),
-                );
+                )?;
             } else {
                 let Ok(v) = u16::try_from(n) else {
-                    return refuse(format!("{n} attr fork extents overflow the counter"));
+                    return not_done(format!(
+                        "inode {}: {n} attr fork extents, more than its counter holds",
+                        self.ino
+                    ));
                 };
-                put_be16(&mut self.bytes, offset_of!(XfsDinode, di_anextents), v);
+                set_be16(&mut self.bytes, offset_of!(XfsDinode, di_anextents), v)?;
             }
         } else if flags2 & XFS_DIFLAG2_NREXT64 != 0 {
-            put_be64(&mut self.bytes, offset_of!(XfsDinode, di_big_nextents), n);
+            set_be64(&mut self.bytes, offset_of!(XfsDinode, di_big_nextents), n)?;
         } else {
             let Ok(v) = u32::try_from(n) else {
-                return refuse(format!("{n} data fork extents overflow the counter"));
+                return not_done(format!(
+                    "inode {}: {n} data fork extents, more than its counter holds",
+                    self.ino
+                ));
             };
-            put_be32(&mut self.bytes, offset_of!(XfsDinode, di_nextents), v);
+            set_be32(&mut self.bytes, offset_of!(XfsDinode, di_nextents), v)?;
         }
         self.nextents = n;
         Ok(())
@@ -328,16 +368,20 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         // so that the rest of the replay goes on.
         let ioff = match self.fs.inode_offset(Ino(ino)) {
             Ok(o) => o,
-            Err(e) => return refuse(format!("owner {ino}: {e}")),
+            Err(e) => return fails_mount(format!("owner {ino}: {e}")),
         };
         let isize = usize::from(g.inodesize);
         let bytes = self.read("inode", ioff, isize)?;
         if be16(&bytes, offset_of!(XfsDinode, di_magic)) != Some(XFS_DINODE_MAGIC) {
-            return refuse(format!("inode {ino} has no inode magic"));
+            return damaged("di_magic", Some(Location::Inode { ino }), "no inode magic");
         }
         let version = bytes.get(4).copied().unwrap_or(0);
         if g.v5 && (version != 3 || be64(&bytes, offset_of!(XfsDinode, di_ino)) != Some(ino)) {
-            return refuse(format!("inode {ino} is not the v3 inode numbered {ino}"));
+            return damaged(
+                "di_ino",
+                Some(Location::Inode { ino }),
+                format!("not the v3 inode numbered {ino}"),
+            );
         }
         Ok((ioff, bytes))
     }
@@ -370,17 +414,22 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// tree: its buffer is invalidated (nothing of it written), di_nblocks
     /// drops by one, and it is freed later, before the extent's reverse
     /// mappings or after them (see [`Self::with_let_go`]).
-    fn let_go_of(&mut self, f: &mut ForkAt, off: u64, fsb: u64, before_rmaps: bool) {
-        let ino = be64(&f.bytes, offset_of!(XfsDinode, di_ino)).unwrap_or(0);
+    fn let_go_of(
+        &mut self,
+        f: &mut ForkAt,
+        off: u64,
+        fsb: u64,
+        before_rmaps: bool,
+    ) -> EditResult<()> {
+        let ino = f.ino;
         self.blocks.remove(&off);
         // xfs_trans_binval clears the buffer's dirty map.
         self.touched.remove(&off);
-        self.invalidated
-            .push(usize::try_from(self.fs.geo.blocksize).unwrap_or(0));
+        self.invalidated.push(block_len(&self.fs.geo));
         let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
             .unwrap_or(0)
             .saturating_sub(1);
-        put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
+        set_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb)?;
         let (agno, agbno) = self.fs.geo.split_fsb(FsBlock(fsb));
         self.unpinned.push((agno.0, agbno.0));
         let m = Rmap {
@@ -399,6 +448,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             before_rmaps,
             step: self.step,
         });
+        Ok(())
     }
 
     /// The deferred work of one extent, a list per transaction (`w` holds
@@ -471,18 +521,25 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
     /// Inode `ino` (at byte `ioff`) logged: its change count raised by
     /// `bumps` (v3), its core upgraded as logging it does, kept until
     /// [`Self::into_changes`].
-    pub(super) fn log_inode(&mut self, ino: u64, ioff: u64, mut b: Vec<u8>, bumps: u64) {
+    pub(super) fn log_inode(
+        &mut self,
+        ino: u64,
+        ioff: u64,
+        mut b: Vec<u8>,
+        bumps: u64,
+    ) -> EditResult<()> {
         if bumps > 0 {
             if b.get(4) == Some(&3) {
                 let cc = be64(&b, offset_of!(XfsDinode, di_changecount))
                     .unwrap_or(0)
                     .wrapping_add(bumps);
-                put_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc);
+                set_be64(&mut b, offset_of!(XfsDinode, di_changecount), cc)?;
             }
             self.bumped.insert(ino);
         }
-        super::inode::upgrade_logged_core(self.fs, &mut b);
+        super::inode::upgrade_logged_core(self.fs, &mut b)?;
         self.inodes.insert(ioff, b);
+        Ok(())
     }
 
     fn fork(&self, ino: u64, attr: bool) -> EditResult<ForkAt> {
@@ -494,9 +551,11 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let forkoff = usize::from(bytes.get(82).copied().unwrap_or(0)).saturating_mul(8);
         let literal = isize.saturating_sub(core);
         if forkoff > literal {
-            return refuse(format!(
-                "inode {ino}: fork offset {forkoff} beyond the inode"
-            ));
+            return damaged(
+                "di_forkoff",
+                Some(Location::Inode { ino }),
+                format!("fork offset {forkoff} beyond the inode"),
+            );
         }
         let flags2 = if version == 3 {
             be64(&bytes, offset_of!(XfsDinode, di_flags2)).unwrap_or(0)
@@ -505,7 +564,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         };
         let (fork_off, fork_len, format, nextents) = if attr {
             if forkoff == 0 {
-                return refuse(format!("inode {ino} has no attr fork"));
+                return damaged("attr fork", Some(Location::Inode { ino }), "no attr fork");
             }
             let n = extent_count(&bytes, true);
             (
@@ -524,6 +583,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             )
         };
         Ok(ForkAt {
+            ino,
             ioff,
             bytes,
             fork_off,
@@ -541,17 +601,21 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let attr = x.flags & XFS_BMAP_EXTENT_ATTR_FORK != 0;
         let unwritten = x.flags & XFS_BMAP_EXTENT_UNWRITTEN != 0;
         if x.flags & XFS_BMAP_EXTENT_REALTIME != 0 {
-            return refuse("a realtime bmap update is not done by this tool".into());
+            return not_done("a realtime bmap update");
         }
         let len = u64::from(x.len);
         if len == 0 || len > XFS_MAX_BMBT_EXTLEN {
-            return refuse(format!("bmap update of {len} blocks"));
+            return if len == 0 {
+                fails_mount("bmap update of 0 blocks")
+            } else {
+                not_done(format!("bmap update of {len} blocks"))
+            };
         }
         let g = &self.fs.geo;
         let (agno, agbno) = g.split_fsb(FsBlock(x.startblock));
         let end_ok = agbno.0.checked_add(x.len).is_some_and(|e| e <= g.agblocks);
         if g.fsb_to_daddr(FsBlock(x.startblock)).is_none() || !end_ok {
-            return refuse(format!(
+            return fails_mount(format!(
                 "bmap update: fsblock {} + {len} is outside the filesystem",
                 x.startblock
             ));
@@ -584,7 +648,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
                     .unwrap_or(0)
                     .saturating_add(len);
-                put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
+                set_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb)?;
                 let w = vec![Work::RmapMap {
                     agno: agno.0,
                     m: rmap(x.startoff, agbno.0, x.len),
@@ -615,7 +679,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 let nb = be64(&f.bytes, offset_of!(XfsDinode, di_nblocks))
                     .unwrap_or(0)
                     .saturating_sub(gone);
-                put_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb);
+                set_be64(&mut f.bytes, offset_of!(XfsDinode, di_nblocks), nb)?;
                 let mut w = Vec::new();
                 for p in pieces {
                     let (pa, pb) = g.split_fsb(FsBlock(p.start));
@@ -630,7 +694,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 }
                 self.with_let_go(w)
             }
-            t => return refuse(format!("bmap update type {t}")),
+            t => return fails_mount(format!("bmap update type {t}")),
         };
         // The recovery transaction's first log of the inode raises its
         // change count when it logs the core (xfs_trans_log_inode forces
@@ -644,10 +708,10 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 .unwrap_or(0)
                 .wrapping_add(first)
                 .wrapping_add(extra_steps);
-            put_be64(&mut f.bytes, offset_of!(XfsDinode, di_changecount), cc);
+            set_be64(&mut f.bytes, offset_of!(XfsDinode, di_changecount), cc)?;
         }
         self.bumped.insert(x.owner);
-        super::inode::upgrade_logged_core(self.fs, &mut f.bytes);
+        super::inode::upgrade_logged_core(self.fs, &mut f.bytes)?;
         self.inodes.insert(f.ioff, f.bytes);
         self.done = self.done.saturating_add(1);
         Ok(out)
@@ -659,7 +723,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
         let off = self.fs.inode_offset(Ino(ino))?;
         if let Some(b) = self.inodes.get_mut(&off) {
             if b.get(4) == Some(&3) {
-                put_be64(b, offset_of!(XfsDinode, di_changecount), cc);
+                set_be64(b, offset_of!(XfsDinode, di_changecount), cc)?;
             }
         }
         Ok(())
@@ -676,7 +740,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
                 let cc = be64(b, offset_of!(XfsDinode, di_changecount))
                     .unwrap_or(0)
                     .wrapping_add(n);
-                put_be64(b, offset_of!(XfsDinode, di_changecount), cc);
+                set_be64(b, offset_of!(XfsDinode, di_changecount), cc)?;
             }
         }
         Ok(())
@@ -756,25 +820,41 @@ mod fixture_tests {
         let multi = fs.lookup_path(b"/files/multi-extent").unwrap();
         let small = fs.lookup_path(b"/files/small").unwrap();
         let first = multi.data.extents()[0];
+        // The outcome's kind and its text, e.g. `Damaged("...")`.
         let why = |r: EditResult<Vec<Vec<Work>>>| match r {
-            Err(EditError::Unsupported(u)) => u.0,
+            Err(e) if !matches!(e, EditError::Read(_)) => format!("{e:?}"),
             other => panic!("not refused: {other:?}"),
         };
         let mut ed = ForkEditor::new(&fs, &ov);
         let mut none = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> { Ok(None) };
         // Into blocks already mapped.
         let m = why(ed.finish(&x(multi.ino.0, first.file_block, 7, 1, 1), &mut none));
-        assert!(m.contains("already mapped"), "{m}");
+        assert!(
+            m.contains("already mapped") && m.starts_with("Damaged"),
+            "{m}"
+        );
         // Outside the filesystem, no length, an unknown type, realtime.
         let m = why(ed.finish(&x(multi.ino.0, 1 << 40, u64::MAX >> 8, 1, 1), &mut none));
-        assert!(m.contains("outside the filesystem"), "{m}");
+        // xfs_bui_validate fails these (the mount with them).
         assert!(
-            why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 0, 1), &mut none)).contains("0 blocks")
+            m.contains("outside the filesystem") && m.starts_with("KernelFailsMount"),
+            "{m}"
         );
-        assert!(why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, 9), &mut none)).contains("type 9"));
-        let rt = XFS_BMAP_EXTENT_REALTIME | 1;
+        let m = why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 0, 1), &mut none));
         assert!(
-            why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, rt), &mut none)).contains("realtime")
+            m.contains("0 blocks") && m.starts_with("KernelFailsMount"),
+            "{m}"
+        );
+        let m = why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, 9), &mut none));
+        assert!(
+            m.contains("type 9") && m.starts_with("KernelFailsMount"),
+            "{m}"
+        );
+        let rt = XFS_BMAP_EXTENT_REALTIME | 1;
+        let m = why(ed.finish(&x(multi.ino.0, 1 << 40, 100, 1, rt), &mut none));
+        assert!(
+            m.contains("realtime") && m.starts_with("NotDoneByThisTool"),
+            "{m}"
         );
         // An inode that is not one, an attr fork that is not there.
         assert!(why(ed.finish(&x(1 << 30, 1 << 40, 100, 1, 1), &mut none)).contains("inode"));
@@ -785,6 +865,65 @@ mod fixture_tests {
             );
         }
 
+        assert_eq!(ed.done, 0);
+        assert!(ed.into_changes(Lsn::from_raw(1)).unwrap().is_empty());
+    }
+
+    /// Damage the edit finds aborts the intent with the structure and its
+    /// place: a bmbt whose blocks lost their magic names the block it read
+    /// (a filesystem block of the tree) and what it found; an inode without
+    /// its magic names the inode. Nothing is changed.
+    #[test]
+    fn damage_aborts_the_update_naming_the_structure_and_its_place() {
+        let fs = fixture_fs("replay-bui-nodes");
+        let inode = fs.inode(Ino(68)).unwrap();
+        let Fork::Btree { blocks, .. } = &inode.data else {
+            panic!("inode 68 has no bmbt");
+        };
+        let mut ov = Overlay::default();
+        for b in blocks {
+            let off = fs.geo.fsb_to_daddr(*b).unwrap().byte_offset().unwrap();
+            let mut sector = fs.img.read_disk("bmbt block", off, 512).unwrap();
+            sector[..4].fill(0);
+            ov.put(off / 512, &sector);
+        }
+        let mut ed = ForkEditor::new(&fs, &ov);
+        let mut none = |_: u32, _: u32, _: RmapOwner| -> EditResult<Option<u32>> { Ok(None) };
+        match ed.finish(&x(68, 1, 9000, 1, 1), &mut none) {
+            Err(EditError::Damaged(d)) => {
+                assert_eq!(d.structure, "bmbt");
+                let Some(Location::FsBlock { fsb }) = d.location else {
+                    panic!("no block in {d}");
+                };
+                assert!(blocks.iter().any(|b| b.0 == fsb), "{d}");
+                assert!(
+                    d.detail.contains("inode 68") && d.detail.contains("magic 0x0 "),
+                    "{d}"
+                );
+            }
+            other => panic!("not aborted as damaged: {other:?}"),
+        }
+        // The inode itself without its magic.
+        let ioff = fs.inode_offset(Ino(68)).unwrap();
+        let (start, at) = (ioff - ioff % 512, (ioff % 512) as usize);
+        let mut sector = fs.img.read_disk("inode", start, 512).unwrap();
+        sector[at..at + 2].fill(0);
+        let mut ov = Overlay::default();
+        ov.put(start / 512, &sector);
+        let mut ed = ForkEditor::new(&fs, &ov);
+        match ed.finish(&x(68, 1, 9000, 1, 1), &mut none) {
+            Err(EditError::Damaged(d)) => {
+                assert_eq!(
+                    (d.structure, d.location.clone()),
+                    ("di_magic", Some(Location::Inode { ino: 68 }))
+                );
+                assert_eq!(
+                    d.error().unwrap().to_string(),
+                    "di_magic at inode 68: no inode magic"
+                );
+            }
+            other => panic!("not aborted as damaged: {other:?}"),
+        }
         assert_eq!(ed.done, 0);
         assert!(ed.into_changes(Lsn::from_raw(1)).unwrap().is_empty());
     }
@@ -987,8 +1126,20 @@ mod tests {
             unwritten: true,
         };
         let mut b = vec![0u8; 16];
-        x.put(&mut b, 0);
+        assert_eq!(x.put(&mut b, 0), Ok(()));
         assert_eq!(Rec::parse(&b, 0), x);
+        assert_eq!(x.bytes().as_slice(), b.as_slice());
+        // A record that does not fit is an error, and nothing is written.
+        let mut short = vec![0u8; 20];
+        assert_eq!(
+            x.put(&mut short, 8),
+            Err(WritePastEnd {
+                off: 8,
+                len: 16,
+                block_len: 20
+            })
+        );
+        assert_eq!(short, vec![0u8; 20]);
     }
 
     #[test]
@@ -1016,8 +1167,9 @@ mod tests {
             ),
             (false, false)
         );
-        assert!(hole_check(Some(r(0, 100, 11)), None, new).is_err());
-        assert!(hole_check(None, Some(r(14, 100, 1)), new).is_err());
-        assert!(hole_check(Some(r(0, 100, 10)), Some(r(15, 1, 1)), new).is_ok());
+        let place = ("data fork", 5);
+        assert!(hole_check(place, Some(r(0, 100, 11)), None, new).is_err());
+        assert!(hole_check(place, None, Some(r(14, 100, 1)), new).is_err());
+        assert!(hole_check(place, Some(r(0, 100, 10)), Some(r(15, 1, 1)), new).is_ok());
     }
 }

@@ -5,7 +5,7 @@
 //! into a new block under it (`xfs_btree_new_iroot`).
 
 use super::{Btree, Cursor, CursorLevel, IROOT, NO_PTR};
-use crate::xfs::replay::ag::error::{refuse, EditResult};
+use crate::xfs::replay::ag::error::{not_done, EditResult};
 
 /// A block split off: its pointer, its keys, and the cursor for the
 /// level above (pointing after the split block) when there is one.
@@ -276,7 +276,7 @@ pub trait Insert: Btree {
     /// lookup left it). The cursor is spent.
     fn insert_at(&mut self, cur: Cursor, rec: &[u8]) -> EditResult<()> {
         if rec.len() != self.rec_len() {
-            return refuse(format!("{}: a record of {} bytes", self.name(), rec.len()));
+            return not_done(format!("{}: a record of {} bytes", self.name(), rec.len()));
         }
         let mut key = self.rec_low_key(rec);
         let mut nptr = NO_PTR;
@@ -285,8 +285,8 @@ pub trait Insert: Btree {
         loop {
             let mut ncur = None;
             if !self.insrec(&mut pcur, level, &mut nptr, rec, &mut key, &mut ncur)? {
-                return refuse(format!(
-                    "{}: no room for the record at level {level} (no block to split into)",
+                return not_done(format!(
+                    "{}: a record inserted at level {level} where no block is free to split into",
                     self.what()
                 ));
             }

@@ -33,7 +33,7 @@ pub mod insert;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
 
-use super::ag::error::{refuse, EditError, EditResult};
+use super::ag::error::{not_done, EditError, EditResult};
 use crate::xfs::format::btree::XfsBtreeSblock;
 use crate::xfs::format::dinode::{XfsBmdrBlock, XfsBtreeBlockLong, XFS_BMDR_SIZE};
 use crate::xfs::fs::{be16, be32, be64};
@@ -457,7 +457,7 @@ pub trait Btree: BtreeOps {
     fn put_rec(&mut self, bno: u64, i: usize, rec: &[u8]) -> EditResult<()> {
         let o = self.rec_off(bno, i);
         let Some(r) = rec.get(..self.rec_len()) else {
-            return refuse(format!("{}: a record of {} bytes", self.name(), rec.len()));
+            return not_done(format!("{}: a record of {} bytes", self.name(), rec.len()));
         };
         self.put_bytes(bno, o, r)
     }
@@ -773,10 +773,17 @@ pub trait Btree: BtreeOps {
     fn update_at(&mut self, cur: &Cursor, rec: &[u8]) -> EditResult<()> {
         let l = cur.at(0);
         if l.ptr == 0 || l.ptr > self.numrecs(l.bno) {
-            return refuse(format!("{}: the cursor points at no record", self.name()));
+            return Err(self.damaged(
+                Some(l.bno),
+                format!(
+                    "the cursor points at no record ({} of {})",
+                    l.ptr,
+                    self.numrecs(l.bno)
+                ),
+            ));
         }
         if rec.len() != self.rec_len() {
-            return refuse(format!("{}: a record of {} bytes", self.name(), rec.len()));
+            return not_done(format!("{}: a record of {} bytes", self.name(), rec.len()));
         }
         self.put_rec(l.bno, l.ptr, rec)?;
         if self.needs_key_update(l.ptr) {
