@@ -399,7 +399,7 @@ impl<'a, R: ReadAt> ForkEditor<'a, R> {
             if b.get(4) == Some(&3) {
                 let at = offset_of!(XfsDinode, di_flags2);
                 let f2 = be64(b, at).unwrap_or(0) & !XFS_DIFLAG2_REFLINK;
-                put_be64(b, at, f2);
+                set_be64(b, at, f2)?;
             }
         }
         Ok(())

@@ -75,7 +75,7 @@ impl<R: ReadAt> ForkEditor<'_, R> {
         let (calls, f) = self.truncate(ino, false, from)?;
         let left = f.nextents;
         if !calls.is_empty() {
-            self.log_inode(ino, f.ioff, f.bytes, 0);
+            self.log_inode(ino, f.ioff, f.bytes, 0)?;
         }
         Ok((calls, left))
     }
