@@ -28,7 +28,7 @@
 
 use super::ag::{EditError, EditResult};
 use super::bmap::ForkEditor;
-use super::defer::{Engine, FreeOwner, Rmap, Work};
+use super::defer::Engine;
 use crate::xfs::error::Result;
 use crate::xfs::format::dinode::{XfsDinode, XFS_DIFLAG2_REFLINK};
 use crate::xfs::format::log::XFS_LI_BUI;
@@ -37,7 +37,7 @@ use crate::xfs::image::Overlay;
 use crate::xfs::log::items::ItemBody;
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::intents::Unfinished;
-use crate::xfs::types::{FsBlock, Ino, Lsn};
+use crate::xfs::types::{Ino, Lsn};
 use core::mem::offset_of;
 use serde::Serialize;
 
@@ -203,43 +203,11 @@ fn trim<R: ReadAt>(
         if !call.root_first {
             bumps = bumps.saturating_add(1);
         }
-        let mut work = Vec::new();
-        for (frees, e) in call.extents {
+        for (_, e) in &call.extents {
             t.extents = t.extents.saturating_add(1);
             t.blocks = t.blocks.saturating_add(e.len);
-            work.extend(frees);
-            let (agno, agbno) = g.split_fsb(FsBlock(e.start));
-            let len = u32::try_from(e.len).unwrap_or(u32::MAX);
-            work.push(Work::RmapUnmap {
-                agno: agno.0,
-                m: Rmap {
-                    start: agbno.0,
-                    len,
-                    owner: l.ino,
-                    offset: e.off,
-                    attr: false,
-                    bmbt: false,
-                    unwritten: e.unwritten,
-                },
-                shared: reflinked,
-            });
-            work.push(if reflinked {
-                Work::Refcount {
-                    agno: agno.0,
-                    agbno: agbno.0,
-                    len,
-                    adj: -1,
-                }
-            } else {
-                Work::Free {
-                    agno: agno.0,
-                    agbno: agbno.0,
-                    len,
-                    owner: FreeOwner::Skip,
-                }
-            });
         }
-        work.extend(call.after);
+        let work = call.work(g, l.ino, false, reflinked);
         let before = engine.dfps;
         engine.run(work)?;
         bumps = bumps.saturating_add(engine.dfps.saturating_sub(before));

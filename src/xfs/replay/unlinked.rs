@@ -59,7 +59,7 @@ use crate::xfs::fs::{be32, be64, Fs};
 use crate::xfs::image::{Image, Overlay};
 use crate::xfs::read::{ReadAt, ReadError};
 use crate::xfs::replay::ag::damaged;
-use crate::xfs::types::{FsBlock, Ino, Lsn};
+use crate::xfs::types::{Ino, Lsn};
 use core::mem::offset_of;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -239,41 +239,7 @@ impl<R: ReadAt> Ctx<'_, '_, R> {
             if call.root_first && !(i == 0 && first_logs_core) {
                 root_first = root_first.saturating_add(1);
             }
-            let mut work = Vec::new();
-            for (frees, e) in call.extents {
-                work.extend(frees);
-                let (agno, agbno) = g.split_fsb(FsBlock(e.start));
-                let len = u32::try_from(e.len).unwrap_or(u32::MAX);
-                work.push(Work::RmapUnmap {
-                    agno: agno.0,
-                    m: Rmap {
-                        start: agbno.0,
-                        len,
-                        owner: ino,
-                        offset: e.off,
-                        attr,
-                        bmbt: false,
-                        unwritten: e.unwritten,
-                    },
-                    shared: reflinked,
-                });
-                work.push(if reflinked {
-                    Work::Refcount {
-                        agno: agno.0,
-                        agbno: agbno.0,
-                        len,
-                        adj: -1,
-                    }
-                } else {
-                    Work::Free {
-                        agno: agno.0,
-                        agbno: agbno.0,
-                        len,
-                        owner: FreeOwner::Skip,
-                    }
-                });
-            }
-            work.extend(call.after);
+            let work = call.work(g, ino, attr, reflinked);
             // Each bmbt block freed is invalidated (xfs_btree_free_block).
             let bmbt = work
                 .iter()
@@ -1017,7 +983,7 @@ mod tests {
         )
         .unwrap();
         assert!(rep.not_finished.is_none(), "{rep:?}");
-        let (u, _) = process(&fs, &mut ov, r.report.head).unwrap();
+        let (u, _) = process(&fs, &mut ov, r.report.head, &[]).unwrap();
         let all: Vec<u64> = u.freed.iter().chain(u.left.iter()).copied().collect();
         // AGI 1 bucket 0 (the directory 65664) comes first.
         assert_eq!(all.first(), Some(&65664));

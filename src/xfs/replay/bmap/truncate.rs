@@ -21,8 +21,9 @@ use crate::xfs::fs::be64;
 use crate::xfs::read::ReadAt;
 use crate::xfs::replay::ag::{damaged, EditResult};
 use crate::xfs::replay::alloc::RmapOwner;
-use crate::xfs::replay::defer::Work;
+use crate::xfs::replay::defer::{FreeOwner, Rmap, Work};
 use crate::xfs::replay::set_be64;
+use crate::xfs::types::FsBlock;
 use core::mem::offset_of;
 
 /// One extent unmapped by a call.
@@ -49,6 +50,59 @@ pub(in crate::xfs::replay) struct TruncateCall {
     /// (a key carried up by a record borrowed from the left sibling): such
     /// a transaction does not raise the change count once it has risen.
     pub root_first: bool,
+}
+
+impl TruncateCall {
+    /// The deferred work the call queues, in the kernel's order: per
+    /// extent the frees of the bmbt blocks its delete let go of, its
+    /// reverse mapping's removal (unmap_shared for a reflinked file's data
+    /// fork), then its refcount decrease (reflinked: blocks whose last
+    /// reference goes are freed) or its free; the leaf of a tree gone back
+    /// to a list last.
+    pub(in crate::xfs::replay) fn work(
+        self,
+        geo: &crate::xfs::sb::Geometry,
+        ino: u64,
+        attr: bool,
+        reflinked: bool,
+    ) -> Vec<Work> {
+        let mut work = Vec::new();
+        for (frees, e) in self.extents {
+            work.extend(frees);
+            let (agno, agbno) = geo.split_fsb(FsBlock(e.start));
+            let len = u32::try_from(e.len).unwrap_or(u32::MAX);
+            work.push(Work::RmapUnmap {
+                agno: agno.0,
+                m: Rmap {
+                    start: agbno.0,
+                    len,
+                    owner: ino,
+                    offset: e.off,
+                    attr,
+                    bmbt: false,
+                    unwritten: e.unwritten,
+                },
+                shared: reflinked,
+            });
+            work.push(if reflinked {
+                Work::Refcount {
+                    agno: agno.0,
+                    agbno: agbno.0,
+                    len,
+                    adj: -1,
+                }
+            } else {
+                Work::Free {
+                    agno: agno.0,
+                    agbno: agbno.0,
+                    len,
+                    owner: FreeOwner::Skip,
+                }
+            });
+        }
+        work.extend(self.after);
+        work
+    }
 }
 
 impl<R: ReadAt> ForkEditor<'_, R> {
