@@ -59,7 +59,11 @@ pub(super) fn read_recorded<R: ReadAt>(
     for (i, sector) in b.chunks_mut(512).enumerate() {
         let at = (off / 512).saturating_add(u64::try_from(i).unwrap_or(u64::MAX));
         match ov.recorded(at) {
-            Some(Some(old)) => sector.copy_from_slice(&old[..sector.len()]),
+            Some(Some(old)) => {
+                if let Some(o) = old.get(..sector.len()) {
+                    sector.copy_from_slice(o);
+                }
+            }
             Some(None) => {
                 let from = i.saturating_mul(512);
                 if let Some(d) = disk.get(from..from.saturating_add(sector.len())) {

@@ -911,18 +911,20 @@ fn logged_items<R: ReadAt>(
         }
     }
     let cluster = raw.max(u64::from(g.blocksize));
-    let per_cluster = (cluster / isize.max(1)).max(1);
+    let per_cluster = cluster.checked_div(isize).unwrap_or(1).max(1);
     let shift = u32::from(g.agblklog).saturating_add(u32::from(g.inopblog));
+    let mask = 1u64.checked_shl(shift).unwrap_or(0).wrapping_sub(1);
     let in_freed_chunk = |ino: u64| {
-        let agno = u32::try_from(ino >> shift).unwrap_or(u32::MAX);
-        let agino = u32::try_from(ino & ((1u64 << shift) - 1)).unwrap_or(u32::MAX);
+        let agno = u32::try_from(ino.checked_shr(shift).unwrap_or(0)).unwrap_or(u32::MAX);
+        let agino = u32::try_from(ino & mask).unwrap_or(u32::MAX);
         rep.chunks_freed
             .iter()
             .any(|(a, start)| *a == agno && (*start..start.saturating_add(64)).contains(&agino))
     };
-    for (_, start) in &rep.chunks_freed {
-        let _ = start;
-        for _ in 0..(64 / per_cluster).max(1) {
+    // Every cluster of a chunk freed is invalidated (xfs_ifree_cluster);
+    // a sparse chunk's holes are counted as clusters too.
+    for _ in &rep.chunks_freed {
+        for _ in 0..64u64.checked_div(per_cluster).unwrap_or(1).max(1) {
             out.push(stale_buf_item(usize::try_from(cluster).unwrap_or(0)));
         }
     }
@@ -934,9 +936,11 @@ fn logged_items<R: ReadAt>(
         let Ok(off) = fs.inode_offset(Ino(*ino)) else {
             continue;
         };
-        let first = off - off % cluster;
-        let at =
-            usize::try_from(off - first).unwrap_or(0) + offset_of!(XfsDinode, di_next_unlinked);
+        let within = off.checked_rem(cluster).unwrap_or(0);
+        let first = off.saturating_sub(within);
+        let at = usize::try_from(within)
+            .unwrap_or(0)
+            .saturating_add(offset_of!(XfsDinode, di_next_unlinked));
         clusters
             .entry(first)
             .or_default()
