@@ -18,7 +18,7 @@
 #      (default 1100m) with a fixed UUID and label, in WORKDIR (default
 #      /dev/shm when it has room: log forces then cost no disk flushes, which
 #      makes the churn several times faster; else benches/);
-#   2. mount it and run JOBS (default 3) parallel tests/fixtures/log_churn.py
+#   2. mount it and run JOBS (default 3) parallel tests/fixtures/make/log_churn.py
 #      workers, each in its own tree, every operation fsync'ed (create, rename,
 #      link, unlink, set/remove user.* and security.* xattrs up to 3000 bytes,
 #      writes, truncates, mkdir, symlink), watching the live part of the log
@@ -56,7 +56,7 @@ TIMINGS=no
 [[ ${1-} == --timings ]] && TIMINGS=yes
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-CHURN="$HERE/../tests/fixtures/log_churn.py"
+CHURN="$HERE/../tests/fixtures/make/log_churn.py"
 OUT=${OUT:-$HERE/big-dirty.img}
 SIZE=${SIZE:-6G}
 LOGSIZE=${LOGSIZE:-1100m}

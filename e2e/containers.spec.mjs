@@ -1,7 +1,7 @@
 // Partitioned disks and qcow2 images dropped on the page: the partition
 // table drawn to scale against sfdisk's, the XFS partition chosen as blkid
 // finds it, and the tree and directories against the kernel's listing of
-// the mounted partition (make-container-fixtures.sh).
+// the mounted partition (make/containers.sh disks).
 import { test, expect } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// A filesystem with its log on an external device (make-extlog-fixtures.sh):
+// A filesystem with its log on an external device (make/extlog.sh):
 // the data device and the log device dropped together, in either order, or
 // the log device added after the data device; the log replayed to the
 // kernel's tree after it recovered a copy of the pair.

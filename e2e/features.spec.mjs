@@ -1,7 +1,7 @@
 // The newest and the oldest on-disk formats dropped on the page: the
 // metadata directory tree (mkfs.xfs 6.13 -m metadir=1) shown in its own
 // view and checked against xfs_db 6.13's `ls -m` of every directory of it
-// (NAME.metadir-ls.txt, make-metadir-fixtures.sh); a metadir filesystem's
+// (NAME.metadir-ls.txt, make/newer-xfsprogs.sh metadir); a metadir filesystem's
 // files after replay against the kernel's listing of its recovery; and v4
 // filesystems (crc=0, with and without ftype) against `xfs_db ncheck`.
 import { test, expect } from '@playwright/test';

@@ -1,5 +1,5 @@
 // Layout with the longest names XFS allows, on a laptop's screen, and the
-// page as a screen reader meets it. The fixture (make-long-names-fixture.sh)
+// page as a screen reader meets it. The fixture (make/shapes.sh long-names)
 // nests eight directories of 255-byte names and puts 255-byte names, a
 // 1023-byte symlink target and a 255-byte xattr name in the deepest; the
 // kernel's own listing of it (find, getfattr) is the oracle for every name.

@@ -1,4 +1,4 @@
-// Metadumps dropped on the page (make-metadump-fixtures.sh): read in place,
+// Metadumps dropped on the page (make/containers.sh metadump): read in place,
 // their log replayed, the tree against the kernel's listing of the same
 // dump restored by xfs_mdrestore (before and after the kernel's recovery).
 import { test, expect } from '@playwright/test';

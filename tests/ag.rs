@@ -2,7 +2,7 @@
 //! AGI and AGFL of every AG (`xfs_db -r -c "agf N" -c print`, ...), free
 //! space totals (`freesp -s -a N`), and every block of every AG btree
 //! (`btdump -i`: records, node keys, pointers, blocks per level), all
-//! recorded by tests/fixtures/make-ag-oracles.sh.
+//! recorded by tests/fixtures/make/oracles.sh ag.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;

@@ -1,4 +1,4 @@
-//! The AG btree editor against the kernel (`make-btree-oracle.sh`): the
+//! The AG btree editor against the kernel (`make/shapes.sh btree`): the
 //! kernel punched one-block files of a fragmented AG in a known order
 //! (`btree-oracle.ops.txt`); the same frees are done here on the image as
 //! it was before (`btree-oracle.img.zst`) the way the kernel finishes them

@@ -1,7 +1,7 @@
 //! Filesystems inside containers: partitioned disks (GPT, MBR with a
 //! logical partition, GPT on 4096-byte sectors) and qcow2 images (v2 and
 //! v3) made by sgdisk, sfdisk and qemu-img over kernel-made XFS
-//! (`make-container-fixtures.sh`). The listings are compared with the
+//! (`make/containers.sh disks`). The listings are compared with the
 //! kernel's listing of the mounted partition (`NAME.container-ls.jsonl`),
 //! the partition tables with `sfdisk --json` and `blkid`, the qcow2 headers
 //! with `qemu-img info`.

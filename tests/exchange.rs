@@ -3,7 +3,7 @@
 //! `XFS_IOC_EXCHANGE_RANGE` of two files of hundreds to thousands of
 //! one-block extents (bmbt forks), and a shutdown while it ran, so that the
 //! log ends with the exchange's intent (XMI) and no done item
-//! (`make-exchange-fixtures.sh`):
+//! (`make/newer-xfsprogs.sh exchange`):
 //!
 //! * `xchg-rmap`: 6.13's defaults (rmapbt, reflink, large extent
 //!   counters), whole files, each step four bmap updates and their reverse

@@ -4,7 +4,7 @@
 //! after recovering a copy of the pair, and `replay -o` (with
 //! `--logdev-output`) byte for byte the kernel's recovered data device
 //! outside the superblock's LSN and CRC. Fixtures and oracles:
-//! `tests/fixtures/make-extlog-fixtures.sh` (the kernel, `xfs_logprint`,
+//! `tests/fixtures/make/extlog.sh` (the kernel, `xfs_logprint`,
 //! `xfs_db`, `xfs_repair`); the oracles are named `pair-*`.
 #![allow(
     clippy::unwrap_used,

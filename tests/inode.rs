@@ -1,7 +1,7 @@
 //! Inodes, forks, file content and symlinks against the kernel and xfsprogs:
 //! - `xfs-explorer inode --json` against `xfs_db -r -c "inode N" -c print`
 //!   and `bmap`/`bmap -a` (tests/fixtures/NAME.inode-db.txt, recorded by
-//!   make-inode-oracles.sh) for a sample of inodes of every fixture;
+//!   make/oracles.sh inode) for a sample of inodes of every fixture;
 //! - file content (md5), symlink targets, device numbers, types and sizes
 //!   against the kernel's mounted listing (NAME.tree.txt) of clean fixtures;
 //! - corruptions laid over real inodes: clear errors, no panic.
@@ -27,9 +27,9 @@ struct DbInode {
     bmap_a: Vec<String>,
 }
 
-/// Parse an inode oracle: either NAME.inodes.txt (make-listings.sh:
+/// Parse an inode oracle: either NAME.inodes.txt (make/oracles.sh listings:
 /// `### ino N path P`, `### bmap`, `### bmap -a`) or NAME.inode-db.txt
-/// (make-inode-oracles.sh: `=== inode N`, `=== bmap N`, `=== bmap -a N`).
+/// (make/oracles.sh inode: `=== inode N`, `=== bmap N`, `=== bmap -a N`).
 fn parse_inode_oracle(text: &str) -> BTreeMap<u64, DbInode> {
     let mut out: BTreeMap<u64, DbInode> = BTreeMap::new();
     let mut cur: Option<(u64, u8)> = None;
@@ -1029,7 +1029,7 @@ fn md5_matches_known_vectors() {
 }
 
 /// The attr fork histories the fixture script made on v5-formats (see
-/// populate_formats in make-fixtures.sh) and what the forkoff reading says.
+/// populate_formats in make/images.sh) and what the forkoff reading says.
 #[test]
 fn forkoff_reading_names_the_known_attr_fork_histories() {
     let name = "v5-formats";

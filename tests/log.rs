@@ -1,5 +1,5 @@
 //! `xfs-explorer log --json` against `xfs_logprint -t` and `-d`, recorded
-//! from every kernel-made fixture by tests/fixtures/make-log-oracles.sh:
+//! from every kernel-made fixture by tests/fixtures/make/oracles.sh log:
 //! head, tail, clean or dirty, every record between tail and head, every
 //! committed transaction with its items (kind, region count, region
 //! lengths) and their decoded format fields.

@@ -1,5 +1,5 @@
 //! `xfs-explorer ls -R --json` against the kernel's own listing of every
-//! mounted fixture (`NAME.ls.jsonl`, made by `make-listings.sh` with
+//! mounted fixture (`NAME.ls.jsonl`, made by `make/oracles.sh listings` with
 //! `kernel_listing.py`), plus `ls` without `-R`, `getfattr` and `cat` by
 //! path against the same listings, and error reporting on damaged copies
 //! (block addresses from `xfs_db`, in `NAME.xfsdb-dirattr.txt` and

@@ -1,7 +1,7 @@
 //! The metadata directory tree (`mkfs.xfs -m metadir=1`), walked by
 //! `ls -R --metadir` and checked against xfsprogs 6.13's `xfs_db ls -m` of
 //! every directory of the tree (`NAME.metadir-ls.txt`, made by
-//! `make-metadir-fixtures.sh`): `metadir-rt`, made by mkfs alone with four
+//! `make/newer-xfsprogs.sh metadir`): `metadir-rt`, made by mkfs alone with four
 //! realtime groups (this kernel cannot mount realtime), and `random-5008`,
 //! a random workload shut down mid-way, against the kernel's recovery.
 

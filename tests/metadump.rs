@@ -1,4 +1,4 @@
-//! Metadumps read in place (`make-metadump-fixtures.sh`): version 1 made by
+//! Metadumps read in place (`make/containers.sh metadump`): version 1 made by
 //! xfs_metadump 6.1, version 2 by xfs_metadump 6.13, of a kernel-made
 //! filesystem with a dirty log and of a clean one dumped with obfuscated
 //! names. The oracles are xfs_mdrestore of the same dumps (byte for byte)

@@ -1,14 +1,14 @@
 //! Operations and their transactions (`ops --json`) against the kernel's
 //! own count, and the forkoff distribution against `xfs_db`:
 //!
-//! * `ops-*` fixtures (made by `make-ops-fixtures.sh`): a known workload
+//! * `ops-*` fixtures (made by `make/ops.sh workloads`): a known workload
 //!   run on the real kernel with the `xfs:xfs_trans_commit` tracepoint on,
 //!   each operation's commits (rolls included, and the background work
 //!   it caused) counted from the trace, then the filesystem shut down so
 //!   the whole workload stays in the log. `NAME.truth.json` `by_kind`
 //!   holds, per kind, the operations run and the transactions the kernel
 //!   committed for them.
-//! * `ops-typed` (made by `make-ops-typed-fixture.sh`): transactions that
+//! * `ops-typed` (made by `make/ops.sh typed`): transactions that
 //!   carry their type, as kernels before delayed logging wrote them,
 //!   written by the project's log forger and read back by `xfs_logprint`
 //!   and the kernel's recovery; `NAME.truth.json` lists them.

@@ -1,5 +1,5 @@
 //! Parent pointers in attribute forks in blocks, against xfsprogs 6.13
-//! (`pptr-forms`, made by `make-pptr-forms-fixture.sh`: `-n parent=1`, a
+//! (`pptr-forms`, made by `make/newer-xfsprogs.sh pptr-forms`: `-n parent=1`, a
 //! file hard-linked 14 times under 200-byte names, whose parent pointers
 //! fill one attribute leaf, one linked 120 times under 240-byte names,
 //! whose parent pointers make a dabtree, and inodes with one link each,

@@ -14,19 +14,19 @@
 //!   replay fails at the same block;
 //! * intents left unfinished are the ones xfs_logprint shows
 //!   (`NAME.logfacts.txt`); where they are only extent-free intents
-//!   (`replay-efi`, made by `make-replay-efi-fixture.sh`), the exported
+//!   (`replay-efi`, made by `make/replay.sh efi`), the exported
 //!   image holds the kernel's blocks after it finished them;
 //! * where the unfinished intent is a bmap update (`replay-bui-ext`,
-//!   `replay-bui-btree`, made by `make-replay-bui-fixture.sh`), the inode
+//!   `replay-bui-btree`, made by `make/replay-bui.sh`), the inode
 //!   it names has, in the export, the kernel's core and mappings
 //!   (`NAME.recovered-bmap.txt`), and the export is byte-identical too;
 //! * where recovery has work at mount (unfinished intents, inodes on AGI
 //!   unlinked lists: `log-intents`, and `replay-unlinked` and
-//!   `replay-unlinked-reflink` made by `make-replay-unlinked-fixture.sh`),
+//!   `replay-unlinked-reflink` made by `make/replay.sh unlinked`),
 //!   the exported image's superblock
 //!   counters, AG header counters and the records of every AG btree equal
 //!   the kernel's recovered copy (`NAME.recovered-ag.txt`, made by
-//!   `make-recovered-ag.sh`), or replay says which work it left undone.
+//!   `make/oracles.sh recovered-ag`), or replay says which work it left undone.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
@@ -582,8 +582,8 @@ fn unfinished_intents_are_the_ones_logprint_shows() {
 }
 
 /// Images of random workloads shut down mid-way (`../shared/recovery-differs`,
-/// made like the differential harness's, `tests/fixtures/differential.sh`;
-/// six of them cut down by `make-random-fixture.sh --cut`, the oracle the
+/// made like the differential harness's, `tests/fixtures/make/differential.sh`;
+/// six of them cut down by `make/random.sh --cut`, the oracle the
 /// kernel's recovery of the cut image), each with mount-time work the
 /// kernel does that replay once did differently: an empty shortform
 /// directory freed without a truncate, so it keeps its size of 6
@@ -605,7 +605,7 @@ fn unfinished_intents_are_the_ones_logprint_shows() {
 /// unmaps in one call and whose last transaction, committed rather than
 /// rolled, does not log the inode; and a filesystem made by xfsprogs 6.13
 /// with parent pointers, the metadata directory tree and exchange-range
-/// (random-5008, `differential.sh --mkfs-root`), whose superblock the
+/// (random-5008, `make/differential.sh --mkfs-root`), whose superblock the
 /// kernel writes with quota inode fields of 0, as the metadata directory
 /// tree holds the quota inodes; and a run (random-3407, d3407, `-m rmapbt=1
 /// -b size=1024`) whose CoW recovery refills AG 0's free list right after
@@ -711,12 +711,6 @@ fn an_inode_whose_inactivation_fails_stays_on_its_list_as_the_kernel_leaves_it()
     assert_eq!(u32::from_be_bytes(agi[at..at + 4].try_into().unwrap()), 100);
 }
 
-/// Parent pointers after recovery (random-5008: xfsprogs 6.13, parent
-/// pointers, metadir, exchange-range; a random workload shut down mid-way):
-/// for every inode the kernel lists, the parent pointers `getfattr` shows on
-/// the export are the ones xfs_db 6.13 decodes from the attribute fork of
-/// the kernel's recovered copy (`NAME.recovered-pptr.txt`, made by
-/// `make-pptr-oracle.sh`): name, parent directory and its generation.
 /// The section `### TITLE` of an oracle of `### ` sections.
 fn oracle_section<'a>(text: &'a str, title: &str) -> &'a str {
     let head = format!("### {title}\n");
@@ -848,6 +842,12 @@ fn the_unlinked_inodes_checkpoint_takes_the_kernels_log_blocks() {
     assert!(checked.len() >= 9, "{checked:?}, not matched: {off:?}");
 }
 
+/// Parent pointers after recovery (random-5008: xfsprogs 6.13, parent
+/// pointers, metadir, exchange-range; a random workload shut down mid-way):
+/// for every inode the kernel lists, the parent pointers `getfattr` shows on
+/// the export are the ones xfs_db 6.13 decodes from the attribute fork of
+/// the kernel's recovered copy (`NAME.recovered-pptr.txt`, made by
+/// `make/oracles.sh recovered-pptr`): name, parent directory and its generation.
 #[test]
 fn parent_pointers_after_export_are_the_ones_xfs_db_decodes() {
     let name = "random-5008";
@@ -1146,7 +1146,7 @@ fn export_leaves_the_input_alone_writes_a_new_sparse_file_and_refuses_to_overwri
     assert!(!ok && err.contains("exists"), "{err}");
 }
 
-/// Sections of `NAME.recovered-ag.txt` (made by make-recovered-ag.sh):
+/// Sections of `NAME.recovered-ag.txt` (made by make/oracles.sh recovered-ag):
 /// ("agf", "0") -> the xfs_db output of that section.
 fn ag_oracle(name: &str) -> BTreeMap<(String, String), String> {
     let text = oracle(name, "recovered-ag.txt");
@@ -1853,7 +1853,7 @@ fn an_exchange_of_another_generation_is_refused_as_the_kernel_refuses_it() {
 /// finished: their work is one checkpoint at the old head, and what it does
 /// next (unlinked inodes, CoW staging extents) goes in the following one.
 /// Where that checkpoint starts is read from the records the kernel wrote
-/// into its recovered copy (`make-mount-checkpoint-oracle.sh`); replay must
+/// into its recovered copy (`make/oracles.sh mount-checkpoints`); replay must
 /// put it in the same place, since every block the later work changes
 /// carries its LSN.
 #[test]

@@ -1,5 +1,5 @@
 //! v4 filesystems (crc=0) with and without the directory entry file type
-//! (`v4-ftype`, `v4-noftype`; `tests/fixtures/make-v4-fixtures.sh`: filled
+//! (`v4-ftype`, `v4-noftype`; `tests/fixtures/make/shapes.sh v4`: filled
 //! by `mkfs.xfs -p` and `xfs_db attr_set`, as this kernel does not mount
 //! v4). Every path and inode number equals `xfs_db ncheck`; every inode's
 //! core and extents equal `xfs_db`'s print and bmap; file contents and

@@ -1,7 +1,7 @@
 //! `xfs-explorer ls`: list a directory, or a whole subtree with `-R`, as
 //! `ls -l` would on the mounted filesystem; `--json` prints one object per
 //! line, in the same form as the kernel-made listings of the test fixtures
-//! (`tests/fixtures/kernel_listing.py`):
+//! (`tests/fixtures/make/kernel_listing.py`):
 //!
 //! `path ino type mode nlink uid gid size [sha256] [target] [rdev] xattrs_sha256`
 //!

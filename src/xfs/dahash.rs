@@ -84,7 +84,7 @@ mod tests {
     }
 
     /// `xfs_db -r -c "hash NAME"` for the names in `tests/fixtures/dahash.txt`
-    /// (made by `make-dahash-oracle.sh`).
+    /// (made by `make/oracles.sh dahash`).
     #[test]
     fn equals_xfs_db() {
         let oracle = include_bytes!("../../tests/fixtures/dahash.txt");

@@ -888,7 +888,7 @@ mod tests {
     }
 
     /// Shortform directories with 8-byte inode numbers, from a 3000 GiB
-    /// kernel-made filesystem (`make-i8-oracle.sh` keeps only the inodes and
+    /// kernel-made filesystem (`make/shapes.sh i8` keeps only the inodes and
     /// `xfs_db ls`).
     #[test]
     fn shortform_with_8_byte_inode_numbers_equals_xfs_db_ls() {
