@@ -12,27 +12,27 @@ use serde::{Deserialize, Serialize};
 pub enum Request {
     /// Open an image (a dropped or picked `File`, or the fetched sample).
     Open {
-        #[serde(with = "serde_wasm_bindgen::preserve")]
-        blob: web_sys::Blob,
+        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        blob: FileBlob,
         name: String,
     },
     /// Open two files at once: a data device and its external log device,
     /// in either order (the one that starts with a log record header, or
     /// does not start with the superblock's magic, is the log).
     OpenPair {
-        #[serde(with = "serde_wasm_bindgen::preserve")]
-        first: web_sys::Blob,
+        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        first: FileBlob,
         first_name: String,
-        #[serde(with = "serde_wasm_bindgen::preserve")]
-        second: web_sys::Blob,
+        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        second: FileBlob,
         second_name: String,
     },
     /// Read the open filesystem's external log from this file (its log is
     /// on another device: `Opened::external_log`); answered with `Opened`
     /// again, views reloaded.
     AddLogDevice {
-        #[serde(with = "serde_wasm_bindgen::preserve")]
-        blob: web_sys::Blob,
+        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        blob: FileBlob,
         name: String,
     },
     /// Open partition `number` of the disk the last `Open` found (its table
@@ -160,23 +160,41 @@ impl DiffSection {
     }
 }
 
+/// A file the page hands the worker: a browser `Blob` (a dropped or picked
+/// `File`). Outside the browser nothing stands in for it, so that the
+/// protocol, and the routes that make its requests, build and are tested
+/// natively.
+#[cfg(target_arch = "wasm32")]
+pub type FileBlob = web_sys::Blob;
+#[cfg(not(target_arch = "wasm32"))]
+pub type FileBlob = ();
+
 /// Bytes that cross `postMessage` as a JS `Uint8Array` and stay one on the
 /// page's side (never copied into its wasm memory).
+#[cfg(target_arch = "wasm32")]
 #[derive(Clone, Debug)]
 pub struct JsBytes(pub js_sys::Uint8Array);
 
+/// Outside the browser: the bytes themselves.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JsBytes(pub Vec<u8>);
+
+#[cfg(target_arch = "wasm32")]
 impl PartialEq for JsBytes {
     fn eq(&self, other: &Self) -> bool {
         self.0.to_vec() == other.0.to_vec()
     }
 }
 
+#[cfg(target_arch = "wasm32")]
 impl Serialize for JsBytes {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         serde_wasm_bindgen::preserve::serialize(&self.0, s)
     }
 }
 
+#[cfg(target_arch = "wasm32")]
 impl<'de> Deserialize<'de> for JsBytes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         serde_wasm_bindgen::preserve::deserialize(d).map(JsBytes)
@@ -189,6 +207,7 @@ pub const EXPORT_PIECE: u64 = 4 << 20;
 /// Encode a message for postMessage. 64-bit integers travel as BigInts, so
 /// every value an image holds (inode numbers, sizes, LSNs up to 2^64 - 1)
 /// crosses intact instead of failing the whole message.
+#[cfg(target_arch = "wasm32")]
 pub fn to_js<T: Serialize>(v: &T) -> Result<wasm_bindgen::JsValue, serde_wasm_bindgen::Error> {
     let ser = serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true);
     v.serialize(&ser)

@@ -14,7 +14,6 @@ pub mod context;
 #[cfg(target_arch = "wasm32")]
 pub mod download;
 pub mod lru;
-#[cfg(target_arch = "wasm32")]
 pub mod route;
 #[cfg(target_arch = "wasm32")]
 pub mod state;

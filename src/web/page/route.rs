@@ -8,6 +8,11 @@
 
 use crate::web::protocol::DiffSection;
 
+/// Records of an AG btree asked for at once.
+pub const AG_RECORDS_PAGE: u64 = 200;
+/// Rows of what replay changed asked for at once.
+pub const DIFF_ROWS_PAGE: u32 = 500;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
     Superblock,
@@ -49,6 +54,7 @@ pub enum Route {
     Unknown(String),
 }
 
+#[cfg(target_arch = "wasm32")]
 fn decode(seg: &str) -> String {
     js_sys::decode_uri_component(seg)
         .ok()
@@ -56,8 +62,52 @@ fn decode(seg: &str) -> String {
         .unwrap_or_else(|| seg.to_string())
 }
 
+#[cfg(target_arch = "wasm32")]
 fn encode(seg: &str) -> String {
     String::from(js_sys::encode_uri_component(seg))
+}
+
+/// Outside the browser (the native tests), `decodeURIComponent`'s rule:
+/// `%XX` escapes of UTF-8; anything malformed leaves the segment as it is.
+#[cfg(not(target_arch = "wasm32"))]
+fn decode(seg: &str) -> String {
+    let b = seg.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c == b'%' {
+            let hex = b
+                .get(i.saturating_add(1)..i.saturating_add(3))
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(v) => {
+                    out.push(v);
+                    i = i.saturating_add(3);
+                }
+                None => return seg.to_string(),
+            }
+        } else {
+            out.push(c);
+            i = i.saturating_add(1);
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| seg.to_string())
+}
+
+/// Outside the browser, `encodeURIComponent`'s rule: every byte of the
+/// UTF-8 escaped but letters, digits and `-_.!~*'()`.
+#[cfg(not(target_arch = "wasm32"))]
+fn encode(seg: &str) -> String {
+    let mut out = String::with_capacity(seg.len());
+    for &c in seg.as_bytes() {
+        if c.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&c) {
+            out.push(char::from(c));
+        } else {
+            out.push_str(&format!("%{c:02X}"));
+        }
+    }
+    out
 }
 
 /// An absolute path from the encoded segments of a hash.
@@ -200,6 +250,7 @@ impl Route {
 }
 
 /// The current route from the page's location.
+#[cfg(target_arch = "wasm32")]
 pub fn current() -> Route {
     web_sys::window()
         .and_then(|w| w.location().hash().ok())
@@ -238,7 +289,7 @@ pub fn requests_for(route: &Route) -> Option<(String, Vec<crate::web::protocol::
                 agno: *agno,
                 tree: tree.clone(),
                 start: *start,
-                count: crate::web::page::components::ag_records::PAGE,
+                count: AG_RECORDS_PAGE,
             },
         ),
         Route::Hex(daddr) => one(
@@ -268,7 +319,7 @@ pub fn requests_for(route: &Route) -> Option<(String, Vec<crate::web::protocol::
                     section: *section,
                     filter: filter.clone(),
                     start: *start,
-                    count: crate::web::page::components::replay_diff::PAGE,
+                    count: DIFF_ROWS_PAGE,
                 },
             ],
         )),

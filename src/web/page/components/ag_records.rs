@@ -7,7 +7,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 /// Records a page shows.
-pub const PAGE: u64 = 200;
+pub const PAGE: u64 = crate::web::page::route::AG_RECORDS_PAGE;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {

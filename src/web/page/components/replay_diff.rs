@@ -12,7 +12,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 /// Rows asked for at once.
-pub const PAGE: u32 = 500;
+pub const PAGE: u32 = crate::web::page::route::DIFF_ROWS_PAGE;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
