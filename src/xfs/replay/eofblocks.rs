@@ -105,10 +105,7 @@ pub fn loaded_by<R: ReadAt>(
         let Ok(off) = fs.inode_offset(Ino(ino)) else {
             continue;
         };
-        let mut b = fs
-            .img
-            .read_disk("inode", off, u64::from(fs.geo.inodesize))?;
-        ov.apply_to(off, &mut b);
+        let b = super::counters::read(fs, ov, "inode", off, u64::from(fs.geo.inodesize))?;
         let size = be64(&b, offset_of!(XfsDinode, di_size)).unwrap_or(0);
         out.push(Loaded { ino, size });
     }
