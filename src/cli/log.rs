@@ -107,6 +107,7 @@ pub fn write_text_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send
             tx,
             back,
             piece: Vec::with_capacity(PIECE),
+            items: 0,
         };
         let d = log::decode_streaming(fs, opts, &mut sink);
         if !sink.piece.is_empty() {
@@ -136,18 +137,27 @@ struct PieceSink {
     /// thread that allocated it does not contend for the allocator's lock.
     back: std::sync::mpsc::Receiver<Vec<Transaction>>,
     piece: Vec<Transaction>,
+    /// Items in `piece`.
+    items: usize,
 }
 
 /// Transactions per piece: a few hundred kilobytes of JSON.
 const PIECE: usize = 1024;
+
+/// Items per piece: a piece also goes as soon as it holds this many items,
+/// so that a log of a few large checkpoints is written while it is read
+/// and no more than about one checkpoint is held at once.
+const PIECE_ITEMS: usize = 8192;
 
 impl TransactionSink for PieceSink {
     fn begin(&mut self, ht: &HeadTail) {
         let _ = self.tx.send(Msg::Begin(Box::new(ht.clone())));
     }
     fn transaction(&mut self, t: Transaction) {
+        self.items = self.items.saturating_add(t.items.len());
         self.piece.push(t);
-        if self.piece.len() >= PIECE {
+        if self.piece.len() >= PIECE || self.items >= PIECE_ITEMS {
+            self.items = 0;
             let mut next = Vec::new();
             while let Ok(mut old) = self.back.try_recv() {
                 old.clear();
@@ -224,6 +234,7 @@ pub fn write_json_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send
             tx,
             back,
             piece: Vec::with_capacity(PIECE),
+            items: 0,
         };
         let d = log::decode_streaming(fs, opts, &mut sink);
         if !sink.piece.is_empty() {
