@@ -316,7 +316,7 @@ fn walk_into<R: ReadAt>(
                         .iter()
                         .map(|it| decode_item(&it.regions, it.total, t.order, &ctx))
                         .collect();
-                    inf.transaction(&t, &items);
+                    inf.transaction(t, &items);
                 }
             }
             Ok(())

@@ -123,7 +123,7 @@ pub fn commit_pass2<R: ReadAt>(st: &mut State<'_, R>, ic: &IcreateItem, _lsn: u6
 )]
 mod tests {
     use super::*;
-    use crate::xfs::replay::{Cache, Counts, Geo, State};
+    use crate::xfs::replay::{Cache, Geo, State};
 
     #[test]
     fn icreate_items_are_checked_and_write_whole_clusters() {
@@ -131,13 +131,7 @@ mod tests {
         let geo = Geo::of(&fs);
         let mut st = State {
             geo,
-            cache: Cache {
-                fs: &fs,
-                written: Default::default(),
-                dirty: Default::default(),
-                counts: Counts::default(),
-                rejected: Vec::new(),
-            },
+            cache: Cache::new(&fs),
             cancel: Default::default(),
             intents: Default::default(),
             warnings: Vec::new(),

@@ -744,18 +744,12 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn an_extent_swap_gives_the_forks_bmbt_blocks_their_new_owner() {
-        use crate::xfs::replay::{Cache, Counts, Geo, State};
+        use crate::xfs::replay::{Cache, Geo, State};
         let fs = crate::xfs::testutil::fixture_fs("log-xattrs");
         let geo = Geo::of(&fs);
         let mut st = State {
             geo,
-            cache: Cache {
-                fs: &fs,
-                written: Default::default(),
-                dirty: Default::default(),
-                counts: Counts::default(),
-                rejected: Vec::new(),
-            },
+            cache: Cache::new(&fs),
             cancel: Default::default(),
             intents: Default::default(),
             warnings: Vec::new(),

@@ -66,6 +66,7 @@ pub mod defer;
 pub mod diff;
 pub mod eofblocks;
 pub mod export;
+pub mod flushed;
 pub mod icreate;
 pub mod inode;
 pub mod intents;
@@ -343,12 +344,25 @@ pub struct Cache<'f, R: ReadAt> {
     fs: &'f Fs<R>,
     pub written: Overlay,
     dirty: BTreeMap<(u64, u32), Dirty>,
+    /// Buffers as the last writes left them (see [`Flushed`]).
+    flushed: flushed::Flushed,
     pub counts: Counts,
     /// Buffers queued that the kernel could not write.
     rejected: Vec<Rejected>,
 }
 
-impl<R: ReadAt> Cache<'_, R> {
+impl<'f, R: ReadAt> Cache<'f, R> {
+    pub fn new(fs: &'f Fs<R>) -> Cache<'f, R> {
+        Cache {
+            fs,
+            written: Overlay::default(),
+            dirty: BTreeMap::new(),
+            flushed: flushed::Flushed::default(),
+            counts: Counts::default(),
+            rejected: Vec::new(),
+        }
+    }
+
     /// Bytes of `len` sectors at `daddr` as they are on the disk being
     /// recovered (image plus what replay wrote), ignoring dirty buffers.
     fn read_disk(&self, daddr: u64, len: u32) -> Result<Vec<u8>> {
@@ -368,6 +382,9 @@ impl<R: ReadAt> Cache<'_, R> {
     fn take(&mut self, daddr: u64, len: u32) -> Result<(Vec<u8>, Stamp, bool)> {
         if let Some(d) = self.dirty.remove(&(daddr, len)) {
             return Ok((d.data, d.stamp, true));
+        }
+        if let Some(b) = self.flushed.take(daddr, len) {
+            return Ok((b, Stamp::None, false));
         }
         Ok((self.read_disk(daddr, len)?, Stamp::None, false))
     }
@@ -393,6 +410,8 @@ impl<R: ReadAt> Cache<'_, R> {
     /// Write a buffer now, as recovered (the kernel writes inode buffers of
     /// an unexpected size at once).
     fn write_now(&mut self, daddr: u64, data: &[u8]) {
+        self.flushed
+            .forget(daddr, u64::try_from(data.len() / 512).unwrap_or(u64::MAX));
         self.written.put(daddr, data);
         self.counts.buffer_writes = self.counts.buffer_writes.saturating_add(1);
     }
@@ -417,11 +436,12 @@ impl<R: ReadAt> Cache<'_, R> {
             ));
         }
         let dirty = std::mem::take(&mut self.dirty);
-        for ((daddr, _), mut d) in dirty {
+        for ((daddr, len), mut d) in dirty {
             if buf::apply_stamp(&mut d.data, d.stamp, d.lsn) {
                 self.counts.buffers_stamped = self.counts.buffers_stamped.saturating_add(1);
             }
             self.written.put(daddr, &d.data);
+            self.flushed.keep(daddr, len, d.data);
             self.counts.buffer_writes = self.counts.buffer_writes.saturating_add(1);
         }
         Ok(())
@@ -661,7 +681,7 @@ fn pass1<R: ReadAt>(
             Event::Commit(t) => {
                 prog.transactions = prog.transactions.saturating_add(1);
                 let blk = cur_blk;
-                st.pass1(&t, &|| dev.location(blk))
+                st.pass1(t, &|| dev.location(blk))
             }
         }
     };
@@ -740,13 +760,7 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
     let v5 = fs.geo.v5;
     let new_state = || State {
         geo: Geo::of(fs),
-        cache: Cache {
-            fs,
-            written: Overlay::default(),
-            dirty: BTreeMap::new(),
-            counts: Counts::default(),
-            rejected: Vec::new(),
-        },
+        cache: Cache::new(fs),
         cancel: CancelTable::default(),
         intents: intents::Pending::default(),
         warnings: Vec::new(),
@@ -769,8 +783,14 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
         CrcMode::CheckThenReplay { v5 },
         &mut warnings,
     )?;
+    // The fused read found every record good: pass 2 need not compute
+    // their CRCs again.
+    let mut pass2_mode = CrcMode::Replay { v5 };
     let tail = match fused {
-        (None, None) => ht.tail.block,
+        (None, None) => {
+            pass2_mode = CrcMode::ReplayChecked { v5 };
+            ht.tail.block
+        }
         (None, Some(refused)) => return Err(refused),
         (Some(_), _) => {
             let (tail, note) = walk::verify_tail(&dev, &ht)?;
@@ -829,22 +849,14 @@ pub fn replay<R: ReadAt>(fs: &Fs<R>, progress: &mut dyn FnMut(&Progress)) -> Res
                     }
                     prog_ref.transactions = prog_ref.transactions.saturating_add(1);
                     let blk = cur_blk;
-                    st_ref.pass2(&t, report_ref, &|| dev_ref.location(blk))?;
+                    st_ref.pass2(t, report_ref, &|| dev_ref.location(blk))?;
                     prog_ref.items = report_ref.items;
                     report_ref.last_lsn = Some(t.lsn);
                     Ok(())
                 }
             }
         };
-        let (_, counts) = walk::walk(
-            &dev,
-            tail,
-            head,
-            CrcMode::Replay { v5 },
-            true,
-            &mut warnings,
-            &mut sink,
-        )?;
+        let (_, counts) = walk::walk(&dev, tail, head, pass2_mode, true, &mut warnings, &mut sink)?;
         counts
     };
     st.cache.flush()?;

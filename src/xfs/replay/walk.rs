@@ -20,6 +20,7 @@ use crate::xfs::format::log::*;
 use crate::xfs::log::find::HeadTail;
 use crate::xfs::log::items::Order;
 use crate::xfs::log::record::{RecordHeader, RecordReader};
+use crate::xfs::log::trans::TidHash;
 use crate::xfs::log::{CrcCheck, LogDev};
 use crate::xfs::read::ReadAt;
 use crate::xfs::types::Lsn;
@@ -39,7 +40,7 @@ pub const MAX_REGION: usize = 1 << 20;
 pub const MAX_TRANS_BYTES: usize = 1 << 30;
 
 /// One log item being assembled (`xlog_recover_item`).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RItem {
     /// Regions the item declares (its format structure's size field).
     pub total: u16,
@@ -49,7 +50,7 @@ pub struct RItem {
 }
 
 /// A committed transaction with its items' regions.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RTrans {
     pub tid: u32,
     /// LSN of the record holding the START op: the LSN every replay
@@ -77,7 +78,58 @@ struct Open {
 /// What the walk reports for each record and transaction.
 pub enum Event<'a> {
     Record(&'a RecordHeader),
-    Commit(RTrans),
+    Commit(&'a RTrans),
+}
+
+/// Region buffers, region lists and item lists of committed transactions,
+/// kept for the next ones: a checkpoint has tens of thousands of regions,
+/// and allocating and freeing each one costs more than copying it.
+#[derive(Default)]
+struct RegionPool {
+    bufs: Vec<Vec<u8>>,
+    lists: Vec<Vec<Vec<u8>>>,
+    items: Vec<Vec<RItem>>,
+}
+
+impl RegionPool {
+    /// Buffers kept at most, and the largest buffer kept.
+    const MAX_BUFS: usize = 1 << 16;
+    const MAX_BUF_BYTES: usize = 64 << 10;
+
+    fn copy(&mut self, payload: &[u8]) -> Vec<u8> {
+        let mut v = self.bufs.pop().unwrap_or_default();
+        v.clear();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn item(&mut self) -> RItem {
+        RItem {
+            regions: self.lists.pop().unwrap_or_default(),
+            ..RItem::default()
+        }
+    }
+
+    fn items(&mut self) -> Vec<RItem> {
+        self.items.pop().unwrap_or_default()
+    }
+
+    /// Take back what a transaction held.
+    fn give(&mut self, mut t: RTrans) {
+        for mut it in t.items.drain(..) {
+            for r in it.regions.drain(..) {
+                if self.bufs.len() < Self::MAX_BUFS && r.capacity() <= Self::MAX_BUF_BYTES {
+                    self.bufs.push(r);
+                }
+            }
+            if self.lists.len() < Self::MAX_BUFS {
+                self.lists.push(it.regions);
+            }
+        }
+        if self.items.len() < 64 {
+            self.items.push(t.items);
+        }
+    }
 }
 
 /// Counts from one walk.
@@ -98,9 +150,10 @@ fn corrupt<R: ReadAt>(dev: &LogDev<'_, R>, blk: u32, detail: String) -> Error {
 
 struct Assembly<'d, 'a, R: ReadAt> {
     dev: &'d LogDev<'a, R>,
-    open: HashMap<u32, Open>,
+    open: HashMap<u32, Open, TidHash>,
     keep_data: bool,
     counts: WalkCounts,
+    pool: RegionPool,
 }
 
 impl<R: ReadAt> Assembly<'_, '_, R> {
@@ -182,7 +235,7 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
                         commit_lsn: h.lsn,
                         order,
                         th_type: 0,
-                        items: Vec::new(),
+                        items: self.pool.items(),
                     },
                     header: [0; 16],
                     started: false,
@@ -203,7 +256,7 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
                 let keep = self.keep_data;
                 let dev = self.dev;
                 if let Some(o) = self.open.get_mut(&tid) {
-                    add_region(dev, blk, o, payload, keep)?;
+                    add_region(dev, blk, o, payload, keep, &mut self.pool)?;
                 }
                 Ok(())
             }
@@ -211,7 +264,7 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
                 let keep = self.keep_data;
                 let dev = self.dev;
                 if let Some(o) = self.open.get_mut(&tid) {
-                    add_continuation(dev, blk, o, payload, keep)?;
+                    add_continuation(dev, blk, o, payload, keep, &mut self.pool)?;
                 }
                 Ok(())
             }
@@ -220,7 +273,9 @@ impl<R: ReadAt> Assembly<'_, '_, R> {
                     o.t.commit_lsn = h.lsn;
                     o.t.th_type = o.t.order.u32(&o.header, 4).unwrap_or(0);
                     self.counts.transactions = self.counts.transactions.saturating_add(1);
-                    sink(Event::Commit(o.t))?;
+                    let r = sink(Event::Commit(&o.t));
+                    self.pool.give(o.t);
+                    r?;
                 }
                 Ok(())
             }
@@ -248,6 +303,7 @@ fn add_region<R: ReadAt>(
     o: &mut Open,
     payload: &[u8],
     keep: bool,
+    pool: &mut RegionPool,
 ) -> Result<()> {
     if payload.is_empty() {
         return Ok(());
@@ -280,7 +336,7 @@ fn add_region<R: ReadAt>(
         }
         if payload.len() == 16 {
             o.started = true;
-            o.t.items.push(RItem::default());
+            o.t.items.push(pool.item());
         }
         return Ok(());
     }
@@ -300,7 +356,7 @@ fn add_region<R: ReadAt>(
             .last()
             .is_none_or(|it| it.total != 0 && it.total == it.count);
     if need_new {
-        o.t.items.push(RItem::default());
+        o.t.items.push(pool.item());
     }
     let index = o.t.items.len();
     let Some(item) = o.t.items.last_mut() else {
@@ -330,7 +386,7 @@ fn add_region<R: ReadAt>(
         ));
     }
     if keep || item.count == 0 {
-        item.regions.push(payload.to_vec());
+        item.regions.push(pool.copy(payload));
     }
     item.count = item.count.saturating_add(1);
     Ok(())
@@ -343,6 +399,7 @@ fn add_continuation<R: ReadAt>(
     o: &mut Open,
     payload: &[u8],
     keep: bool,
+    pool: &mut RegionPool,
 ) -> Result<()> {
     let tid = o.t.tid;
     if !o.started {
@@ -362,7 +419,7 @@ fn add_continuation<R: ReadAt>(
             d.copy_from_slice(payload);
         }
         o.started = true;
-        o.t.items.push(RItem::default());
+        o.t.items.push(pool.item());
         return Ok(());
     }
     o.bytes = o.bytes.saturating_add(payload.len());
@@ -414,6 +471,12 @@ pub enum CrcMode {
     /// a bad record after it still decides first, as when the check runs
     /// before the pass.
     CheckThenReplay { v5: bool },
+    /// Replay of records a [`CrcMode::CheckThenReplay`] walk of the same
+    /// range found all good, without a bad or missing CRC: as
+    /// [`CrcMode::Replay`], but the CRCs are not computed again (the same
+    /// bytes give the same answers; it is most of the work of a read in
+    /// the browser, where CRC32c has no instruction).
+    ReplayChecked { v5: bool },
 }
 
 /// The outcome of a CRC-only walk.
@@ -437,12 +500,14 @@ pub fn walk<R: ReadAt>(
     warnings: &mut Vec<String>,
     sink: &mut dyn FnMut(Event<'_>) -> Result<()>,
 ) -> Result<(CrcWalk, WalkCounts)> {
-    let mut reader = RecordReader::new();
+    let mut reader =
+        RecordReader::new().checked_before(matches!(mode, CrcMode::ReplayChecked { .. }));
     let mut asm = Assembly {
         dev,
-        open: HashMap::new(),
+        open: HashMap::with_hasher(TidHash::new()),
         keep_data,
         counts: WalkCounts::default(),
+        pool: RegionPool::default(),
     };
     let mut pos = tail;
     let mut left = dev.distance(tail, head);
@@ -470,11 +535,13 @@ pub fn walk<R: ReadAt>(
         // Once the replay pass of a fused walk has stopped, only checking.
         let replaying = match mode {
             CrcMode::Check => false,
-            CrcMode::Replay { .. } => true,
+            CrcMode::Replay { .. } | CrcMode::ReplayChecked { .. } => true,
             CrcMode::CheckThenReplay { .. } => out.refused.is_none(),
         };
         let replay_v5 = match mode {
-            CrcMode::Replay { v5 } | CrcMode::CheckThenReplay { v5 } => Some(v5),
+            CrcMode::Replay { v5 }
+            | CrcMode::CheckThenReplay { v5 }
+            | CrcMode::ReplayChecked { v5 } => Some(v5),
             CrcMode::Check => None,
         };
         match (checking, replay_v5, rec.crc) {
@@ -684,16 +751,17 @@ mod tests {
         let dev = LogDev::new(&img, Daddr(0), 64, true).unwrap();
         let mut asm = Assembly {
             dev: &dev,
-            open: HashMap::new(),
+            open: HashMap::with_hasher(TidHash::new()),
             keep_data: true,
             counts: WalkCounts::default(),
+            pool: RegionPool::default(),
         };
         let data: Vec<u8> = ops.concat();
         let h = header(ops.len() as u32);
         let mut out = Vec::new();
         asm.record(&h, &data, &mut |e| {
             if let Event::Commit(t) = e {
-                out.push(t);
+                out.push(t.clone());
             }
             Ok(())
         })?;

@@ -129,12 +129,12 @@ struct Open {
 /// a key picked per map (a few hundred thousand lookups per log; the
 /// default hasher costs more than the rest of the lookup).
 #[derive(Clone, Copy)]
-struct TidHash {
+pub(crate) struct TidHash {
     key: u64,
 }
 
 impl TidHash {
-    fn new() -> TidHash {
+    pub(crate) fn new() -> TidHash {
         use std::hash::BuildHasher as _;
         // Odd, so that the multiply is a bijection.
         let key = std::collections::hash_map::RandomState::new().hash_one(0x9e37_79b9u32) | 1;
@@ -152,7 +152,7 @@ impl std::hash::BuildHasher for TidHash {
     }
 }
 
-struct TidHasher {
+pub(crate) struct TidHasher {
     key: u64,
     h: u64,
 }
