@@ -18,7 +18,7 @@ pub struct Flushed {
 }
 
 impl Flushed {
-    pub const MAX_BYTES: usize = 64 << 20;
+    pub const MAX_BYTES: usize = 32 << 20;
 
     /// Drop every copy that covers a sector of `daddr .. daddr + sectors`.
     pub fn forget(&mut self, daddr: u64, sectors: u64) {

@@ -87,17 +87,26 @@ pub enum Event<'a> {
 #[derive(Default)]
 struct RegionPool {
     bufs: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `bufs`, in bytes.
+    bytes: usize,
     lists: Vec<Vec<Vec<u8>>>,
     items: Vec<Vec<RItem>>,
 }
 
 impl RegionPool {
-    /// Buffers kept at most, and the largest buffer kept.
+    /// Buffers kept at most, the largest buffer kept, and the bytes kept.
     const MAX_BUFS: usize = 1 << 16;
     const MAX_BUF_BYTES: usize = 64 << 10;
+    const MAX_BYTES: usize = 16 << 20;
 
     fn copy(&mut self, payload: &[u8]) -> Vec<u8> {
-        let mut v = self.bufs.pop().unwrap_or_default();
+        let mut v = match self.bufs.pop() {
+            Some(v) => {
+                self.bytes = self.bytes.saturating_sub(v.capacity());
+                v
+            }
+            None => Vec::new(),
+        };
         v.clear();
         v.extend_from_slice(payload);
         v
@@ -118,7 +127,12 @@ impl RegionPool {
     fn give(&mut self, mut t: RTrans) {
         for mut it in t.items.drain(..) {
             for r in it.regions.drain(..) {
-                if self.bufs.len() < Self::MAX_BUFS && r.capacity() <= Self::MAX_BUF_BYTES {
+                let size = r.capacity();
+                if self.bufs.len() < Self::MAX_BUFS
+                    && size <= Self::MAX_BUF_BYTES
+                    && self.bytes.saturating_add(size) <= Self::MAX_BYTES
+                {
+                    self.bytes = self.bytes.saturating_add(size);
                     self.bufs.push(r);
                 }
             }
