@@ -9,6 +9,7 @@ mod open;
 mod ops;
 pub mod ops_views;
 mod progress;
+mod read_ahead;
 mod reads;
 mod replay;
 pub mod timing;
