@@ -22,10 +22,11 @@ use web_sys::{Blob, Worker};
 
 /// The reading worker's script, next to the worker's loader.
 const SCRIPT: &str = "read-ahead.js";
-/// Bytes per slot.
-const SLOT: u32 = 4 << 20;
+/// Bytes per slot (a browser moves a file's bytes faster in large reads:
+/// BENCHMARKS.md).
+const SLOT: u32 = 8 << 20;
 /// Slots (each [`SLOT`] bytes): up to `SLOTS - 2` read ahead of the one in use.
-const SLOTS: usize = 8;
+const SLOTS: usize = 6;
 /// Where the slots start in the buffer (the state words come first).
 const DATA_START: u32 = 4096;
 /// Reads this large and larger come here.
