@@ -3,6 +3,9 @@
 import { defineConfig } from '@playwright/test';
 
 const PORT = Number(process.env.E2E_PORT || 8091);
+// The same build served cross-origin isolated (COOP/COEP headers, e2e/serve.py
+// --isolated): the worker reads ahead through a SharedArrayBuffer there.
+const ISOLATED_PORT = PORT + 1;
 
 export default defineConfig({
   testDir: './e2e',
@@ -23,12 +26,32 @@ export default defineConfig({
     },
     screenshot: 'only-on-failure',
   },
-  webServer: {
-    command: `python3 -m http.server ${PORT} --bind 127.0.0.1 --directory dist`,
-    url: `http://127.0.0.1:${PORT}/`,
-    reuseExistingServer: false,
-    timeout: 30_000,
-    stdout: 'ignore',
-    stderr: 'ignore',
-  },
+  // Every test on the plain server (FileReaderSync reads); those that read
+  // the log, replay it or read large files again on the isolated one.
+  projects: [
+    { name: 'plain' },
+    {
+      name: 'isolated',
+      testMatch: /(log|replay|replay-diff|long-work|extlog|export)\.spec\.mjs$/,
+      use: { baseURL: `http://127.0.0.1:${ISOLATED_PORT}/` },
+    },
+  ],
+  webServer: [
+    {
+      command: `python3 e2e/serve.py ${PORT} dist`,
+      url: `http://127.0.0.1:${PORT}/`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      stdout: 'ignore',
+      stderr: 'ignore',
+    },
+    {
+      command: `python3 e2e/serve.py ${ISOLATED_PORT} dist --isolated`,
+      url: `http://127.0.0.1:${ISOLATED_PORT}/`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      stdout: 'ignore',
+      stderr: 'ignore',
+    },
+  ],
 });

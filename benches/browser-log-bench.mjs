@@ -7,10 +7,14 @@
 // (VmHWM) of Chromium's largest process in that run (Linux /proc, sampled
 // every 250 ms; the processes that outlive a run are the browser's own,
 // whose peak is its lifetime's).
-// Usage: [REPLAY=1] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
+// With ISOLATED=1 the page is served cross-origin isolated (e2e/serve.py
+// --isolated), so the worker reads ahead through a SharedArrayBuffer
+// (src/web/worker/read_ahead.rs); without, as a plain static server serves it.
+// Usage: [REPLAY=1] [ISOLATED=1] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
 import { chromium } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 // Every process under `root` (itself included).
 function descendants(root) {
@@ -44,7 +48,9 @@ function hwm(pid) {
 const [dist, image, runsArg] = process.argv.slice(2);
 const runs = Number(runsArg || 3);
 const port = 8190 + Math.floor(Math.random() * 100);
-const server = spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', dist], { stdio: 'ignore' });
+const serve = fileURLToPath(new URL('../e2e/serve.py', import.meta.url));
+const isolated = process.env.ISOLATED === '1';
+const server = spawn('python3', [serve, String(port), dist, ...(isolated ? ['--isolated'] : [])], { stdio: 'ignore' });
 await new Promise((r) => setTimeout(r, 800));
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -73,6 +79,9 @@ try {
     await page.getByText('Ready.').waitFor();
     await page.getByTestId('image-input').setInputFiles(image);
     await page.getByTestId('image-name').waitFor();
+    // As a person would: the log is asked for a moment after the open
+    // (the read-ahead worker starts in between).
+    await page.waitForTimeout(300);
     const t0 = Date.now();
     await page.evaluate(() => { window.location.hash = '#/log'; });
     await page.getByTestId('log-transactions').waitFor({ timeout: 600_000 });

@@ -10,7 +10,12 @@
 //! 1 MiB for the first that continues, then 2, 4 and [`READ_AHEAD`] as the
 //! run goes on (so a scattered pair of neighbours costs little), and the
 //! rest kept for the next reads.
+//!
+//! On a cross-origin isolated page, large reads go to a second worker that
+//! reads ahead while this one works (`read_ahead`); this path remains
+//! for the rest and wherever that one is not available.
 
+use super::read_ahead::{self, ReadAhead};
 use crate::xfs::read::{ReadAt, ReadError};
 use std::cell::{Cell, RefCell};
 use web_sys::{Blob, FileReaderSync};
@@ -33,6 +38,10 @@ pub fn set_read_hook(hook: Option<ReadHook>) {
     READ_HOOK.with(|h| *h.borrow_mut() = hook);
 }
 
+/// Files from this size up read their large reads through the read-ahead
+/// worker when the page is isolated (`read_ahead`).
+const OVERLAP_MIN_FILE: u64 = 32 << 20;
+
 /// Bytes read at once when reads run sequentially.
 const READ_AHEAD: u64 = 8 << 20;
 /// Reads from this size up that continue the previous read start a
@@ -51,6 +60,9 @@ pub struct BlobReader {
     streak: Cell<u32>,
     /// Bytes read ahead: the file from `.0` on.
     ahead: RefCell<Option<(u64, js_sys::Uint8Array)>>,
+    /// The read-ahead worker, on a cross-origin isolated page, for files
+    /// large enough to hold a log worth it.
+    overlapped: Option<ReadAhead>,
 }
 
 impl BlobReader {
@@ -67,6 +79,11 @@ impl BlobReader {
         )]
         let len = size as u64;
         let reader = FileReaderSync::new().map_err(|e| format!("FileReaderSync: {e:?}"))?;
+        let overlapped = if len >= OVERLAP_MIN_FILE {
+            ReadAhead::start(&blob, len)
+        } else {
+            None
+        };
         Ok(BlobReader {
             blob,
             len,
@@ -75,6 +92,7 @@ impl BlobReader {
             last_end: Cell::new(0),
             streak: Cell::new(0),
             ahead: RefCell::new(None),
+            overlapped,
         })
     }
 
@@ -159,6 +177,19 @@ impl ReadAt for BlobReader {
         let end = offset
             .checked_add(want)
             .ok_or_else(|| ReadError("range overflows".into()))?;
+        if want >= read_ahead::MIN_READ {
+            if let Some(served) = self.overlapped.as_ref().and_then(|o| o.read(offset, buf)) {
+                served?;
+                READ_HOOK.with(|h| {
+                    if let Ok(mut h) = h.try_borrow_mut() {
+                        if let Some(f) = h.as_mut() {
+                            f(want);
+                        }
+                    }
+                });
+                return Ok(());
+            }
+        }
         // Continuing: starting after the previous read's start and no
         // further than its end (the log's windows overlap by the record
         // that straddles the previous window's end).

@@ -9,6 +9,7 @@ mod open;
 mod ops;
 pub mod ops_views;
 mod progress;
+mod read_ahead;
 mod reads;
 mod replay;
 pub mod timing;
@@ -43,8 +44,11 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 /// log). Sequential reads are made large by the reader's read-ahead
 /// instead (`blob_reader`).
 const WEB_CHUNK: u64 = 64 << 10;
-/// Chunks kept (64 MiB at most).
-const WEB_CACHE_CHUNKS: usize = 1024;
+/// Chunks kept (128 MiB at most): replay of a 379 MiB log of small
+/// transactions touches more metadata than 64 MiB holds, and each chunk
+/// read again costs a `FileReaderSync` call (12,265 reads with 1,024
+/// chunks, 2,085 with 2,048: BENCHMARKS.md).
+const WEB_CACHE_CHUNKS: usize = 2048;
 
 /// Everything the worker holds about the open image, replaced whole
 /// when another is opened.

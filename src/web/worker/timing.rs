@@ -1,5 +1,6 @@
 //! Where the worker's time goes, request by request: reads from the file
-//! (`Blob.slice` + `FileReaderSync`), copies of what was read into wasm
+//! (`Blob.slice` + `FileReaderSync`), reads asked of the read-ahead
+//! worker and the time spent waiting for them, copies of what was read into wasm
 //! memory, the encoding of responses and `postMessage`. Each request's
 //! spans are written to the console at debug level (hidden unless asked
 //! for), so `benches/browser-log-bench.mjs` can break the time down.
@@ -23,6 +24,11 @@ pub struct Spans {
     pub copy_ms: f64,
     pub encode_ms: f64,
     pub post_ms: f64,
+    /// Reads asked of the read-ahead worker, their bytes, and the time
+    /// spent waiting for them (`read_ahead`; isolated pages only).
+    pub ahead_reads: u32,
+    pub ahead_bytes: u64,
+    pub ahead_wait_ms: f64,
 }
 
 thread_local! {
@@ -33,6 +39,9 @@ thread_local! {
         copy_ms: 0.0,
         encode_ms: 0.0,
         post_ms: 0.0,
+        ahead_reads: 0,
+        ahead_bytes: 0,
+        ahead_wait_ms: 0.0,
     }) };
 }
 
@@ -54,9 +63,11 @@ pub fn take() -> Spans {
 pub fn report(request: &str, total_ms: f64, s: &Spans) {
     #[allow(clippy::as_conversions, clippy::cast_precision_loss)]
     let mib = s.read_bytes as f64 / 1_048_576.0;
+    #[allow(clippy::as_conversions, clippy::cast_precision_loss)]
+    let ahead_mib = s.ahead_bytes as f64 / 1_048_576.0;
     let line = format!(
-        "timing {request}: {total_ms:.1} ms; reads {} ({mib:.1} MiB) {:.1} ms; copies into wasm {:.1} ms; encode {:.1} ms; postMessage {:.1} ms",
-        s.reads, s.read_ms, s.copy_ms, s.encode_ms, s.post_ms
+        "timing {request}: {total_ms:.1} ms; reads {} ({mib:.1} MiB) {:.1} ms; read ahead {} ({ahead_mib:.1} MiB), waited {:.1} ms; copies into wasm {:.1} ms; encode {:.1} ms; postMessage {:.1} ms",
+        s.reads, s.read_ms, s.ahead_reads, s.ahead_wait_ms, s.copy_ms, s.encode_ms, s.post_ms
     );
     web_sys::console::debug_1(&line.into());
 }
