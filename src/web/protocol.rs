@@ -112,6 +112,24 @@ pub enum Request {
     OpsTimeline { start: u32, skip: u32 },
 }
 
+impl Request {
+    /// Whether the light worker, the one the page starts with, answers
+    /// this: it leaves replay, what follows from it and the operations
+    /// analysis to the full worker, a larger wasm the page loads when one
+    /// of those is first asked for.
+    pub fn light_worker_answers(&self) -> bool {
+        !matches!(
+            self,
+            Request::SetReplay { .. }
+                | Request::ExportChunk { .. }
+                | Request::ReplayDiff
+                | Request::ReplayDiffRows { .. }
+                | Request::Ops
+                | Request::OpsTimeline { .. }
+        )
+    }
+}
+
 /// Checkpoints a page of the operations timeline holds at most.
 pub const OPS_PAGE_CHECKPOINTS: u32 = 25;
 /// Operations a page of the operations timeline holds at most.
