@@ -82,7 +82,7 @@ impl Running {
         }));
         let (w2, s2, cb) = (worker.clone(), Rc::clone(&shared), on_response.clone());
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            let resp = match serde_wasm_bindgen::from_value::<Response>(ev.data()) {
+            let resp = match crate::web::protocol::decode_response(&ev.data()) {
                 Ok(r) => r,
                 Err(e) => Response::Error {
                     name: String::new(),

@@ -95,11 +95,11 @@ fn post(out: Out<'_>, resp: &Response) {
 /// Send `resp` to the page.
 fn post_js(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
     let t0 = timing::now();
-    let encoded = crate::web::protocol::to_js(resp);
+    let encoded = crate::web::protocol::encode_response(resp);
     let t1 = timing::now();
     match encoded {
-        Ok(v) => {
-            if let Err(e) = scope.post_message(&v) {
+        Ok((msg, transfer)) => {
+            if let Err(e) = scope.post_message_with_transfer(&msg, &transfer) {
                 web_sys::console::error_2(&"worker: postMessage failed".into(), &e);
             }
             let t2 = timing::now();
@@ -155,6 +155,11 @@ fn timed_name(req: &Request) -> &'static str {
 /// test's collector).
 pub fn handle(scope: Out<'_>, req: Request) {
     handle_in::<true>(scope, req);
+}
+
+/// [`handle`] as the light worker answers it (see [`start_light`]).
+pub fn handle_light(scope: Out<'_>, req: Request) {
+    handle_in::<false>(scope, req);
 }
 
 /// [`handle`] in the full worker (`FULL`) or the light one.
