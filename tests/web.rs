@@ -975,12 +975,35 @@ fn every_kind_of_response_crosses_postmessage_intact() {
         let (msg, _transfer) = encode_response(r).unwrap();
         let back = decode_response(&msg).unwrap();
         assert_eq!(&back, r);
-        kinds.insert(format!("{r:?}").split(['(', ' ', '{']).next().unwrap().to_string());
+        kinds.insert(
+            format!("{r:?}")
+                .split(['(', ' ', '{'])
+                .next()
+                .unwrap()
+                .to_string(),
+        );
     }
     for k in [
-        "Opened", "Dir", "Inode", "Ags", "AgMap", "Hex", "AgRecords", "TreeChildren", "Log",
-        "LogRows", "LogTransaction", "Replay", "ExportChunk", "ReplayDiff", "ReplayDiffRows", "Ops",
-        "OpsTimeline", "Lookup", "Progress", "Memory",
+        "Opened",
+        "Dir",
+        "Inode",
+        "Ags",
+        "AgMap",
+        "Hex",
+        "AgRecords",
+        "TreeChildren",
+        "Log",
+        "LogRows",
+        "LogTransaction",
+        "Replay",
+        "ExportChunk",
+        "ReplayDiff",
+        "ReplayDiffRows",
+        "Ops",
+        "OpsTimeline",
+        "Lookup",
+        "Progress",
+        "Memory",
     ] {
         assert!(kinds.contains(k), "no {k} among {kinds:?}");
     }
@@ -990,7 +1013,10 @@ fn every_kind_of_response_crosses_postmessage_intact() {
         ino: Some(u64::MAX),
         error: None,
     };
-    assert_eq!(decode_response(&encode_response(&big).unwrap().0).unwrap(), big);
+    assert_eq!(
+        decode_response(&encode_response(&big).unwrap().0).unwrap(),
+        big
+    );
     // Anything else is refused, not misread.
     assert!(decode_response(&wasm_bindgen::JsValue::from(1)).is_err());
     let torn = js_sys::Array::of1(&js_sys::Uint8Array::from(&[7u8, 0, 0][..]));
@@ -999,9 +1025,9 @@ fn every_kind_of_response_crosses_postmessage_intact() {
 
 #[wasm_bindgen_test]
 fn the_light_worker_answers_views_and_the_log_and_leaves_replay_and_ops() {
-    use xfs_explorer::web::protocol::{Request, Response};
     use std::cell::RefCell;
     use std::rc::Rc;
+    use xfs_explorer::web::protocol::{Request, Response};
     let seen: Rc<RefCell<Vec<Response>>> = Rc::new(RefCell::new(Vec::new()));
     let out: Rc<dyn Fn(&Response)> = {
         let seen = Rc::clone(&seen);
@@ -1028,9 +1054,17 @@ fn the_light_worker_answers_views_and_the_log_and_leaves_replay_and_ops() {
     }
     let got = answers(seen.borrow().clone());
     assert_eq!(got.len(), 7, "{got:?}");
-    assert!(matches!(&got[0], Response::Opened(o) if o.fs_error.is_none()), "{:?}", got[0]);
+    assert!(
+        matches!(&got[0], Response::Opened(o) if o.fs_error.is_none()),
+        "{:?}",
+        got[0]
+    );
     assert!(matches!(&got[1], Response::Dir(_)), "{:?}", got[1]);
-    assert!(matches!(&got[2], Response::Log(l) if l.transactions > 0), "{:?}", got[2]);
+    assert!(
+        matches!(&got[2], Response::Log(l) if l.transactions > 0),
+        "{:?}",
+        got[2]
+    );
     for r in &got[3..6] {
         assert!(matches!(r, Response::ViewError { .. }), "{r:?}");
     }

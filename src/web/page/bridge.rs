@@ -71,7 +71,11 @@ fn loader_url(loader: &str) -> String {
 }
 
 impl Running {
-    fn start(loader: &str, on_response: Callback<Response>, mute: usize) -> Result<Running, String> {
+    fn start(
+        loader: &str,
+        on_response: Callback<Response>,
+        mute: usize,
+    ) -> Result<Running, String> {
         let worker = Worker::new(&loader_url(loader))
             .map_err(|e| format!("cannot start the worker: {e:?}"))?;
         let shared = Rc::new(RefCell::new(Shared {
@@ -205,11 +209,7 @@ impl Bridge {
             .filter(|(n, _)| *n < oldest)
             .cloned()
             .collect();
-        let full = Running::start(
-            FULL_WORKER_LOADER,
-            self.on_response.clone(),
-            answered.len(),
-        )?;
+        let full = Running::start(FULL_WORKER_LOADER, self.on_response.clone(), answered.len())?;
         for (n, r) in &answered {
             full.post(*n, r, false)?;
         }
