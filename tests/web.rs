@@ -919,3 +919,155 @@ fn the_page_state_keeps_its_stores_under_their_caps() {
         assert!(s.log_rows.contains_key(&start) && s.log_rows.contains_key(&(start + 199)));
     }
 }
+
+#[wasm_bindgen_test]
+fn every_kind_of_response_crosses_postmessage_intact() {
+    use std::collections::BTreeSet;
+    use xfs_explorer::web::protocol::{decode_response, encode_response, DiffSection, Request};
+    // The worker's own answers on the kernel-made log image: the views,
+    // the log's, replay's (a piece of the recovered image among them, its
+    // bytes beside the encoded ones) and the operations'.
+    let reqs = vec![
+        open_big_log(),
+        Request::Path { path: "/".into() },
+        // The root inode (rootino in log-1k-rmap.sb.txt).
+        Request::Inode { ino: 64 },
+        Request::Ags,
+        Request::AgMap { agno: 0 },
+        Request::Hex { daddr: 0 },
+        Request::AgRecords {
+            agno: 0,
+            tree: "bno".into(),
+            start: 0,
+            count: 50,
+        },
+        Request::TreeChildren {
+            path: "/".into(),
+            metadir: false,
+        },
+        Request::Log,
+        Request::LogRows {
+            start: 0,
+            count: 50,
+        },
+        Request::LogTransaction { index: 0 },
+        Request::SetReplay { on: true },
+        Request::ExportChunk {
+            log_device: false,
+            offset: 0,
+        },
+        Request::ReplayDiff,
+        Request::ReplayDiffRows {
+            section: DiffSection::Paths,
+            filter: String::new(),
+            start: 0,
+            count: 50,
+        },
+        Request::Ops,
+        Request::OpsTimeline { start: 0, skip: 0 },
+        Request::Lookup {
+            path: "/no/such/path".into(),
+        },
+    ];
+    let got = worker_answers(Default::default(), reqs);
+    let mut kinds = BTreeSet::new();
+    for r in &got {
+        let (msg, _transfer) = encode_response(r).unwrap();
+        let back = decode_response(&msg).unwrap();
+        assert_eq!(&back, r);
+        kinds.insert(
+            format!("{r:?}")
+                .split(['(', ' ', '{'])
+                .next()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for k in [
+        "Opened",
+        "Dir",
+        "Inode",
+        "Ags",
+        "AgMap",
+        "Hex",
+        "AgRecords",
+        "TreeChildren",
+        "Log",
+        "LogRows",
+        "LogTransaction",
+        "Replay",
+        "ExportChunk",
+        "ReplayDiff",
+        "ReplayDiffRows",
+        "Ops",
+        "OpsTimeline",
+        "Lookup",
+        "Progress",
+        "Memory",
+    ] {
+        assert!(kinds.contains(k), "no {k} among {kinds:?}");
+    }
+    // 64-bit values cross whole.
+    let big = xfs_explorer::web::protocol::Response::Lookup {
+        path: String::new(),
+        ino: Some(u64::MAX),
+        error: None,
+    };
+    assert_eq!(
+        decode_response(&encode_response(&big).unwrap().0).unwrap(),
+        big
+    );
+    // Anything else is refused, not misread.
+    assert!(decode_response(&wasm_bindgen::JsValue::from(1)).is_err());
+    let torn = js_sys::Array::of1(&js_sys::Uint8Array::from(&[7u8, 0, 0][..]));
+    assert!(decode_response(&torn).is_err());
+}
+
+#[wasm_bindgen_test]
+fn the_light_worker_answers_views_and_the_log_and_leaves_replay_and_ops() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use xfs_explorer::web::protocol::{Request, Response};
+    let seen: Rc<RefCell<Vec<Response>>> = Rc::new(RefCell::new(Vec::new()));
+    let out: Rc<dyn Fn(&Response)> = {
+        let seen = Rc::clone(&seen);
+        Rc::new(move |r: &Response| seen.borrow_mut().push(r.clone()))
+    };
+    let reqs = vec![
+        open_big_log(),
+        Request::Path { path: "/".into() },
+        Request::Log,
+        Request::SetReplay { on: true },
+        Request::ReplayDiff,
+        Request::Ops,
+        Request::Path { path: "/".into() },
+    ];
+    for r in reqs {
+        assert_eq!(
+            r.light_worker_answers(),
+            !matches!(
+                r,
+                Request::SetReplay { .. } | Request::ReplayDiff | Request::Ops
+            )
+        );
+        xfs_explorer::web::worker::handle_light(&out, r);
+    }
+    let got = answers(seen.borrow().clone());
+    assert_eq!(got.len(), 7, "{got:?}");
+    assert!(
+        matches!(&got[0], Response::Opened(o) if o.fs_error.is_none()),
+        "{:?}",
+        got[0]
+    );
+    assert!(matches!(&got[1], Response::Dir(_)), "{:?}", got[1]);
+    assert!(
+        matches!(&got[2], Response::Log(l) if l.transactions > 0),
+        "{:?}",
+        got[2]
+    );
+    for r in &got[3..6] {
+        assert!(matches!(r, Response::ViewError { .. }), "{r:?}");
+    }
+    // Nothing was replayed: the listing is the disk's still.
+    assert_eq!(got[6], got[1]);
+}

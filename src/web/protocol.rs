@@ -1,7 +1,10 @@
-//! Messages between the page and the worker (serde-wasm-bindgen over
-//! postMessage). A `Blob` travels as a handle: postMessage copies the
-//! reference, never the bytes. Every view the page shows arrives as one of
-//! the small structs below, already shaped for display.
+//! Messages between the page and the worker over postMessage. Requests
+//! travel as JS objects (serde-wasm-bindgen): a `Blob` travels as a
+//! handle, postMessage copies the reference, never the bytes. Responses
+//! travel as bincode bytes ([`encode_response`], [`decode_response`]): the
+//! page decodes them without matching field names, which keeps its wasm
+//! small. Every view the page shows arrives as one of the small structs
+//! below, already shaped for display.
 
 use crate::xfs::container::Layout;
 use crate::xfs::image::ReadStats;
@@ -112,6 +115,24 @@ pub enum Request {
     OpsTimeline { start: u32, skip: u32 },
 }
 
+impl Request {
+    /// Whether the light worker, the one the page starts with, answers
+    /// this: it leaves replay, what follows from it and the operations
+    /// analysis to the full worker, a larger wasm the page loads when one
+    /// of those is first asked for.
+    pub fn light_worker_answers(&self) -> bool {
+        !matches!(
+            self,
+            Request::SetReplay { .. }
+                | Request::ExportChunk { .. }
+                | Request::ReplayDiff
+                | Request::ReplayDiffRows { .. }
+                | Request::Ops
+                | Request::OpsTimeline { .. }
+        )
+    }
+}
+
 /// Checkpoints a page of the operations timeline holds at most.
 pub const OPS_PAGE_CHECKPOINTS: u32 = 25;
 /// Operations a page of the operations timeline holds at most.
@@ -170,15 +191,23 @@ pub type FileBlob = web_sys::Blob;
 pub type FileBlob = ();
 
 /// Bytes that cross `postMessage` as a JS `Uint8Array` and stay one on the
-/// page's side (never copied into its wasm memory).
+/// page's side (never copied into its wasm memory): they travel beside the
+/// response's encoded bytes, not in them.
 #[cfg(target_arch = "wasm32")]
 #[derive(Clone, Debug)]
 pub struct JsBytes(pub js_sys::Uint8Array);
 
 /// Outside the browser: the bytes themselves.
 #[cfg(not(target_arch = "wasm32"))]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct JsBytes(pub Vec<u8>);
+
+#[cfg(target_arch = "wasm32")]
+impl Default for JsBytes {
+    fn default() -> Self {
+        JsBytes(js_sys::Uint8Array::new_with_length(0))
+    }
+}
 
 #[cfg(target_arch = "wasm32")]
 impl PartialEq for JsBytes {
@@ -187,30 +216,54 @@ impl PartialEq for JsBytes {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
-impl Serialize for JsBytes {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_wasm_bindgen::preserve::serialize(&self.0, s)
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-impl<'de> Deserialize<'de> for JsBytes {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde_wasm_bindgen::preserve::deserialize(d).map(JsBytes)
-    }
-}
-
 /// Bytes in one piece of the recovered image.
 pub const EXPORT_PIECE: u64 = 4 << 20;
 
-/// Encode a message for postMessage. 64-bit integers travel as BigInts, so
+/// Encode a request for postMessage. 64-bit integers travel as BigInts, so
 /// every value an image holds (inode numbers, sizes, LSNs up to 2^64 - 1)
 /// crosses intact instead of failing the whole message.
 #[cfg(target_arch = "wasm32")]
 pub fn to_js<T: Serialize>(v: &T) -> Result<wasm_bindgen::JsValue, serde_wasm_bindgen::Error> {
     let ser = serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true);
     v.serialize(&ser)
+}
+
+/// The bytes of a response as it crosses postMessage (bincode: fixed-size
+/// integers, so every u64 crosses intact).
+pub fn response_bytes(resp: &Response) -> Result<Vec<u8>, String> {
+    bincode::serialize(resp).map_err(|e| e.to_string())
+}
+
+/// A response from its bytes ([`response_bytes`]).
+pub fn response_from_bytes(bytes: &[u8]) -> Result<Response, String> {
+    bincode::deserialize(bytes).map_err(|e| e.to_string())
+}
+
+/// Encode a response for postMessage: a JS array of its bytes (a
+/// `Uint8Array`, whose buffer `transfer` lists) and, for a piece of the
+/// recovered image, the piece's own `Uint8Array`.
+#[cfg(target_arch = "wasm32")]
+pub fn encode_response(resp: &Response) -> Result<(js_sys::Array, js_sys::Array), String> {
+    let bytes = js_sys::Uint8Array::from(response_bytes(resp)?.as_slice());
+    let transfer = js_sys::Array::of1(&bytes.buffer());
+    let msg = match resp {
+        Response::ExportChunk { bytes: piece, .. } => js_sys::Array::of2(&bytes, &piece.0),
+        _ => js_sys::Array::of1(&bytes),
+    };
+    Ok((msg, transfer))
+}
+
+/// Decode a message [`encode_response`] made.
+#[cfg(target_arch = "wasm32")]
+pub fn decode_response(msg: &wasm_bindgen::JsValue) -> Result<Response, String> {
+    use wasm_bindgen::JsCast;
+    let parts: &js_sys::Array = msg.dyn_ref().ok_or("not an array")?;
+    let bytes: js_sys::Uint8Array = parts.get(0).dyn_into().map_err(|_| "no bytes")?;
+    let mut resp = response_from_bytes(&bytes.to_vec())?;
+    if let Response::ExportChunk { bytes: piece, .. } = &mut resp {
+        *piece = JsBytes(parts.get(1).dyn_into().map_err(|_| "no piece")?);
+    }
+    Ok(resp)
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -273,6 +326,7 @@ pub enum Response {
         log_device: bool,
         offset: u64,
         total: u64,
+        #[cfg_attr(target_arch = "wasm32", serde(skip))]
         bytes: JsBytes,
         last: bool,
     },

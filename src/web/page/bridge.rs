@@ -1,71 +1,122 @@
 //! The page's side of the worker: starts it, waits for `Ready`, queues
 //! requests until then, and hands every response to a callback.
+//!
+//! The page starts with the light worker (no replay, no operations
+//! analysis: a smaller wasm to load). The first request only the full
+//! worker answers ([`Request::light_worker_answers`]) starts the full
+//! worker in its place: it opens again what the light one had open (its
+//! answers to that are dropped: the page has them), then takes the
+//! requests the light one had not answered yet, then this one. The full
+//! worker stays until the bridge goes.
 
 use crate::web::protocol::{Request, Response};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use web_sys::{MessageEvent, Worker};
 use yew::Callback;
 
-/// The worker's loader script, as Trunk names it (`<bin>_loader.js`).
-const WORKER_LOADER: &str = "xfs-explorer-worker_loader.js";
+/// The workers' loader scripts, as Trunk names them (`<bin>_loader.js`).
+const LIGHT_WORKER_LOADER: &str = "xfs-explorer-worker-light_loader.js";
+const FULL_WORKER_LOADER: &str = "xfs-explorer-worker_loader.js";
 
 struct Shared {
     ready: bool,
     queue: Vec<JsValue>,
+    /// Answers still to drop: those of the full worker to the requests
+    /// that open again what the light one had open. Each answer ends with
+    /// `Memory`.
+    mute: usize,
+    /// Requests sent and not answered yet, oldest first, with their
+    /// numbers (a file's content, streamed, is not counted).
+    pending: VecDeque<(u64, Request)>,
 }
 
-pub struct Bridge {
+/// One worker running, with its handlers.
+struct Running {
     worker: Worker,
     shared: Rc<RefCell<Shared>>,
     _onmessage: Closure<dyn FnMut(MessageEvent)>,
     _onerror: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
 
-impl Drop for Bridge {
+impl Drop for Running {
     fn drop(&mut self) {
         self.worker.terminate();
     }
 }
 
-fn loader_url() -> String {
+pub struct Bridge {
+    running: RefCell<Running>,
+    /// The full worker is the one running.
+    full: Cell<bool>,
+    on_response: Callback<Response>,
+    /// The requests that opened what is open, with their numbers.
+    opening: RefCell<Vec<(u64, Request)>>,
+    /// Requests sent so far (the next one's number).
+    sent: Cell<u64>,
+    /// The light worker once stopped: its handlers are kept until the
+    /// bridge goes, as the request that stopped it may be sent from one.
+    stopped: RefCell<Option<Running>>,
+}
+
+fn loader_url(loader: &str) -> String {
     // Resolve against the page so the app also works under a sub-path.
     web_sys::window()
         .and_then(|w| w.location().href().ok())
-        .and_then(|href| web_sys::Url::new_with_base(WORKER_LOADER, &href).ok())
+        .and_then(|href| web_sys::Url::new_with_base(loader, &href).ok())
         .map(|u| u.href())
-        .unwrap_or_else(|| WORKER_LOADER.to_string())
+        .unwrap_or_else(|| loader.to_string())
 }
 
-impl Bridge {
-    pub fn new(on_response: Callback<Response>) -> Result<Bridge, String> {
-        let worker =
-            Worker::new(&loader_url()).map_err(|e| format!("cannot start the worker: {e:?}"))?;
+impl Running {
+    fn start(
+        loader: &str,
+        on_response: Callback<Response>,
+        mute: usize,
+    ) -> Result<Running, String> {
+        let worker = Worker::new(&loader_url(loader))
+            .map_err(|e| format!("cannot start the worker: {e:?}"))?;
         let shared = Rc::new(RefCell::new(Shared {
             ready: false,
             queue: Vec::new(),
+            mute,
+            pending: VecDeque::new(),
         }));
         let (w2, s2, cb) = (worker.clone(), Rc::clone(&shared), on_response.clone());
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            let resp = match serde_wasm_bindgen::from_value::<Response>(ev.data()) {
+            let resp = match crate::web::protocol::decode_response(&ev.data()) {
                 Ok(r) => r,
                 Err(e) => Response::Error {
                     name: String::new(),
                     message: format!("unreadable message from the worker: {e}"),
                 },
             };
-            if resp == Response::Ready {
-                let queued = {
-                    let mut s = s2.borrow_mut();
+            let shown = {
+                let mut s = s2.borrow_mut();
+                let answered = matches!(resp, Response::Memory { .. });
+                if resp == Response::Ready {
                     s.ready = true;
-                    std::mem::take(&mut s.queue)
-                };
-                for msg in queued {
-                    let _ = w2.post_message(&msg);
+                    for msg in std::mem::take(&mut s.queue) {
+                        let _ = w2.post_message(&msg);
+                    }
+                    true
+                } else if s.mute > 0 {
+                    if answered {
+                        s.mute -= 1;
+                    }
+                    false
+                } else {
+                    if answered {
+                        s.pending.pop_front();
+                    }
+                    true
                 }
+            };
+            if shown {
+                cb.emit(resp);
             }
-            cb.emit(resp);
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         let onerror =
@@ -76,7 +127,7 @@ impl Bridge {
                 });
             });
         worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-        Ok(Bridge {
+        Ok(Running {
             worker,
             shared,
             _onmessage: onmessage,
@@ -84,9 +135,13 @@ impl Bridge {
         })
     }
 
-    pub fn send(&self, req: &Request) -> Result<(), String> {
+    /// Send `req` (numbered `n`), counted as pending when `track`.
+    fn post(&self, n: u64, req: &Request, track: bool) -> Result<(), String> {
         let msg = crate::web::protocol::to_js(req).map_err(|e| e.to_string())?;
         let mut s = self.shared.borrow_mut();
+        if track && !matches!(req, Request::ReadFile { .. }) {
+            s.pending.push_back((n, req.clone()));
+        }
         if s.ready {
             self.worker
                 .post_message(&msg)
@@ -95,5 +150,76 @@ impl Bridge {
             s.queue.push(msg);
             Ok(())
         }
+    }
+}
+
+impl Bridge {
+    pub fn new(on_response: Callback<Response>) -> Result<Bridge, String> {
+        let running = Running::start(LIGHT_WORKER_LOADER, on_response.clone(), 0)?;
+        Ok(Bridge {
+            running: RefCell::new(running),
+            full: Cell::new(false),
+            on_response,
+            opening: RefCell::new(Vec::new()),
+            sent: Cell::new(0),
+            stopped: RefCell::new(None),
+        })
+    }
+
+    pub fn send(&self, req: &Request) -> Result<(), String> {
+        let n = self.sent.get();
+        self.sent.set(n.wrapping_add(1));
+        {
+            let mut opening = self.opening.borrow_mut();
+            match req {
+                Request::Open { .. } | Request::OpenPair { .. } => {
+                    *opening = vec![(n, req.clone())];
+                }
+                Request::OpenPartition { .. } => {
+                    opening.retain(|(_, r)| !matches!(r, Request::OpenPartition { .. }));
+                    opening.push((n, req.clone()));
+                }
+                Request::AddLogDevice { .. } => opening.push((n, req.clone())),
+                _ => {}
+            }
+        }
+        if !self.full.get() && !req.light_worker_answers() {
+            self.start_full()?;
+        }
+        self.running.borrow().post(n, req, true)
+    }
+
+    /// Put the full worker in the light one's place (see the module's
+    /// documentation).
+    fn start_full(&self) -> Result<(), String> {
+        let pending: Vec<(u64, Request)> = self
+            .running
+            .borrow()
+            .shared
+            .borrow()
+            .pending
+            .iter()
+            .cloned()
+            .collect();
+        let oldest = pending.first().map_or(u64::MAX, |(n, _)| *n);
+        let answered: Vec<(u64, Request)> = self
+            .opening
+            .borrow()
+            .iter()
+            .filter(|(n, _)| *n < oldest)
+            .cloned()
+            .collect();
+        let full = Running::start(FULL_WORKER_LOADER, self.on_response.clone(), answered.len())?;
+        for (n, r) in &answered {
+            full.post(*n, r, false)?;
+        }
+        for (n, r) in &pending {
+            full.post(*n, r, true)?;
+        }
+        let light = std::mem::replace(&mut *self.running.borrow_mut(), full);
+        light.worker.terminate();
+        *self.stopped.borrow_mut() = Some(light);
+        self.full.set(true);
+        Ok(())
     }
 }

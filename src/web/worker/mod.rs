@@ -99,11 +99,11 @@ fn post(out: Out<'_>, resp: &Response) {
 /// Send `resp` to the page.
 fn post_js(scope: &DedicatedWorkerGlobalScope, resp: &Response) {
     let t0 = timing::now();
-    let encoded = crate::web::protocol::to_js(resp);
+    let encoded = crate::web::protocol::encode_response(resp);
     let t1 = timing::now();
     match encoded {
-        Ok(v) => {
-            if let Err(e) = scope.post_message(&v) {
+        Ok((msg, transfer)) => {
+            if let Err(e) = scope.post_message_with_transfer(&msg, &transfer) {
                 web_sys::console::error_2(&"worker: postMessage failed".into(), &e);
             }
             let t2 = timing::now();
@@ -158,10 +158,20 @@ fn timed_name(req: &Request) -> &'static str {
 /// Answer one request, the responses going to `scope` (the page, or a
 /// test's collector).
 pub fn handle(scope: Out<'_>, req: Request) {
+    handle_in::<true>(scope, req);
+}
+
+/// [`handle`] as the light worker answers it (see [`start_light`]).
+pub fn handle_light(scope: Out<'_>, req: Request) {
+    handle_in::<false>(scope, req);
+}
+
+/// [`handle`] in the full worker (`FULL`) or the light one.
+fn handle_in<const FULL: bool>(scope: Out<'_>, req: Request) {
     let name = timed_name(&req);
     timing::take();
     let t0 = timing::now();
-    let resp = SESSION.with(|s| s.borrow_mut().answer(scope, req));
+    let resp = SESSION.with(|s| s.borrow_mut().answer::<FULL>(scope, req));
     let Some(resp) = resp else {
         return;
     };
@@ -177,7 +187,7 @@ pub fn handle(scope: Out<'_>, req: Request) {
 
 impl Session {
     /// The answer to `req` (`None` when it was sent already, in pieces).
-    fn answer(&mut self, scope: Out<'_>, req: Request) -> Option<Response> {
+    fn answer<const FULL: bool>(&mut self, scope: Out<'_>, req: Request) -> Option<Response> {
         let resp = match req {
             Request::Open { blob, name } => {
                 post(
@@ -314,19 +324,25 @@ impl Session {
             Request::LogTransaction { index } => {
                 self.with_log(scope, |l| log_views::transaction(l, index))
             }
-            Request::SetReplay { on } => self.set_replay(scope, on),
-            Request::ExportChunk { log_device, offset } => {
+            Request::SetReplay { on } if FULL => self.set_replay(scope, on),
+            Request::ExportChunk { log_device, offset } if FULL => {
                 self.export_chunk(scope, log_device, offset)
             }
-            Request::ReplayDiff => self.replay_diff(scope),
+            Request::ReplayDiff if FULL => self.replay_diff(scope),
             Request::ReplayDiffRows {
                 section,
                 filter,
                 start,
                 count,
-            } => self.replay_diff_rows(section, filter, start, count),
-            Request::Ops => self.ops(scope),
-            Request::OpsTimeline { start, skip } => self.ops_timeline(scope, start, skip),
+            } if FULL => self.replay_diff_rows(section, filter, start, count),
+            Request::Ops if FULL => self.ops(scope),
+            Request::OpsTimeline { start, skip } if FULL => self.ops_timeline(scope, start, skip),
+            // The light worker: the page sends these to the full one
+            // (`Request::light_worker_answers`).
+            other => view_error(
+                timed_name(&other),
+                "this worker does not replay the log or analyse its operations",
+            ),
         };
         Some(resp)
     }
@@ -342,8 +358,13 @@ fn wasm_memory_bytes() -> u64 {
 /// Answer one message from the page: decoded into a [`Request`] and
 /// answered, or answered with an error when it is not one.
 pub fn handle_message(out: Out<'_>, data: wasm_bindgen::JsValue) {
+    handle_message_in::<true>(out, data);
+}
+
+/// [`handle_message`] in the full worker (`FULL`) or the light one.
+fn handle_message_in<const FULL: bool>(out: Out<'_>, data: wasm_bindgen::JsValue) {
     match serde_wasm_bindgen::from_value::<Request>(data) {
-        Ok(req) => handle(out, req),
+        Ok(req) => handle_in::<FULL>(out, req),
         Err(e) => post(
             out,
             &Response::Error {
@@ -354,15 +375,27 @@ pub fn handle_message(out: Out<'_>, data: wasm_bindgen::JsValue) {
     }
 }
 
-/// Entry point of the worker binary.
+/// Entry point of the full worker's binary.
 pub fn start() {
+    start_in::<true>();
+}
+
+/// Entry point of the light worker's binary: the same worker without
+/// replay and the operations analysis
+/// ([`Request::light_worker_answers`]), a smaller wasm
+/// for the page to start with.
+pub fn start_light() {
+    start_in::<false>();
+}
+
+fn start_in<const FULL: bool>() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let out: Rc<dyn Fn(&Response)> = {
         let scope = scope.clone();
         Rc::new(move |r: &Response| post_js(&scope, r))
     };
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        handle_message(&out, ev.data());
+        handle_message_in::<FULL>(&out, ev.data());
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
