@@ -4,10 +4,14 @@
 use super::*;
 
 /// The live part of the log (tail to head) the page decodes and replays
-/// at most: the decoded log holds every logged region of it, and replay
-/// holds the blocks it recovers. A bigger log is refused with a message
-/// (the command line has no such cap).
-pub const DECODED_LOG_CAP: u64 = 1 << 30;
+/// at most: 2 GiB, more than the largest log `mkfs.xfs` makes (2038 MiB),
+/// so every log a kernel mounts opens. The decoded log is kept as a compact
+/// index (a few dozen bytes per transaction and per buffer item), so its
+/// memory is bounded by the largest checkpoint, not by this; replay's
+/// recovered blocks have their own cap. A bigger log (a damaged
+/// superblock's) is refused with a message (the command line has no such
+/// cap).
+pub const DECODED_LOG_CAP: u64 = 2 << 30;
 /// The recovered blocks replay holds at most (its overlay, in bytes); a
 /// replay that recovers more is dropped and refused with a message.
 pub const REPLAY_OVERLAY_CAP: u64 = 1 << 30;

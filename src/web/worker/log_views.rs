@@ -1,14 +1,18 @@
-//! Worker side of the log view: the decoded log, kept once per image, and
-//! the pieces of it the page asks for.
+//! Worker side of the log view: the log decoded once per image into a
+//! compact index (what each transaction's row shows, intent links, the
+//! buffer items by block), and the pieces of it the page asks for. A
+//! transaction's items are decoded again when they are asked for, so the
+//! worker's memory is bounded by the largest checkpoint, not by the log.
 
 use crate::web::protocol::{BitmapView, ItemView, Kv, LogView, Response, RunView, TxDetail, TxRow};
 use crate::web::worker::blob_reader::Disk;
 use crate::xfs::fs::Fs;
+use crate::xfs::log::index::{decode_indexed, LogIndex, TxSummary};
 use crate::xfs::log::items::ItemBody;
 use crate::xfs::log::run_fields::describe_run;
-use crate::xfs::log::{self, DecodeOptions, ItemContext, LogDecode, Transaction};
+use crate::xfs::log::{DecodeOptions, ItemContext, LogDecode, Transaction};
 use crate::xfs::types::Lsn;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Most rows sent in one page.
 const MAX_ROWS: u32 = 1000;
@@ -20,9 +24,16 @@ const OPTS: DecodeOptions = DecodeOptions {
 };
 
 pub struct DecodedLog {
+    /// What the decode found, without its transactions and record list.
     pub d: LogDecode,
+    /// The committed transactions, compactly.
+    pub index: LogIndex,
+    /// Transactions started but not committed before the head.
+    incomplete: usize,
     pub ctx: ItemContext,
     unfinished_tx: BTreeSet<u32>,
+    /// (transaction, item) of every intent with no done item, sorted.
+    unfinished_items: Vec<(u32, u32)>,
     decode_ms: f64,
 }
 
@@ -33,17 +44,31 @@ fn lsn(l: Lsn) -> String {
 /// Decode the log of `fs`, timing it.
 pub fn decode(fs: &Fs<Disk>) -> Result<DecodedLog, String> {
     let t0 = js_sys::Date::now();
-    let d = log::decode(fs, OPTS).map_err(|e| e.to_string())?;
+    let (mut d, index) = decode_indexed(fs, OPTS).map_err(|e| e.to_string())?;
     let decode_ms = js_sys::Date::now() - t0;
     let unfinished_tx = d
         .unfinished_intents
         .iter()
         .map(|i| i.at.transaction)
         .collect();
+    let mut unfinished_items: Vec<(u32, u32)> = d
+        .unfinished_intents
+        .iter()
+        .map(|i| (i.at.transaction, i.at.item))
+        .collect();
+    unfinished_items.sort_unstable();
+    // The views need neither the record list nor the incomplete
+    // transactions' items.
+    let incomplete = d.incomplete.len();
+    d.incomplete = Vec::new();
+    d.record_list = Vec::new();
     Ok(DecodedLog {
         d,
+        index,
+        incomplete,
         ctx: ItemContext::of(fs, OPTS),
         unfinished_tx,
+        unfinished_items,
         decode_ms,
     })
 }
@@ -80,8 +105,8 @@ pub fn summary(l: &DecodedLog) -> Response {
                 )
             })
             .collect(),
-        transactions: count(d.transactions.len()),
-        incomplete: count(d.incomplete.len()),
+        transactions: count(l.index.len()),
+        incomplete: count(l.incomplete),
         unfinished: d
             .unfinished_intents
             .iter()
@@ -142,22 +167,18 @@ pub fn summary(l: &DecodedLog) -> Response {
     }))
 }
 
-fn row(l: &DecodedLog, index: u32, t: &Transaction) -> TxRow {
-    let mut kinds: BTreeMap<&str, u32> = BTreeMap::new();
-    for it in &t.items {
-        let n = kinds.entry(it.kind.name()).or_insert(0);
-        *n = n.saturating_add(1);
-    }
+fn row(l: &DecodedLog, index: u32, t: &TxSummary) -> TxRow {
     TxRow {
         index,
         tid: t.tid,
         start: lsn(t.start_lsn),
         commit: t.commit_lsn.map_or("-".into(), lsn),
-        items: u32::try_from(t.items.len()).unwrap_or(u32::MAX),
-        regions: t.regions(),
+        items: t.items,
+        regions: t.regions,
         bytes: t.op_bytes,
-        kinds: kinds
-            .iter()
+        kinds: l
+            .index
+            .kinds(t)
             .map(|(k, n)| format!("{k} {n}"))
             .collect::<Vec<_>>()
             .join(", "),
@@ -168,31 +189,49 @@ fn row(l: &DecodedLog, index: u32, t: &Transaction) -> TxRow {
 pub fn rows(l: &DecodedLog, start: u32, count: u32) -> Response {
     let first = usize::try_from(start).unwrap_or(usize::MAX);
     let n = usize::try_from(count.min(MAX_ROWS)).unwrap_or(0);
-    let rows =
-        l.d.transactions
-            .iter()
-            .enumerate()
-            .skip(first)
-            .take(n)
-            .map(|(i, t)| row(l, u32::try_from(i).unwrap_or(u32::MAX), t))
-            .collect();
+    let rows = l
+        .index
+        .summaries()
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(n)
+        .map(|(i, t)| row(l, u32::try_from(i).unwrap_or(u32::MAX), t))
+        .collect();
     Response::LogRows { start, rows }
 }
 
-pub fn transaction(l: &DecodedLog, index: u32) -> Response {
-    let Some(t) =
-        l.d.transactions
-            .get(usize::try_from(index).unwrap_or(usize::MAX))
-    else {
-        return Response::ViewError {
-            what: format!("transaction #{index}"),
-            message: "no such transaction".into(),
-        };
+/// Transaction `index` of the index, decoded again from the log.
+fn decode_again(
+    fs: &Fs<Disk>,
+    l: &DecodedLog,
+    index: u32,
+) -> Result<(TxSummary, Transaction), String> {
+    let Some(s) = l.index.summary(index) else {
+        return Err("no such transaction".into());
+    };
+    match l.index.transaction(fs, index, OPTS) {
+        Ok(Some(t)) => Ok((*s, t)),
+        Ok(None) => Err("the log no longer holds it".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub fn transaction(fs: &Fs<Disk>, l: &DecodedLog, index: u32) -> Response {
+    let (s, t) = match decode_again(fs, l, index) {
+        Ok(x) => x,
+        Err(message) => {
+            return Response::ViewError {
+                what: format!("transaction #{index}"),
+                message,
+            }
+        }
     };
     let items = t
         .items
         .iter()
-        .map(|it| {
+        .enumerate()
+        .map(|(ii, it)| {
             let bitmap = match &it.body {
                 ItemBody::Buf(b) => Some(BitmapView {
                     chunks: u32::from(b.len).saturating_mul(4),
@@ -214,7 +253,10 @@ pub fn transaction(l: &DecodedLog, index: u32) -> Response {
                 regions: it.regions,
                 text: it.describe(),
                 intent: it.kind.is_intent(),
-                unfinished: it.kind.is_intent() && it.link().is_none(),
+                unfinished: it.kind.is_intent()
+                    && l.unfinished_items
+                        .binary_search(&(index, u32::try_from(ii).unwrap_or(u32::MAX)))
+                        .is_ok(),
                 bitmap,
                 daddr: match &it.body {
                     ItemBody::Buf(b) => u64::try_from(b.blkno).ok(),
@@ -228,7 +270,7 @@ pub fn transaction(l: &DecodedLog, index: u32) -> Response {
         })
         .collect();
     Response::LogTransaction(Box::new(TxDetail {
-        row: row(l, index, t),
+        row: row(l, index, &s),
         type_: t.header.map(|h| h.type_),
         num_items: t.header.map(|h| h.num_items),
         ops: t.ops,
@@ -238,36 +280,43 @@ pub fn transaction(l: &DecodedLog, index: u32) -> Response {
 }
 
 /// The buffer items of the log that log the block at `daddr`, with their
-/// dirty runs in bytes, at most `cap` of them.
+/// dirty runs in bytes, at most `cap` of them: found in the index, their
+/// transactions decoded again (each once).
 pub fn logged_copies(
+    fs: &Fs<Disk>,
     l: &DecodedLog,
     daddr: u64,
     cap: usize,
 ) -> Vec<crate::xfs::hexmap::LoggedCopy> {
     let mut out = Vec::new();
-    for (ti, t) in l.d.transactions.iter().enumerate() {
-        for (ii, it) in t.items.iter().enumerate() {
-            let ItemBody::Buf(b) = &it.body else { continue };
-            if u64::try_from(b.blkno).ok() != Some(daddr) {
-                continue;
-            }
-            if out.len() >= cap {
-                return out;
-            }
-            let runs = b.runs();
-            out.push(crate::xfs::hexmap::LoggedCopy {
-                tx: u32::try_from(ti).unwrap_or(u32::MAX),
-                item: u32::try_from(ii).unwrap_or(u32::MAX),
-                runs: runs
-                    .iter()
-                    .map(|r| (r.first.saturating_mul(128), r.count.saturating_mul(128)))
-                    .collect(),
-                labels: runs
-                    .iter()
-                    .map(|r| describe_run(b, *r, &l.ctx).join(", "))
-                    .collect(),
-            });
+    let mut current: Option<(u32, Transaction)> = None;
+    for r in l.index.buffers_at(daddr).iter().take(cap) {
+        if current.as_ref().map(|c| c.0) != Some(r.transaction) {
+            current = decode_again(fs, l, r.transaction)
+                .ok()
+                .map(|(_, t)| (r.transaction, t));
         }
+        let Some((_, t)) = &current else { continue };
+        let Some(ItemBody::Buf(b)) = t
+            .items
+            .get(usize::try_from(r.item).unwrap_or(usize::MAX))
+            .map(|it| &it.body)
+        else {
+            continue;
+        };
+        let runs = b.runs();
+        out.push(crate::xfs::hexmap::LoggedCopy {
+            tx: r.transaction,
+            item: r.item,
+            runs: runs
+                .iter()
+                .map(|r| (r.first.saturating_mul(128), r.count.saturating_mul(128)))
+                .collect(),
+            labels: runs
+                .iter()
+                .map(|r| describe_run(b, *r, &l.ctx).join(", "))
+                .collect(),
+        });
     }
     out
 }

@@ -287,7 +287,7 @@ impl Session {
                         h.logged = self
                             .log
                             .as_ref()
-                            .map(|l| log_views::logged_copies(l, daddr, 64))
+                            .map(|l| log_views::logged_copies(fs, l, daddr, 64))
                             .unwrap_or_default();
                         Response::Hex(Box::new(h))
                     }
@@ -316,13 +316,13 @@ impl Session {
                         total: 0,
                     },
                 );
-                self.with_log(scope, log_views::summary)
+                self.with_log(scope, |_, l| log_views::summary(l))
             }
             Request::LogRows { start, count } => {
-                self.with_log(scope, |l| log_views::rows(l, start, count))
+                self.with_log(scope, |_, l| log_views::rows(l, start, count))
             }
             Request::LogTransaction { index } => {
-                self.with_log(scope, |l| log_views::transaction(l, index))
+                self.with_log(scope, |fs, l| log_views::transaction(fs, l, index))
             }
             Request::SetReplay { on } if FULL => self.set_replay(scope, on),
             Request::ExportChunk { log_device, offset } if FULL => {

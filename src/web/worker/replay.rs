@@ -9,7 +9,7 @@ impl Session {
     pub(super) fn with_log(
         &mut self,
         out: Out<'_>,
-        f: impl FnOnce(&log_views::DecodedLog) -> Response,
+        f: impl FnOnce(&Fs<Disk>, &log_views::DecodedLog) -> Response,
     ) -> Response {
         if self.log.is_none() {
             let decoded = self.fs.as_ref().map(|fs| {
@@ -24,9 +24,9 @@ impl Session {
                 None => return view_error("log", "no filesystem is open"),
             }
         }
-        match self.log.as_ref() {
-            Some(d) => f(d),
-            None => view_error("log", "the log could not be decoded"),
+        match (self.fs.as_ref(), self.log.as_ref()) {
+            (Some(fs), Some(d)) => f(fs, d),
+            _ => view_error("log", "the log could not be decoded"),
         }
     }
 

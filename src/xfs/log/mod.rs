@@ -23,6 +23,7 @@
 
 pub mod bitmap;
 pub mod find;
+pub mod index;
 pub mod item_json;
 pub mod items;
 #[cfg(not(target_arch = "wasm32"))]
@@ -611,6 +612,27 @@ pub fn decode_transaction<R: ReadAt>(
     let ctx = ItemContext::of(fs, opts);
     let found = trans::walk_range(&dev, t.start_lsn.block, commit.block, ctx)?;
     Ok(found.into_iter().find(|x| x.tid == t.tid))
+}
+
+/// [`decode_transaction`] for a transaction known by its ticket id and the
+/// LSNs of its start and commit records (as [`index::LogIndex`] keeps it):
+/// the records from the start record to the commit record are decoded, and
+/// the transaction with that ticket, start and commit among them returned.
+/// Its intents and done items are not linked. `None` when the log no
+/// longer holds it.
+pub fn decode_transaction_at<R: ReadAt>(
+    fs: &Fs<R>,
+    tid: u32,
+    start_lsn: Lsn,
+    commit_lsn: Lsn,
+    opts: DecodeOptions,
+) -> Result<Option<Transaction>> {
+    let dev = LogDev::of_fs(fs)?;
+    let ctx = ItemContext::of(fs, opts);
+    let found = trans::walk_range(&dev, start_lsn.block, commit_lsn.block, ctx)?;
+    Ok(found
+        .into_iter()
+        .find(|x| x.tid == tid && x.start_lsn == start_lsn && x.commit_lsn == Some(commit_lsn)))
 }
 
 /// [`decode`] on an already opened log.
