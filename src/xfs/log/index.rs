@@ -13,7 +13,7 @@
 //! record to its commit record, with its intent links set as the decode of
 //! the whole log sets them.
 
-use super::items::{Item, ItemBody, ItemRef};
+use super::items::{ItemBody, ItemRef};
 use super::stats::{LogStats, TransStats};
 use super::trans::TransactionSink;
 use super::{DecodeOptions, HeadTail, LogDecode, Transaction};
@@ -177,7 +177,7 @@ impl LogIndex {
                     .items
                     .get_mut(usize::try_from(*item).unwrap_or(usize::MAX))
                 {
-                    relink(it, *to);
+                    it.set_link(*to);
                 }
             }
             t
@@ -196,20 +196,6 @@ impl LogIndex {
         });
         u16::try_from(at).unwrap_or(u16::MAX)
     }
-}
-
-/// Set the link of an intent or done item.
-fn relink(it: &mut Item, to: ItemRef) {
-    let slot = match &mut it.body {
-        ItemBody::ExtentFree(e) => &mut e.link,
-        ItemBody::MapIntent(m) => &mut m.link,
-        ItemBody::RefcountIntent(r) => &mut r.link,
-        ItemBody::Done(d) => &mut d.link,
-        ItemBody::Attri(a) => &mut a.link,
-        ItemBody::Xmi(x) => &mut x.link,
-        _ => return,
-    };
-    *slot = Some(to);
 }
 
 /// A [`TransactionSink`] that builds a [`LogIndex`] and counts what each

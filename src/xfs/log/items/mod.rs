@@ -399,7 +399,8 @@ impl Item {
         }
     }
 
-    fn set_link(&mut self, to: ItemRef) {
+    /// Set the link of an intent or done item (other items have none).
+    pub(crate) fn set_link(&mut self, to: ItemRef) {
         let slot = match &mut self.body {
             ItemBody::ExtentFree(e) => &mut e.link,
             ItemBody::MapIntent(m) => &mut m.link,
