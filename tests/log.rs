@@ -43,31 +43,8 @@ fn num(v: &str) -> u64 {
     }
 }
 
-const KINDS: &[(&str, &str)] = &[
-    ("BUF", "buf"),
-    ("ICR", "icreate"),
-    ("INO", "inode"),
-    ("EFI", "efi"),
-    ("EFD", "efd"),
-    ("ATTRI", "attri"),
-    ("ATTRD", "attrd"),
-    ("RUI", "rui"),
-    ("RUD", "rud"),
-    ("CUI", "cui"),
-    ("CUD", "cud"),
-    ("BUI", "bui"),
-    ("BUD", "bud"),
-    ("DQ ", "dquot"),
-    ("QOFF", "quotaoff"),
-    // An item this xfs_logprint reads but cannot name ("illegal type").
-    ("", UNNAMED),
-];
-
-/// The kind of an item xfs_logprint could not name.
-const UNNAMED: &str = "?";
-/// Item types newer than the xfs_logprint the oracles were made with: the
-/// only ones it may leave unnamed.
-const NEWER_KINDS: &[&str] = &["xmi", "xmd"];
+const KINDS: &[(&str, &str)] = LOGPRINT_KINDS;
+const UNNAMED: &str = LOGPRINT_UNNAMED;
 
 /// Split "a:1  b: 0x2   c:3" into pairs (values may follow the colon
 /// after spaces).

@@ -21,28 +21,7 @@ const OPTS: DecodeOptions = DecodeOptions {
     inode_cores: false,
 };
 
-/// xfs_logprint's item names and ours.
-const KINDS: &[(&str, &str)] = &[
-    ("BUF", "buf"),
-    ("ICR", "icreate"),
-    ("INO", "inode"),
-    ("EFI", "efi"),
-    ("EFD", "efd"),
-    ("ATTRI", "attri"),
-    ("ATTRD", "attrd"),
-    ("RUI", "rui"),
-    ("RUD", "rud"),
-    ("CUI", "cui"),
-    ("CUD", "cud"),
-    ("BUI", "bui"),
-    ("BUD", "bud"),
-    ("DQ ", "dquot"),
-    ("QOFF", "quotaoff"),
-    ("", "?"),
-];
-/// Item types newer than the xfs_logprint the oracles were made with: the
-/// only ones it may leave unnamed ("?").
-const NEWER_KINDS: &[&str] = &["xmi", "xmd"];
+const KINDS: &[(&str, &str)] = LOGPRINT_KINDS;
 
 struct LpTrans {
     tid: u64,

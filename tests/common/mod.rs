@@ -212,3 +212,31 @@ pub fn masked_oracle(name: &str) -> std::collections::BTreeMap<u64, String> {
         })
         .collect()
 }
+
+/// xfs_logprint's item names (the start of its item lines) and ours.
+pub const LOGPRINT_KINDS: &[(&str, &str)] = &[
+    ("BUF", "buf"),
+    ("ICR", "icreate"),
+    ("INO", "inode"),
+    ("EFI", "efi"),
+    ("EFD", "efd"),
+    ("ATTRI", "attri"),
+    ("ATTRD", "attrd"),
+    ("RUI", "rui"),
+    ("RUD", "rud"),
+    ("CUI", "cui"),
+    ("CUD", "cud"),
+    ("BUI", "bui"),
+    ("BUD", "bud"),
+    ("DQ ", "dquot"),
+    ("QOFF", "quotaoff"),
+    // An item this xfs_logprint reads but cannot name ("illegal type").
+    ("", LOGPRINT_UNNAMED),
+];
+
+/// The kind of an item xfs_logprint could not name.
+pub const LOGPRINT_UNNAMED: &str = "?";
+
+/// Item types newer than the xfs_logprint the oracles were made with: the
+/// only ones it may leave unnamed.
+pub const NEWER_KINDS: &[&str] = &["xmi", "xmd"];
