@@ -35,40 +35,8 @@ struct Logprint {
     trans: Vec<LpTrans>,
 }
 
-fn num(v: &str) -> u64 {
-    let v = v.trim().trim_end_matches(',');
-    match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).unwrap_or_else(|_| panic!("hex {v}")),
-        None => v.parse().unwrap_or_else(|_| panic!("number {v}")),
-    }
-}
-
 const KINDS: &[(&str, &str)] = LOGPRINT_KINDS;
 const UNNAMED: &str = LOGPRINT_UNNAMED;
-
-/// Split "a:1  b: 0x2   c:3" into pairs (values may follow the colon
-/// after spaces).
-fn pairs(line: &str) -> Vec<(String, String)> {
-    let toks: Vec<&str> = line.split_whitespace().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        let t = toks[i];
-        if let Some((k, v)) = t.split_once(':') {
-            if v.is_empty() {
-                if let Some(next) = toks.get(i + 1).filter(|n| !n.contains(':')) {
-                    out.push((k.to_string(), next.to_string()));
-                    i += 2;
-                    continue;
-                }
-            } else {
-                out.push((k.to_string(), v.to_string()));
-            }
-        }
-        i += 1;
-    }
-    out
-}
 
 fn parse_logprint(text: &str) -> Logprint {
     let mut lp = Logprint::default();
@@ -76,17 +44,17 @@ fn parse_logprint(text: &str) -> Logprint {
         let l = line.trim_start();
         if let Some(rest) = l.strip_prefix("log tail: ") {
             let t: Vec<&str> = rest.split_whitespace().collect();
-            lp.tail = num(t[0]);
-            lp.head = num(t[2]);
+            lp.tail = logprint_num(t[0]);
+            lp.head = logprint_num(t[2]);
             lp.clean = t[4] == "<CLEAN>";
         } else if let Some(rest) = l.strip_prefix("LOG REC AT LSN cycle ") {
             let t: Vec<&str> = rest.split_whitespace().collect();
-            lp.records.push((num(t[0]), num(t[2])));
+            lp.records.push((logprint_num(t[0]), logprint_num(t[2])));
         } else if let Some(rest) = l.strip_prefix("TRANS: ") {
-            let p = pairs(rest);
+            let p = logprint_pairs(rest);
             lp.trans.push(LpTrans {
-                tid: num(&p[0].1),
-                num_items: num(&p[1].1),
+                tid: logprint_num(&p[0].1),
+                num_items: logprint_num(&p[1].1),
                 items: Vec::new(),
             });
         } else if let Some((code, kind)) = KINDS
@@ -94,15 +62,15 @@ fn parse_logprint(text: &str) -> Logprint {
             .find(|(c, _)| line.starts_with(&format!("{c}: cnt:")))
         {
             let rest = &line[code.len() + 2..];
-            let p = pairs(rest);
+            let p = logprint_pairs(rest);
             let item = LpItem {
                 kind: kind.to_string(),
-                cnt: num(&p[0].1),
-                total: num(&p[1].1),
+                cnt: logprint_num(&p[0].1),
+                total: logprint_num(&p[1].1),
                 lens: p
                     .iter()
                     .filter(|(k, _)| k == "len")
-                    .map(|(_, v)| num(v))
+                    .map(|(_, v)| logprint_num(v))
                     .collect(),
                 fields: Vec::new(),
             };
@@ -115,7 +83,7 @@ fn parse_logprint(text: &str) -> Logprint {
             // Separators end nothing: items run until the next item line.
         } else if let Some(item) = lp.trans.last_mut().and_then(|t| t.items.last_mut()) {
             // Decoded format lines (tab-indented, or for some intents not).
-            item.fields.extend(pairs(l));
+            item.fields.extend(logprint_pairs(l));
         }
     }
     lp
@@ -241,7 +209,8 @@ fn check_item(i: &Value, li: &LpItem, at: &str) {
         i[k].as_u64()
             .unwrap_or_else(|| panic!("{at}: no {k} in {i}"))
     };
-    let f = |k: &str| num(field(li, k).unwrap_or_else(|| panic!("{at}: oracle has no {k}")));
+    let f =
+        |k: &str| logprint_num(field(li, k).unwrap_or_else(|| panic!("{at}: oracle has no {k}")));
     match li.kind.as_str() {
         "buf" => {
             // blkno is signed in the format; logprint prints it as hex.
@@ -271,7 +240,7 @@ fn check_item(i: &Value, li: &LpItem, at: &str) {
         "efi" | "efd" | "rui" | "rud" | "cui" | "cud" | "bui" | "bud" | "attri" | "attrd" => {
             assert_eq!(n("id"), f("id"), "{at}: id");
             if let Some(ne) = field(li, "num_extents") {
-                assert_eq!(n("nextents"), num(ne), "{at}: num_extents");
+                assert_eq!(n("nextents"), logprint_num(ne), "{at}: num_extents");
             }
         }
         _ => {}
@@ -369,7 +338,7 @@ fn unfinished_intents_are_those_without_done_items() {
         let mut open: Vec<(String, u64)> = Vec::new();
         for t in &lp.trans {
             for i in &t.items {
-                let Some(id) = field(i, "id").map(num) else {
+                let Some(id) = field(i, "id").map(logprint_num) else {
                     continue;
                 };
                 let done_of = match i.kind.as_str() {

@@ -30,59 +30,29 @@ struct LpTrans {
     items: Vec<(String, u64, Vec<u64>)>,
 }
 
-fn num(v: &str) -> u64 {
-    let v = v.trim().trim_end_matches(',');
-    match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).unwrap(),
-        None => v.parse().unwrap(),
-    }
-}
-
-/// "name:value" pairs of a line (a value may follow its colon after spaces).
-fn pairs(line: &str) -> Vec<(String, String)> {
-    let toks: Vec<&str> = line.split_whitespace().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        if let Some((k, v)) = toks[i].split_once(':') {
-            if v.is_empty() {
-                if let Some(next) = toks.get(i + 1).filter(|n| !n.contains(':')) {
-                    out.push((k.to_string(), next.to_string()));
-                    i += 2;
-                    continue;
-                }
-            } else {
-                out.push((k.to_string(), v.to_string()));
-            }
-        }
-        i += 1;
-    }
-    out
-}
-
 fn logprint_transactions(text: &str) -> Vec<LpTrans> {
     let mut out: Vec<LpTrans> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.trim_start().strip_prefix("TRANS: ") {
-            let p = pairs(rest);
+            let p = logprint_pairs(rest);
             out.push(LpTrans {
-                tid: num(&p[0].1),
-                num_items: num(&p[1].1),
+                tid: logprint_num(&p[0].1),
+                num_items: logprint_num(&p[1].1),
                 items: Vec::new(),
             });
         } else if let Some((code, kind)) = KINDS
             .iter()
             .find(|(c, _)| line.starts_with(&format!("{c}: cnt:")))
         {
-            let p = pairs(&line[code.len() + 2..]);
+            let p = logprint_pairs(&line[code.len() + 2..]);
             let lens = p
                 .iter()
                 .filter(|(k, _)| k == "len")
-                .map(|(_, v)| num(v))
+                .map(|(_, v)| logprint_num(v))
                 .collect();
             out.last_mut().expect("item before TRANS").items.push((
                 kind.to_string(),
-                num(&p[0].1),
+                logprint_num(&p[0].1),
                 lens,
             ));
         }

@@ -240,3 +240,36 @@ pub const LOGPRINT_UNNAMED: &str = "?";
 /// Item types newer than the xfs_logprint the oracles were made with: the
 /// only ones it may leave unnamed.
 pub const NEWER_KINDS: &[&str] = &["xmi", "xmd"];
+
+/// A number as xfs_logprint prints it (decimal, or hex after "0x").
+pub fn logprint_num(v: &str) -> u64 {
+    let v = v.trim().trim_end_matches(',');
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).unwrap_or_else(|_| panic!("hex {v}")),
+        None => v.parse().unwrap_or_else(|_| panic!("number {v}")),
+    }
+}
+
+/// Split "a:1  b: 0x2   c:3" into pairs (values may follow the colon
+/// after spaces).
+pub fn logprint_pairs(line: &str) -> Vec<(String, String)> {
+    let toks: Vec<&str> = line.split_whitespace().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i];
+        if let Some((k, v)) = t.split_once(':') {
+            if v.is_empty() {
+                if let Some(next) = toks.get(i + 1).filter(|n| !n.contains(':')) {
+                    out.push((k.to_string(), next.to_string()));
+                    i += 2;
+                    continue;
+                }
+            } else {
+                out.push((k.to_string(), v.to_string()));
+            }
+        }
+        i += 1;
+    }
+    out
+}
