@@ -30,6 +30,7 @@ if [ -z "${BIN:-}" ]; then
     # A copy: a build during the run does not change what is measured.
     BIN=$(mktemp /tmp/xfs-explorer.XXXXXX)
     cp target/release/xfs-explorer "$BIN"
+    chmod +x "$BIN"
     BIN_COPY=$BIN
 fi
 WORK=$(mktemp -d "${WORKDIR:-/dev/shm}/scale-bench.XXXXXX")
