@@ -238,7 +238,9 @@ pub fn ag_map<R: ReadAt>(fs: &Fs<R>, agno: AgNumber) -> Result<AgMap> {
         });
         problems.extend(report.problems);
     }
-    b.ranges.sort_by_key(|r| (r.agbno, kind_order(r.kind)));
+    crate::xfs::sort::by_key(&mut b.ranges, |r| {
+        crate::xfs::sort::pair(u64::from(r.agbno), u64::from(kind_order(r.kind)))
+    });
     Ok(AgMap {
         agno: agno.0,
         length,

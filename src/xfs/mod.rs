@@ -44,6 +44,7 @@ pub mod read;
 pub mod reflink;
 pub mod replay;
 pub mod sb;
+pub mod sort;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testutil;
 pub mod tree;

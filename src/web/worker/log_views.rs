@@ -56,7 +56,9 @@ pub fn decode(fs: &Fs<Disk>) -> Result<DecodedLog, String> {
         .iter()
         .map(|i| (i.at.transaction, i.at.item))
         .collect();
-    unfinished_items.sort_unstable();
+    crate::xfs::sort::by_key(&mut unfinished_items, |&(t, i)| {
+        crate::xfs::sort::pair(u64::from(t), u64::from(i))
+    });
     // The views need neither the record list nor the incomplete
     // transactions' items.
     let incomplete = d.incomplete.len();

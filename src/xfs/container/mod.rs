@@ -435,7 +435,9 @@ fn finish_table<R: ReadAt>(disk: &Volume<R>, t: &mut PartitionTable) {
                 .is_some_and(|p| !p.extended && p.size > 0)
         })
         .collect();
-    order.sort_by_key(|i| t.partitions.get(*i).map_or(0, |p| p.start));
+    crate::xfs::sort::by_key(&mut order, |i| {
+        u128::from(t.partitions.get(*i).map_or(0, |p| p.start))
+    });
     let mut reach: Option<(u64, u32)> = None; // furthest end so far, and whose
     let mut found: Vec<(usize, u32)> = Vec::new();
     for i in order {

@@ -210,7 +210,7 @@ fn check_bestfree(
     problems: &mut Problems,
 ) {
     let mut lens: Vec<usize> = unused.iter().map(|u| u.1).collect();
-    lens.sort_unstable_by(|a, b| b.cmp(a));
+    crate::xfs::sort::by_key_descending(&mut lens, |l| u128::from(crate::xfs::sort::size(*l)));
     let mut prev = usize::MAX;
     for (i, &(o, l)) in bestfree.iter().enumerate() {
         let (o, l) = (usize::from(o), usize::from(l));

@@ -392,7 +392,7 @@ pub fn describe<R: ReadAt>(fs: &Fs<R>, daddr: u64) -> Result<HexBlock> {
         ));
         ("no known structure".to_string(), String::new())
     };
-    out.fields.sort_by_key(|f| f.offset);
+    crate::xfs::sort::by_key(&mut out.fields, |f| u128::from(f.offset));
     add_links(fs, AgNumber(agno32), &structure, &bytes, &mut out.fields);
     Ok(HexBlock {
         daddr,

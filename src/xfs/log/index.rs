@@ -259,7 +259,7 @@ impl IndexSink {
     pub fn finish(self) -> (LogIndex, LogStats) {
         let mut index = self.index;
         // Stable: the items of one block stay in log order.
-        index.bufs.sort_by_key(|b| b.daddr);
+        crate::xfs::sort::by_key(&mut index.bufs, |b| u128::from(b.daddr));
         index.txs.shrink_to_fit();
         index.kinds.shrink_to_fit();
         index.links.shrink_to_fit();

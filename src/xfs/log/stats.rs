@@ -62,9 +62,10 @@ impl<V: Default> SmallMap<V> {
         match at {
             Some(i) => self.0.get_mut(i).map(|e| &mut e.1),
             None => {
-                self.0.push((k, V::default()));
-                self.0.sort_by_key(|e| e.0);
-                self.0.iter_mut().find(|e| e.0 == k).map(|e| &mut e.1)
+                // Kept in key order: the new name goes where it sorts.
+                let at = self.0.partition_point(|e| e.0 < k);
+                self.0.insert(at, (k, V::default()));
+                self.0.get_mut(at).map(|e| &mut e.1)
             }
         }
     }

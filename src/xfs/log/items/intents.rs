@@ -293,7 +293,9 @@ pub fn pair_intents(ts: &mut [crate::xfs::log::Transaction]) -> (Vec<IntentRef>,
             at: r,
         })
         .collect();
-    left.sort_by_key(|i| (i.at.transaction, i.at.item));
+    crate::xfs::sort::by_key(&mut left, |i| {
+        crate::xfs::sort::pair(u64::from(i.at.transaction), u64::from(i.at.item))
+    });
     (left, orphans)
 }
 
@@ -399,7 +401,9 @@ impl Linker {
                 at,
             })
             .collect();
-        left.sort_by_key(|i| (i.at.transaction, i.at.item));
+        crate::xfs::sort::by_key(&mut left, |i| {
+            crate::xfs::sort::pair(u64::from(i.at.transaction), u64::from(i.at.item))
+        });
         (left, self.orphans)
     }
 }

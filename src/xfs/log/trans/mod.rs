@@ -741,7 +741,10 @@ impl Assembler {
             .into_values()
             .map(|o| o.finish(None, &ctx, &mut pool))
             .collect();
-        incomplete.sort_by_key(|t| (t.start_lsn, t.tid));
+        crate::xfs::sort::by_key(&mut incomplete, |t| {
+            let lsn = (u64::from(t.start_lsn.cycle) << 32) | u64::from(t.start_lsn.block);
+            crate::xfs::sort::pair(lsn, u64::from(t.tid))
+        });
         (
             self.done,
             incomplete,
