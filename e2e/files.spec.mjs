@@ -168,3 +168,20 @@ test('the sidebar tree opens the path and lists the subdirectories the kernel li
   await page.locator('[data-testid="tree-node"][data-path="/files"] > a').click();
   await expect(page.getByTestId('dir-path')).toHaveText('/files');
 });
+
+test('a download asked for just before the full worker takes over still hashes as the kernel reads the file', async ({ page }) => {
+  const name = 'v5-formats';
+  const e = kernelListing(name).find((x) => x.path === '/files/multi-extent');
+  await open(page, name);
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${e.ino}`);
+  await expect(page.getByTestId('inode-size')).toHaveText(String(e.size));
+  // The download goes to the light worker; the operations view, asked for
+  // in the same turn, needs the full worker, which takes the light one's place.
+  const sha = await downloadSha256(page, () => page.evaluate(() => {
+    document.querySelector('[data-testid="download-file"]').click();
+    window.location.hash = '#/ops';
+  }));
+  expect(sha).toBe(e.sha256);
+  // The full worker answered the operations view (the image's log is clean).
+  await expect(page.getByTestId('ops-clean')).toBeVisible();
+});

@@ -7,7 +7,10 @@
 //! worker in its place: it opens again what the light one had open (its
 //! answers to that are dropped: the page has them), then takes the
 //! requests the light one had not answered yet, then this one. The full
-//! worker stays until the bridge goes.
+//! worker stays until the bridge goes. A file's content the light worker
+//! is still streaming is not asked for again: the light worker is kept
+//! until it has sent the last piece of each, and only those pieces are
+//! taken from it after the switch.
 
 use crate::web::protocol::{Request, Response};
 use std::cell::{Cell, RefCell};
@@ -31,6 +34,11 @@ struct Shared {
     /// Requests sent and not answered yet, oldest first, with their
     /// numbers (a file's content, streamed, is not counted).
     pending: VecDeque<(u64, Request)>,
+    /// Files' contents asked for whose last piece has not come yet.
+    streams: usize,
+    /// This worker was replaced: only the pieces of its streams are
+    /// taken, and it is stopped after the last one.
+    retiring: bool,
 }
 
 /// One worker running, with its handlers.
@@ -83,6 +91,8 @@ impl Running {
             queue: Vec::new(),
             mute,
             pending: VecDeque::new(),
+            streams: 0,
+            retiring: false,
         }));
         let (w2, s2, cb) = (worker.clone(), Rc::clone(&shared), on_response.clone());
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
@@ -96,12 +106,24 @@ impl Running {
             let shown = {
                 let mut s = s2.borrow_mut();
                 let answered = matches!(resp, Response::Memory { .. });
+                let stream_end = matches!(resp, Response::FileChunk { last: true, .. });
+                if stream_end {
+                    s.streams = s.streams.saturating_sub(1);
+                }
                 if resp == Response::Ready {
                     s.ready = true;
                     for msg in std::mem::take(&mut s.queue) {
                         let _ = w2.post_message(&msg);
                     }
-                    true
+                    !s.retiring
+                } else if s.retiring {
+                    // Replaced: the full worker answers everything else
+                    // (it was sent what this one had not answered).
+                    let piece = matches!(resp, Response::FileChunk { .. });
+                    if s.streams == 0 {
+                        w2.terminate();
+                    }
+                    piece
                 } else if s.mute > 0 {
                     if answered {
                         s.mute -= 1;
@@ -139,7 +161,9 @@ impl Running {
     fn post(&self, n: u64, req: &Request, track: bool) -> Result<(), String> {
         let msg = crate::web::protocol::to_js(req).map_err(|e| e.to_string())?;
         let mut s = self.shared.borrow_mut();
-        if track && !matches!(req, Request::ReadFile { .. }) {
+        if matches!(req, Request::ReadFile { .. }) {
+            s.streams = s.streams.saturating_add(1);
+        } else if track {
             s.pending.push_back((n, req.clone()));
         }
         if s.ready {
@@ -217,7 +241,14 @@ impl Bridge {
             full.post(*n, r, true)?;
         }
         let light = std::mem::replace(&mut *self.running.borrow_mut(), full);
-        light.worker.terminate();
+        {
+            let mut s = light.shared.borrow_mut();
+            if s.streams == 0 {
+                light.worker.terminate();
+            } else {
+                s.retiring = true;
+            }
+        }
         *self.stopped.borrow_mut() = Some(light);
         self.full.set(true);
         Ok(())
