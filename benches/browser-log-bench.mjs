@@ -9,8 +9,10 @@
 // whose peak is its lifetime's).
 // With ISOLATED=1 the page is served cross-origin isolated (e2e/serve.py
 // --isolated), so the worker reads ahead through a SharedArrayBuffer
-// (src/web/worker/read_ahead.rs); without, as a plain static server serves it.
-// Usage: [REPLAY=1] [ISOLATED=1] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
+// (src/web/worker/read_ahead.rs) where the machine has more than two
+// logical processors, or always with READ_AHEAD=always (never with
+// READ_AHEAD=never); without, as a plain static server serves it.
+// Usage: [REPLAY=1] [ISOLATED=1 [READ_AHEAD=always|never]] node benches/browser-log-bench.mjs DIST IMAGE [RUNS]
 import { chromium } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -75,7 +77,7 @@ try {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.on('console', (m) => { if (m.text().startsWith('timing ')) console.log(`  worker ${m.text()}`); });
-    await page.goto(`http://127.0.0.1:${port}/`);
+    await page.goto(`http://127.0.0.1:${port}/${process.env.READ_AHEAD ? `?read-ahead=${process.env.READ_AHEAD}` : ''}`);
     await page.getByText('Ready.').waitFor();
     await page.getByTestId('image-input').setInputFiles(image);
     await page.getByTestId('image-name').waitFor();

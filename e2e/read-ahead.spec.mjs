@@ -7,10 +7,12 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { FIXTURES, TMP, kernelListing } from './oracle.mjs';
 
-// The two servers of playwright.config.mjs.
+// The two servers of playwright.config.mjs. On the isolated one the page
+// asks for the read-ahead worker whatever the machine's cores (it is
+// started by default only with more than two).
 const PORT = Number(process.env.E2E_PORT || 8091);
 const SERVERS = [
-  { mode: 'isolated', url: `http://127.0.0.1:${PORT + 1}/`, isolated: true },
+  { mode: 'isolated', url: `http://127.0.0.1:${PORT + 1}/?read-ahead=always`, isolated: true },
   { mode: 'plain', url: `http://127.0.0.1:${PORT}/`, isolated: false },
 ];
 
@@ -87,5 +89,23 @@ for (const s of SERVERS) {
     await expect.poll(() => t.get('replay')).toBeDefined();
     if (s.isolated) expect(t.get('replay')).toBeGreaterThan(0);
     else expect(t.get('replay')).toBe(0);
+  });
+}
+
+// Left to decide, the worker reads ahead only on a machine with more than
+// two logical processors; asked not to, it never does.
+for (const query of ['', '?read-ahead=never']) {
+  test(`isolated${query ? `, ${query}` : ''}: the read-ahead worker is used only where asked or where the cores allow`, async ({ page }) => {
+    const name = 'v5-4k-dirty';
+    const want = logprint(name);
+    const t = timings(page);
+    await open(page, `http://127.0.0.1:${PORT + 1}/${query}`, name);
+    expect(await page.evaluate(() => self.crossOriginIsolated)).toBe(true);
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    await page.evaluate(() => { window.location.hash = '#/log'; });
+    await expect(page.getByTestId('log-transactions')).toHaveText(String(want.trans));
+    await expect.poll(() => t.get('log')).toBeDefined();
+    if (query === '' && cores > 2) expect(t.get('log')).toBeGreaterThan(0);
+    else expect(t.get('log')).toBe(0);
   });
 }

@@ -867,3 +867,37 @@ pub struct OpsTimelineView {
 /// Said after the dropped file's name when its log device is the one a
 /// metadump holds (`xfs_metadump -v 2 -l`), not a second file.
 pub const METADUMP_LOG: &str = " (the log device the metadump holds)";
+
+/// The `read-ahead` choice in a page's or worker's query string
+/// (`?read-ahead=always` or `never`; `None`: the worker decides by the
+/// machine, src/web/worker/read_ahead.rs). The page passes it on to the
+/// worker in the worker's address.
+pub fn read_ahead_choice(search: &str) -> Option<bool> {
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("read-ahead="))
+        .and_then(|v| match v {
+            "always" => Some(true),
+            "never" => Some(false),
+            _ => None,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_ahead_choice;
+
+    #[test]
+    fn the_read_ahead_choice_is_read_from_anywhere_in_the_query() {
+        assert_eq!(read_ahead_choice("?read-ahead=always"), Some(true));
+        assert_eq!(
+            read_ahead_choice("?caps=tree:4&read-ahead=never"),
+            Some(false)
+        );
+        assert_eq!(read_ahead_choice("read-ahead=never&x=1"), Some(false));
+        assert_eq!(read_ahead_choice("?read-ahead=maybe"), None);
+        assert_eq!(read_ahead_choice("?no-read-ahead=always"), None);
+        assert_eq!(read_ahead_choice(""), None);
+    }
+}

@@ -70,12 +70,24 @@ pub struct Bridge {
 }
 
 fn loader_url(loader: &str) -> String {
+    let location = web_sys::window().map(|w| w.location());
     // Resolve against the page so the app also works under a sub-path.
-    web_sys::window()
-        .and_then(|w| w.location().href().ok())
+    let Some(url) = location
+        .as_ref()
+        .and_then(|l| l.href().ok())
         .and_then(|href| web_sys::Url::new_with_base(loader, &href).ok())
-        .map(|u| u.href())
-        .unwrap_or_else(|| loader.to_string())
+    else {
+        return loader.to_string();
+    };
+    // The page's choice of a read-ahead worker goes to the worker in its
+    // address (src/web/worker/read_ahead.rs).
+    let search = location.and_then(|l| l.search().ok()).unwrap_or_default();
+    match crate::web::protocol::read_ahead_choice(&search) {
+        Some(true) => url.set_search("read-ahead=always"),
+        Some(false) => url.set_search("read-ahead=never"),
+        None => {}
+    }
+    url.href()
 }
 
 impl Running {

@@ -7,6 +7,14 @@
 //! with the reading. A synchronous `FileReaderSync` read cannot overlap the
 //! work: the decode is one synchronous call.
 //!
+//! The second worker is started only where it pays: on a machine with
+//! more than two logical processors. On two, its reads took the cores the
+//! decode needs, and the decode of the large-checkpoint log was 30% slower
+//! than with `FileReaderSync` alone (BENCHMARKS.md, "The same image, after
+//! the read-size and optimisation-level changes"). The page's
+//! `?read-ahead=always` or `?read-ahead=never`, passed on in this worker's
+//! address, decides instead (the browser tests use it).
+//!
 //! Only large reads come here (the log's windows, a file's content); a
 //! read that continues the slots read so far is served from them and asks
 //! for the slots after it, a read elsewhere starts a new run there. When
@@ -78,6 +86,31 @@ pub fn isolated() -> bool {
         .unwrap_or(false)
 }
 
+/// `self.<a>.<b>` of the worker's global scope.
+fn global_prop(a: &str, b: &str) -> Option<JsValue> {
+    let o = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str(a)).ok()?;
+    js_sys::Reflect::get(&o, &JsValue::from_str(b)).ok()
+}
+
+/// What the page asked for: `Some(true)` for `always`, `Some(false)` for
+/// `never`, `None` to decide by the machine (see the module's documentation).
+fn asked() -> Option<bool> {
+    let search = global_prop("location", "search")?.as_string()?;
+    crate::web::protocol::read_ahead_choice(&search)
+}
+
+/// Whether a read-ahead worker is started for a large file.
+fn wanted() -> bool {
+    if !isolated() {
+        return false;
+    }
+    asked().unwrap_or_else(|| {
+        global_prop("navigator", "hardwareConcurrency")
+            .and_then(|v| v.as_f64())
+            .is_some_and(|n| n > 2.0)
+    })
+}
+
 fn state_word(slot: usize) -> u32 {
     u32::try_from(slot)
         .unwrap_or(0)
@@ -87,9 +120,10 @@ fn state_word(slot: usize) -> u32 {
 
 impl ReadAhead {
     /// Start the reading worker for `blob` (`None` when the page is not
-    /// isolated or the worker cannot start).
+    /// isolated, the machine has no cores to spare, or the worker cannot
+    /// start).
     pub fn start(blob: &Blob, file_len: u64) -> Option<ReadAhead> {
-        if !isolated() {
+        if !wanted() {
             return None;
         }
         let slots = u32::try_from(SLOTS).ok()?;
