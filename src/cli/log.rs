@@ -212,9 +212,10 @@ fn write_pieces<W: std::io::Write>(
     Ok(begun)
 }
 
-/// `log --json` while the log is read: this thread reads and checks the
-/// records, a second assembles the transactions, a third writes them as
-/// JSON as soon as each is complete; then the rest of the object.
+/// `log --json` while the log is read: this thread reads, checks and
+/// assembles the records into transactions, a second writes them as JSON
+/// as soon as each is complete; then the rest of the object. (Reading and
+/// checking on a third thread was slower on two cores: BENCHMARKS.md.)
 pub fn write_json_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send>(
     fs: &crate::xfs::fs::Fs<R>,
     opts: DecodeOptions,
