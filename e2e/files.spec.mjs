@@ -2,7 +2,7 @@
 // the mounted image and xfs_db's view of its inodes.
 import { test, expect } from '@playwright/test';
 import { join } from 'node:path';
-import { dbNum, kernelListing, TMP, xfsDbInodes } from './oracle.mjs';
+import { dbNum, FIXTURES, kernelListing, TMP, xfsDbInodes } from './oracle.mjs';
 
 async function open(page, name) {
   await page.goto('/');
@@ -121,7 +121,7 @@ test('the allocation groups view shows every AG', async ({ page }) => {
 });
 
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, truncateSync } from 'node:fs';
 
 async function downloadSha256(page, click) {
   const wait = page.waitForEvent('download');
@@ -184,4 +184,36 @@ test('a download asked for just before the full worker takes over still hashes a
   expect(sha).toBe(e.sha256);
   // The full worker answered the operations view (the image's log is clean).
   await expect(page.getByTestId('ops-clean')).toBeVisible();
+});
+
+// The kernel's FIEMAP of a file in a fixture: its extents' first 512-byte
+// sectors, in file order.
+function fiemapSectors(name, path) {
+  const text = readFileSync(join(FIXTURES, `${name}.fiemap.txt`), 'utf8');
+  const block = text.split('### ').find((b) => b.split('\n')[0].endsWith(` path .${path}`));
+  return [...block.matchAll(/^\s*\d+: \[\d+\.\.\d+\]:\s+(\d+)\.\./gm)].map((m) => Number(m[1]));
+}
+
+test('a file whose read fails part-way is not saved: the error shows, and the light worker still stops at the switch', async ({ page }) => {
+  // v5-formats cut short where /files/multi-extent's fifth extent starts:
+  // its first four extents read, the fifth lies past the end.
+  const e = kernelListing('v5-formats').find((x) => x.path === '/files/multi-extent');
+  const sectors = fiemapSectors('v5-formats', '/files/multi-extent');
+  expect(sectors.length).toBeGreaterThan(4);
+  copyFileSync(join(TMP, 'v5-formats.img'), join(TMP, 'v5-formats-cut.img'));
+  truncateSync(join(TMP, 'v5-formats-cut.img'), sectors[4] * 512);
+  await open(page, 'v5-formats-cut');
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${e.ino}`);
+  await expect(page.getByTestId('inode-size')).toHaveText(String(e.size));
+  const downloads = [];
+  page.on('download', (d) => downloads.push(d));
+  await page.getByTestId('download-file').click();
+  await expect(page.getByTestId('view-error')).toContainText(`reading inode ${e.ino}`);
+  // The operations view needs the full worker; the light one, its read
+  // over, is stopped. (The cut image has lost its log: the full worker
+  // answers with that error.)
+  await page.evaluate(() => { window.location.hash = '#/ops'; });
+  await expect(page.getByTestId('ops-error')).toContainText('does not fit in the image');
+  await expect.poll(() => page.workers().filter((w) => w.url().includes('worker-light')).length).toBe(0);
+  expect(downloads).toHaveLength(0);
 });

@@ -311,13 +311,16 @@ pub enum Response {
         #[serde(with = "crate::xfs::bytes")]
         value: Vec<u8>,
     },
-    /// A piece of a file being read; `last` marks the end.
+    /// A piece of a file being read; `last` marks the end. Every
+    /// `ReadFile` ends with exactly one last piece; with `failed` the read
+    /// stopped at an error (sent before it), and what came is not the file.
     FileChunk {
         ino: u64,
         offset: u64,
         #[serde(with = "crate::xfs::bytes")]
         bytes: Vec<u8>,
         last: bool,
+        failed: bool,
     },
     /// A piece of the recovered image or log device (`ExportChunk`): the
     /// bytes from `offset`, of `total`; `last` marks the end. The bytes

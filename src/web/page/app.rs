@@ -338,9 +338,15 @@ fn use_worker(dispatcher: UseReducerDispatcher<State>) -> WorkerHandle {
             let on_response = Callback::from(move |r: Response| {
                 match &r {
                     Response::FileChunk {
-                        ino, bytes, last, ..
+                        ino,
+                        bytes,
+                        last,
+                        failed,
+                        ..
                     } => {
-                        downloads.borrow_mut().file_chunk(*ino, bytes, *last);
+                        downloads
+                            .borrow_mut()
+                            .file_chunk(*ino, bytes, *last, *failed);
                     }
                     Response::ExportChunk {
                         log_device,

@@ -131,7 +131,9 @@ impl Downloads {
         self.xattrs.insert((ino, name.to_string()), ());
     }
 
-    pub fn file_chunk(&mut self, ino: u64, bytes: &[u8], last: bool) {
+    /// A piece of a file asked for; the last saves it, unless the read
+    /// failed (the error is shown; a truncated file is not saved).
+    pub fn file_chunk(&mut self, ino: u64, bytes: &[u8], last: bool, failed: bool) {
         if let Some((_, parts)) = self.files.get(&ino) {
             let one = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
             match web_sys::Blob::new_with_u8_array_sequence(&one) {
@@ -141,7 +143,9 @@ impl Downloads {
         }
         if last {
             if let Some((name, parts)) = self.files.remove(&ino) {
-                save(&name, &parts);
+                if !failed {
+                    save(&name, &parts);
+                }
             }
         }
     }

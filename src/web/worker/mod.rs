@@ -21,7 +21,7 @@ pub use limits::{
 };
 use limits::{check_log_span, mib};
 use progress::{with_read_progress, Ticker};
-use reads::{ags, read_file};
+use reads::{ags, file_end, read_file};
 
 use crate::web::protocol::{AgsView, ChoosePartition, Opened, Request, Response, METADUMP_LOG};
 use crate::web::worker::blob_reader::{BlobReader, Disk};
@@ -253,7 +253,10 @@ impl Session {
             Request::ReadFile { ino } => {
                 match self.fs.as_ref() {
                     Some(fs) => read_file(scope, fs, self.metadump, ino),
-                    None => post(scope, &view_error("file", "no filesystem is open")),
+                    None => {
+                        post(scope, &view_error("file", "no filesystem is open"));
+                        post(scope, &file_end(ino, 0, true));
+                    }
                 }
                 return None;
             }

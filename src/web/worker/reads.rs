@@ -4,18 +4,46 @@
 use super::*;
 
 pub(super) fn read_file(scope: Out<'_>, fs: &Fs<Disk>, metadump: bool, ino: u64) {
+    let (offset, error) = read_file_pieces(scope, fs, metadump, ino);
+    let failed = error.is_some();
+    if let Some(e) = error {
+        post(scope, &e);
+    }
+    post(scope, &file_end(ino, offset, failed));
+}
+
+/// The end of a file's content, sent for every `ReadFile`: the page saves
+/// the file or drops what came, and counts the read as over.
+pub(super) fn file_end(ino: u64, offset: u64, failed: bool) -> Response {
+    Response::FileChunk {
+        ino,
+        offset,
+        bytes: Vec::new(),
+        last: true,
+        failed,
+    }
+}
+
+/// Post the file's content in pieces; the bytes posted, and the error that
+/// stopped the read.
+fn read_file_pieces(
+    scope: Out<'_>,
+    fs: &Fs<Disk>,
+    metadump: bool,
+    ino: u64,
+) -> (u64, Option<Response>) {
     let i = match fs.inode(Ino(ino)) {
         Ok(i) => i,
-        Err(e) => return post(scope, &view_error(format!("inode {ino}"), e)),
+        Err(e) => return (0, Some(view_error(format!("inode {ino}"), e))),
     };
     let total = i.core.size;
     if metadump && i.file_type() == crate::xfs::inode::FileType::File && total > 0 {
-        return post(
-            scope,
-            &view_error(
+        return (
+            0,
+            Some(view_error(
                 format!("inode {ino}"),
                 format!("its {total} bytes of content are not in the metadump (xfs_metadump copies metadata only)"),
-            ),
+            )),
         );
     }
     let mut offset = 0u64;
@@ -27,6 +55,7 @@ pub(super) fn read_file(scope: Out<'_>, fs: &Fs<Disk>, metadump: bool, ino: u64)
                 offset,
                 bytes: chunk.to_vec(),
                 last: false,
+                failed: false,
             },
         );
         offset = offset.saturating_add(u64::try_from(chunk.len()).unwrap_or(0));
@@ -40,18 +69,10 @@ pub(super) fn read_file(scope: Out<'_>, fs: &Fs<Disk>, metadump: bool, ino: u64)
         );
         Ok(())
     });
-    if let Err(e) = result {
-        post(scope, &view_error(format!("reading inode {ino}"), e));
-    }
-    post(
-        scope,
-        &Response::FileChunk {
-            ino,
-            offset,
-            bytes: Vec::new(),
-            last: true,
-        },
-    );
+    let error = result
+        .err()
+        .map(|e| view_error(format!("reading inode {ino}"), e));
+    (offset, error)
 }
 
 pub(super) fn ags(out: Out<'_>, fs: &Fs<Disk>) -> Response {
