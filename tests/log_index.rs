@@ -21,45 +21,6 @@ const OPTS: DecodeOptions = DecodeOptions {
     inode_cores: false,
 };
 
-const KINDS: &[(&str, &str)] = LOGPRINT_KINDS;
-
-struct LpTrans {
-    tid: u64,
-    num_items: u64,
-    /// (kind, region count, region lengths) of each item.
-    items: Vec<(String, u64, Vec<u64>)>,
-}
-
-fn logprint_transactions(text: &str) -> Vec<LpTrans> {
-    let mut out: Vec<LpTrans> = Vec::new();
-    for line in text.lines() {
-        if let Some(rest) = line.trim_start().strip_prefix("TRANS: ") {
-            let p = logprint_pairs(rest);
-            out.push(LpTrans {
-                tid: logprint_num(&p[0].1),
-                num_items: logprint_num(&p[1].1),
-                items: Vec::new(),
-            });
-        } else if let Some((code, kind)) = KINDS
-            .iter()
-            .find(|(c, _)| line.starts_with(&format!("{c}: cnt:")))
-        {
-            let p = logprint_pairs(&line[code.len() + 2..]);
-            let lens = p
-                .iter()
-                .filter(|(k, _)| k == "len")
-                .map(|(_, v)| logprint_num(v))
-                .collect();
-            out.last_mut().expect("item before TRANS").items.push((
-                kind.to_string(),
-                logprint_num(&p[0].1),
-                lens,
-            ));
-        }
-    }
-    out
-}
-
 #[test]
 fn transactions_decoded_again_from_the_index_equal_xfs_logprint_and_the_whole_decode() {
     let mut fixtures = 0;
@@ -67,7 +28,7 @@ fn transactions_decoded_again_from_the_index_equal_xfs_logprint_and_the_whole_de
     let mut linked = 0;
     let mut copies = 0;
     for name in fixtures_with("logt.txt") {
-        let lp = logprint_transactions(&oracle(&name, "logt.txt"));
+        let lp = parse_logprint(&oracle(&name, "logt.txt")).trans;
         let fs = Fs::open(Image::new(FileReader::open(&image(&name)).unwrap())).unwrap();
         let whole = log::decode(&fs, OPTS).unwrap();
         let (d, index) = decode_indexed(&fs, OPTS).unwrap();
@@ -87,8 +48,8 @@ fn transactions_decoded_again_from_the_index_equal_xfs_logprint_and_the_whole_de
             assert_eq!(s.regions, l.num_items, "{at}: regions (num_items)");
             assert_eq!(u64::from(s.items), l.items.len() as u64, "{at}: items");
             let mut want: BTreeMap<String, u32> = BTreeMap::new();
-            for (k, _, _) in &l.items {
-                *want.entry(k.clone()).or_default() += 1;
+            for it in &l.items {
+                *want.entry(it.kind.clone()).or_default() += 1;
             }
             let got: BTreeMap<String, u32> = index
                 .kinds(s)
@@ -120,9 +81,9 @@ fn transactions_decoded_again_from_the_index_equal_xfs_logprint_and_the_whole_de
                 .items
                 .iter()
                 .zip(&l.items)
-                .map(|(it, (k, _, _))| {
+                .map(|(it, li)| {
                     let kind = it.kind.name();
-                    let kind = if k == "?" && NEWER_KINDS.contains(&kind) {
+                    let kind = if li.kind == "?" && NEWER_KINDS.contains(&kind) {
                         "?"
                     } else {
                         kind
@@ -139,7 +100,7 @@ fn transactions_decoded_again_from_the_index_equal_xfs_logprint_and_the_whole_de
             let theirs: Vec<(&str, u64, Vec<u64>)> = l
                 .items
                 .iter()
-                .map(|(k, c, lens)| (k.as_str(), *c, lens.clone()))
+                .map(|li| (li.kind.as_str(), li.cnt, li.lens.clone()))
                 .collect();
             assert_eq!(t.items.len(), l.items.len(), "{at}: items");
             assert_eq!(ours, theirs, "{at}: items, regions, region lengths");

@@ -273,3 +273,83 @@ pub fn logprint_pairs(line: &str) -> Vec<(String, String)> {
     }
     out
 }
+
+/// An item as `xfs_logprint -t` lists it.
+#[derive(Debug, Default)]
+pub struct LpItem {
+    pub kind: String,
+    pub cnt: u64,
+    pub total: u64,
+    pub lens: Vec<u64>,
+    /// `name:value` pairs from the decoded format line(s).
+    pub fields: Vec<(String, String)>,
+}
+
+#[derive(Debug, Default)]
+pub struct LpTrans {
+    pub tid: u64,
+    pub num_items: u64,
+    pub items: Vec<LpItem>,
+}
+
+#[derive(Debug, Default)]
+pub struct Logprint {
+    pub tail: u64,
+    pub head: u64,
+    pub clean: bool,
+    pub records: Vec<(u64, u64)>,
+    pub trans: Vec<LpTrans>,
+}
+
+/// `xfs_logprint -t` (with `-d`'s decoded format lines where present):
+/// head, tail, state, records, and each transaction with its items.
+pub fn parse_logprint(text: &str) -> Logprint {
+    let mut lp = Logprint::default();
+    for line in text.lines() {
+        let l = line.trim_start();
+        if let Some(rest) = l.strip_prefix("log tail: ") {
+            let t: Vec<&str> = rest.split_whitespace().collect();
+            lp.tail = logprint_num(t[0]);
+            lp.head = logprint_num(t[2]);
+            lp.clean = t[4] == "<CLEAN>";
+        } else if let Some(rest) = l.strip_prefix("LOG REC AT LSN cycle ") {
+            let t: Vec<&str> = rest.split_whitespace().collect();
+            lp.records.push((logprint_num(t[0]), logprint_num(t[2])));
+        } else if let Some(rest) = l.strip_prefix("TRANS: ") {
+            let p = logprint_pairs(rest);
+            lp.trans.push(LpTrans {
+                tid: logprint_num(&p[0].1),
+                num_items: logprint_num(&p[1].1),
+                items: Vec::new(),
+            });
+        } else if let Some((code, kind)) = LOGPRINT_KINDS
+            .iter()
+            .find(|(c, _)| line.starts_with(&format!("{c}: cnt:")))
+        {
+            let rest = &line[code.len() + 2..];
+            let p = logprint_pairs(rest);
+            let item = LpItem {
+                kind: kind.to_string(),
+                cnt: logprint_num(&p[0].1),
+                total: logprint_num(&p[1].1),
+                lens: p
+                    .iter()
+                    .filter(|(k, _)| k == "len")
+                    .map(|(_, v)| logprint_num(v))
+                    .collect(),
+                fields: Vec::new(),
+            };
+            lp.trans
+                .last_mut()
+                .expect("item before TRANS")
+                .items
+                .push(item);
+        } else if l.is_empty() || l.starts_with("===") {
+            // Separators end nothing: items run until the next item line.
+        } else if let Some(item) = lp.trans.last_mut().and_then(|t| t.items.last_mut()) {
+            // Decoded format lines (tab-indented, or for some intents not).
+            item.fields.extend(logprint_pairs(l));
+        }
+    }
+    lp
+}
