@@ -2,9 +2,10 @@
 //! item, and what each logged buffer's dirty bitmap covers.
 
 use crate::xfs::log::items::ItemBody;
+use crate::xfs::log::items::{IntentRef, Linker};
 use crate::xfs::log::run_fields::describe_run;
 use crate::xfs::log::stats::{LogStats, TransStats};
-use crate::xfs::log::trans::TransactionSink;
+use crate::xfs::log::trans::{decode_raw, RawItems, RawSink};
 use crate::xfs::log::{self, DecodeOptions, HeadTail, ItemContext, LogDecode, Transaction};
 use std::io::Write as _;
 use std::path::Path;
@@ -40,13 +41,49 @@ pub fn run(path: &Path, o: &Options) -> Result<(), String> {
     out.flush().map_err(|e| e.to_string())
 }
 
-/// Counts the committed transactions and drops them.
+/// Counts the committed transactions and drops them, undecoded.
 struct CountSink(usize);
 
-impl TransactionSink for CountSink {
+impl RawSink for CountSink {
     fn begin(&mut self, _: &HeadTail) {}
-    fn transaction(&mut self, _: Transaction) {
+    fn transaction(&mut self, _: Transaction, raw: RawItems) -> Option<RawItems> {
         self.0 = self.0.saturating_add(1);
+        Some(raw)
+    }
+}
+
+/// The writing thread's side of a streamed walk: each piece's items
+/// decoded and their intents linked, here and not on the reading thread.
+struct Linking<'a> {
+    ctx: &'a ItemContext,
+    linker: Linker,
+    /// Raw items decoded, back to the reading thread for reuse.
+    back: std::sync::mpsc::SyncSender<Vec<RawItems>>,
+}
+
+impl Linking<'_> {
+    /// The transactions of a piece that are ready, into `ready` (one held
+    /// behind an intent waits for its done item or the end).
+    fn take(
+        &mut self,
+        ts: Vec<Transaction>,
+        mut raws: Vec<RawItems>,
+        ready: &mut Vec<Transaction>,
+    ) {
+        for (mut t, raw) in ts.into_iter().zip(&raws) {
+            decode_raw(&mut t, raw, self.ctx);
+            self.linker.push(t, &mut |t| ready.push(t));
+        }
+        // Back all at once, but not a very large one.
+        raws.retain(|r| r.capacity() <= RAW_KEPT);
+        // Dropped here when the queue back is full.
+        let _ = self.back.try_send(raws);
+    }
+
+    /// The end of the log: the transactions still held, into `ready`; the
+    /// intents left unfinished and the done items without an intent.
+    fn finish(self, ready: &mut Vec<Transaction>) -> (Vec<IntentRef>, u64) {
+        self.linker.finish(&mut |t| ready.push(t))
     }
 }
 
@@ -55,29 +92,37 @@ impl TransactionSink for CountSink {
 fn write_text_pieces<W: std::io::Write>(
     w: &mut W,
     rx: std::sync::mpsc::Receiver<Msg>,
-    back: std::sync::mpsc::SyncSender<Vec<Transaction>>,
+    mut linking: Linking<'_>,
     ctx: Option<&ItemContext>,
     brief: bool,
     stats: &mut LogStats,
-) -> std::io::Result<()> {
+) -> std::io::Result<(Vec<IntentRef>, u64)> {
     let mut buf: Vec<u8> = Vec::with_capacity(2 << 20);
     let mut st = TransStats::default();
     let mut index = 0usize;
-    for m in rx {
-        let Msg::Piece(ts) = m else { continue };
-        for t in &ts {
-            st.fill(t, true);
+    let mut ready = Vec::new();
+    let mut write = |buf: &mut Vec<u8>, ready: &mut Vec<Transaction>| -> std::io::Result<()> {
+        for t in ready.drain(..) {
+            st.fill(&t, true);
             stats.add(&st);
-            write_transaction(&mut buf, index, t, ctx, brief)?;
+            write_transaction(buf, index, &t, ctx, brief)?;
             index = index.saturating_add(1);
         }
-        let _ = back.try_send(ts);
+        Ok(())
+    };
+    for m in rx {
+        let Msg::Piece(ts, raws) = m else { continue };
+        linking.take(ts, raws, &mut ready);
+        write(&mut buf, &mut ready)?;
         if buf.len() >= 1 << 20 {
             w.write_all(&buf)?;
             buf.clear();
         }
     }
-    w.write_all(&buf)
+    let linked = linking.finish(&mut ready);
+    write(&mut buf, &mut ready)?;
+    w.write_all(&buf)?;
+    Ok(linked)
 }
 
 /// The text listing with memory bounded by what is open at once in the
@@ -93,83 +138,122 @@ pub fn write_text_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send
     out: &mut W,
 ) -> Result<(), String> {
     let mut count = CountSink(0);
-    let first = log::decode_streaming(fs, opts, &mut count).map_err(|e| e.to_string())?;
+    let first = log::decode_streaming_raw(fs, opts, &mut count).map_err(|e| e.to_string())?;
     write_text_head(out, &first, count.0).map_err(|e| e.to_string())?;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(8);
-    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<Transaction>>(16);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(PIECES_QUEUED);
+    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<RawItems>>(RAW_BACK);
+    let dctx = ItemContext::of(fs, opts);
     std::thread::scope(|s| {
         let writer = s.spawn(move || {
             let mut stats = LogStats::default();
-            let r = write_text_pieces(&mut *out, rx, back_tx, ctx, brief, &mut stats);
+            let linking = Linking {
+                ctx: &dctx,
+                linker: Linker::new(),
+                back: back_tx,
+            };
+            let r = write_text_pieces(&mut *out, rx, linking, ctx, brief, &mut stats);
             (out, r, stats)
         });
-        let mut sink = PieceSink {
-            tx,
-            back,
-            piece: Vec::with_capacity(PIECE),
-            items: 0,
-        };
-        let d = log::decode_streaming(fs, opts, &mut sink);
-        if !sink.piece.is_empty() {
-            let _ = sink.tx.send(Msg::Piece(std::mem::take(&mut sink.piece)));
-        }
+        let mut sink = PieceSink::new(tx, back);
+        let d = log::decode_streaming_raw(fs, opts, &mut sink);
+        sink.flush();
         drop(sink);
         let (out, r, stats) = writer
             .join()
             .map_err(|_| "the text writing thread stopped".to_string())?;
-        r.map_err(|e| e.to_string())?;
+        let (unfinished, orphans) = r.map_err(|e| e.to_string())?;
         let mut d = d.map_err(|e| e.to_string())?;
         d.stats = stats;
+        d.unfinished_intents = unfinished;
+        d.orphan_dones = orphans;
         write_text_rest(out, &d, ctx, brief).map_err(|e| e.to_string())
     })
 }
 
-/// What the JSON thread is sent.
+/// What the writing thread is sent.
 enum Msg {
     Begin(Box<HeadTail>),
-    Piece(Vec<Transaction>),
+    /// Committed transactions, their items still raw (one for each).
+    Piece(Vec<Transaction>, Vec<RawItems>),
 }
 
-/// Gathers committed transactions into pieces for the JSON thread.
+/// Gathers committed transactions into pieces for the writing thread.
 struct PieceSink {
     tx: std::sync::mpsc::SyncSender<Msg>,
-    /// Pieces written, coming back to be freed here: memory freed by the
-    /// thread that allocated it does not contend for the allocator's lock.
-    back: std::sync::mpsc::Receiver<Vec<Transaction>>,
-    piece: Vec<Transaction>,
-    /// Items in `piece`.
+    /// Raw items decoded, coming back a piece at a time to be reused here
+    /// (memory freed by the thread that allocated it does not contend for
+    /// the allocator's lock, and a buffer reused does not grow again).
+    back: std::sync::mpsc::Receiver<Vec<RawItems>>,
+    ts: Vec<Transaction>,
+    raws: Vec<RawItems>,
+    /// Items in `raws`.
     items: usize,
+    /// Raw items come back, handed out one for each transaction taken.
+    spare: Vec<RawItems>,
 }
 
-/// Transactions per piece: a few hundred kilobytes of JSON.
-const PIECE: usize = 1024;
+/// Pieces on their way to the writing thread: enough to keep it busy; each
+/// more holds up to a piece's raw items in memory.
+const PIECES_QUEUED: usize = 3;
+
+/// Pieces of raw items on their way back to the reading thread.
+const RAW_BACK: usize = 2;
+
+/// The largest raw items sent back for reuse.
+const RAW_KEPT: usize = 16 << 20;
+
+/// Transactions per piece: up to about a hundred kilobytes of JSON.
+const PIECE: usize = 256;
 
 /// Items per piece: a piece also goes as soon as it holds this many items,
 /// so that a log of a few large checkpoints is written while it is read
 /// and no more than about one checkpoint is held at once.
 const PIECE_ITEMS: usize = 8192;
 
-impl TransactionSink for PieceSink {
+impl PieceSink {
+    fn new(
+        tx: std::sync::mpsc::SyncSender<Msg>,
+        back: std::sync::mpsc::Receiver<Vec<RawItems>>,
+    ) -> Self {
+        PieceSink {
+            tx,
+            back,
+            ts: Vec::with_capacity(PIECE),
+            raws: Vec::with_capacity(PIECE),
+            items: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Send what is gathered.
+    fn flush(&mut self) {
+        self.items = 0;
+        if !self.ts.is_empty() {
+            let ts = std::mem::replace(&mut self.ts, Vec::with_capacity(PIECE));
+            let raws = std::mem::replace(&mut self.raws, Vec::with_capacity(PIECE));
+            // A closed queue: the writing thread has stopped and says why.
+            let _ = self.tx.send(Msg::Piece(ts, raws));
+        }
+    }
+}
+
+impl RawSink for PieceSink {
     fn begin(&mut self, ht: &HeadTail) {
         let _ = self.tx.send(Msg::Begin(Box::new(ht.clone())));
     }
-    fn transaction(&mut self, t: Transaction) {
-        self.items = self.items.saturating_add(t.items.len());
-        self.piece.push(t);
-        if self.piece.len() >= PIECE || self.items >= PIECE_ITEMS {
-            self.items = 0;
-            let mut next = Vec::new();
-            while let Ok(mut old) = self.back.try_recv() {
-                old.clear();
-                next = old;
-            }
-            if next.capacity() == 0 {
-                next.reserve(PIECE);
-            }
-            let p = std::mem::replace(&mut self.piece, next);
-            // A closed queue: the JSON thread has stopped and says why.
-            let _ = self.tx.send(Msg::Piece(p));
+    fn transaction(&mut self, t: Transaction, raw: RawItems) -> Option<RawItems> {
+        self.items = self.items.saturating_add(raw.len());
+        self.ts.push(t);
+        self.raws.push(raw);
+        if self.ts.len() >= PIECE || self.items >= PIECE_ITEMS {
+            self.flush();
         }
+        if self.spare.is_empty() {
+            if let Ok(v) = self.back.try_recv() {
+                self.spare = v;
+            }
+        }
+        self.spare.pop()
     }
 }
 
@@ -178,13 +262,14 @@ impl TransactionSink for PieceSink {
 fn write_pieces<W: std::io::Write>(
     w: &mut W,
     rx: std::sync::mpsc::Receiver<Msg>,
-    back: std::sync::mpsc::SyncSender<Vec<Transaction>>,
+    mut linking: Linking<'_>,
     ctx: Option<&ItemContext>,
     stats: &mut LogStats,
-) -> std::io::Result<bool> {
+) -> std::io::Result<(bool, Vec<IntentRef>, u64)> {
     let mut buf: Vec<u8> = Vec::with_capacity(2 << 20);
     let mut begun = false;
     let mut first = true;
+    let mut ready = Vec::new();
     for m in rx {
         match m {
             Msg::Begin(ht) => {
@@ -192,12 +277,13 @@ fn write_pieces<W: std::io::Write>(
                 buf.push(b'[');
                 begun = true;
             }
-            Msg::Piece(ts) => {
-                log::json::transactions_chunk(&mut buf, &ts, ctx, first, Some(&mut *stats))?;
-                first = false;
-                // Back to the reading thread to be freed (dropped here if
-                // the queue back is full).
-                let _ = back.try_send(ts);
+            Msg::Piece(ts, raws) => {
+                linking.take(ts, raws, &mut ready);
+                if !ready.is_empty() {
+                    log::json::transactions_chunk(&mut buf, &ready, ctx, first, Some(&mut *stats))?;
+                    first = false;
+                    ready.clear();
+                }
                 if buf.len() >= 1 << 20 {
                     w.write_all(&buf)?;
                     buf.clear();
@@ -205,49 +291,55 @@ fn write_pieces<W: std::io::Write>(
             }
         }
     }
+    let (unfinished, orphans) = linking.finish(&mut ready);
     if begun {
+        if !ready.is_empty() {
+            log::json::transactions_chunk(&mut buf, &ready, ctx, first, Some(&mut *stats))?;
+        }
         buf.push(b']');
         w.write_all(&buf)?;
     }
-    Ok(begun)
+    Ok((begun, unfinished, orphans))
 }
 
 /// `log --json` while the log is read: this thread reads, checks and
-/// assembles the records into transactions, a second writes them as JSON
-/// as soon as each is complete; then the rest of the object. (Reading and
-/// checking on a third thread was slower on two cores: BENCHMARKS.md.)
+/// assembles the records into transactions, a second decodes their items,
+/// links their intents and writes them as JSON as soon as each is
+/// complete; then the rest of the object. (Reading and checking on a third
+/// thread was slower on two cores: BENCHMARKS.md.)
 pub fn write_json_streamed<R: crate::xfs::read::ReadAt, W: std::io::Write + Send>(
     fs: &crate::xfs::fs::Fs<R>,
     opts: DecodeOptions,
     ctx: Option<ItemContext>,
     w: &mut W,
 ) -> Result<(), String> {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(8);
-    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<Transaction>>(16);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(PIECES_QUEUED);
+    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<RawItems>>(RAW_BACK);
+    let dctx = ItemContext::of(fs, opts);
     std::thread::scope(|s| {
         let writer = s.spawn(move || {
             // The transactions are counted here, off the reading thread.
             let mut stats = LogStats::default();
-            let r = write_pieces(&mut *w, rx, back_tx, ctx.as_ref(), &mut stats);
+            let linking = Linking {
+                ctx: &dctx,
+                linker: Linker::new(),
+                back: back_tx,
+            };
+            let r = write_pieces(&mut *w, rx, linking, ctx.as_ref(), &mut stats);
             (w, r, stats)
         });
-        let mut sink = PieceSink {
-            tx,
-            back,
-            piece: Vec::with_capacity(PIECE),
-            items: 0,
-        };
-        let d = log::decode_streaming(fs, opts, &mut sink);
-        if !sink.piece.is_empty() {
-            let _ = sink.tx.send(Msg::Piece(std::mem::take(&mut sink.piece)));
-        }
+        let mut sink = PieceSink::new(tx, back);
+        let d = log::decode_streaming_raw(fs, opts, &mut sink);
+        sink.flush();
         drop(sink);
-        let (w, begun, stats) = writer
+        let (w, r, stats) = writer
             .join()
             .map_err(|_| "the JSON writing thread stopped".to_string())?;
-        let begun = begun.map_err(|e| e.to_string())?;
+        let (begun, unfinished, orphans) = r.map_err(|e| e.to_string())?;
         let mut d = d.map_err(|e| e.to_string())?;
         d.stats = stats;
+        d.unfinished_intents = unfinished;
+        d.orphan_dones = orphans;
         if !begun {
             log::json::write_json_head(w, &d.head_tail).map_err(|e| e.to_string())?;
             w.write_all(b"[]").map_err(|e| e.to_string())?;

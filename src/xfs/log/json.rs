@@ -29,7 +29,49 @@ fn num(out: &mut Vec<u8>, v: u64) {
     }
 }
 
+/// "00" to "99".
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 fn num_long(out: &mut Vec<u8>, mut v: u64) {
+    let n = usize::try_from(v.checked_ilog10().unwrap_or(0))
+        .unwrap_or(0)
+        .saturating_add(1);
+    if n > 16 {
+        return num_wide(out, v);
+    }
+    // Two digits at a time, gathered in a register (digit i in byte i) and
+    // written as 16 bytes, then cut to length: a store of known size is one
+    // move, where a copy out of a buffer just written a byte or two at a
+    // time stalls, and `memcpy` costs more than the digits themselves.
+    let mut acc: u128 = 0;
+    let mut end = n;
+    while end >= 2 {
+        let r = usize::try_from(v % 100).unwrap_or(0).saturating_mul(2);
+        let pair = PAIRS
+            .get(r..r.saturating_add(2))
+            .and_then(|p| <[u8; 2]>::try_from(p).ok())
+            .map_or(0, u16::from_le_bytes);
+        end = end.saturating_sub(2);
+        let shift = u32::try_from(end).unwrap_or(0).saturating_mul(8);
+        acc |= u128::from(pair).checked_shl(shift).unwrap_or(0);
+        v /= 100;
+    }
+    if end == 1 {
+        // v < 10 here: the cast cannot truncate.
+        acc |= u128::from(b'0'.saturating_add(u8::try_from(v).unwrap_or(0)));
+    }
+    let start = out.len();
+    out.extend_from_slice(&acc.to_le_bytes());
+    out.truncate(start.saturating_add(n));
+}
+
+/// [`num_long`] for numbers of 17 to 20 digits.
+fn num_wide(out: &mut Vec<u8>, mut v: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -509,7 +551,16 @@ mod tests {
     #[test]
     fn numbers() {
         let mut v = Vec::new();
-        for n in [0u64, 7, 10, 99, 12345, u64::MAX] {
+        let mut ns = vec![0u64, 7, 10, 99, 12345, u64::MAX, u64::MAX - 1];
+        // Each length, at both ends: 10^k - 1 and 10^k, and a number in
+        // between whose digits are all different.
+        let mut p = 1u64;
+        for _ in 0..19 {
+            ns.extend([p - 1, p, p + p / 3 + 7]);
+            p *= 10;
+        }
+        ns.extend([p - 1, p, 1_234_567_890_123_456_789]);
+        for n in ns {
             v.clear();
             num(&mut v, n);
             assert_eq!(String::from_utf8(v.clone()).unwrap(), n.to_string());

@@ -697,6 +697,24 @@ pub fn decode_streaming<R: ReadAt>(
     Ok(LogDecode::of_walk(location, out, unfinished, orphans))
 }
 
+/// [`decode_streaming`] with each committed transaction's items left
+/// raw for `sink` to decode ([`trans::decode_raw`]) and link
+/// ([`items::Linker`]), on another thread if it likes; the result's
+/// `unfinished_intents` and `orphan_dones` are the sink's to fill from its
+/// linker.
+pub fn decode_streaming_raw<R: ReadAt>(
+    fs: &Fs<R>,
+    opts: DecodeOptions,
+    sink: &mut dyn trans::RawSink,
+) -> Result<LogDecode> {
+    let location = LogLocation::of(fs)?;
+    let dev = LogDev::of_fs(fs)?;
+    let ctx = ItemContext::of(fs, opts);
+    let head_tail = find::find_head_tail(&dev)?;
+    let out = trans::walk_streaming_raw(&dev, &head_tail, ctx, sink)?;
+    Ok(LogDecode::of_walk(location, out, Vec::new(), 0))
+}
+
 /// A transaction as JSON: `tid`, `start_lsn`, `commit_lsn`, `type`,
 /// `num_items`, counts, and its `items` in log order.
 pub struct TransactionJson<'a> {

@@ -3,7 +3,7 @@
 //! first chunk), and the directory entries and free-space segments that
 //! logged directory blocks show.
 
-use super::{read, Item, ItemBody, SmallU32s};
+use super::{read, Item, ItemBody, Regions, SmallU32s};
 use crate::xfs::format::log::*;
 use crate::xfs::log::bitmap::{fit_regions, runs, Run};
 use crate::xfs::log::ItemContext;
@@ -188,9 +188,9 @@ impl BufItem {
     }
 }
 
-pub(super) fn decode_buf<O: ByteOrder>(
+pub(super) fn decode_buf<O: ByteOrder, G: Regions + ?Sized>(
     r0: &[u8],
-    regions: &[Vec<u8>],
+    regions: &G,
     ctx: &ItemContext,
     segment: Segment,
 ) -> Result<BufItem, String> {
@@ -235,7 +235,9 @@ pub(super) fn decode_buf<O: ByteOrder>(
         head: None,
     };
     if b.map.first().is_some_and(|w| w & 1 != 0) && !b.cancel() {
-        b.head = regions.get(1).and_then(|r| block_head(buf_type, r, ctx.v5));
+        b.head = regions
+            .region(1)
+            .and_then(|r| block_head(buf_type, r, ctx.v5));
     }
     if ctx.dir_names
         && matches!(buf_type, XFS_BLFT_DIR_DATA_BUF | XFS_BLFT_DIR_BLOCK_BUF)
@@ -249,11 +251,17 @@ pub(super) fn decode_buf<O: ByteOrder>(
 /// Entries and free space recognisable in the logged runs of a directory
 /// data block: each ends in a 2-byte tag holding its own offset, which is
 /// what makes a start found in the middle of the block trustworthy.
-pub(super) fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -> Vec<DirEntryRef> {
-    let lens: Vec<u32> = regions
-        .iter()
-        .skip(1)
-        .map(|r| u32::try_from(r.len()).unwrap_or(u32::MAX))
+pub(super) fn dir_entries<G: Regions + ?Sized>(
+    b: &BufItem,
+    regions: &G,
+    ctx: &ItemContext,
+) -> Vec<DirEntryRef> {
+    let lens: Vec<u32> = (1..regions.count())
+        .map(|i| {
+            regions
+                .region(i)
+                .map_or(0, |r| u32::try_from(r.len()).unwrap_or(u32::MAX))
+        })
         .collect();
     let fit = fit_regions(&b.map, &lens);
     let hdr: u32 = if ctx.v5 { 64 } else { 16 };
@@ -276,8 +284,7 @@ pub(super) fn dir_entries(b: &BufItem, regions: &[Vec<u8>], ctx: &ItemContext) -
                 break;
             }
             let r = regions
-                .get(usize::try_from(q.region).unwrap_or(usize::MAX))
-                .map(Vec::as_slice)
+                .region(usize::try_from(q.region).unwrap_or(usize::MAX))
                 .unwrap_or(&[]);
             let n = usize::try_from(q.count.saturating_mul(XFS_BLF_CHUNK)).unwrap_or(0);
             bytes.extend_from_slice(r.get(..n).unwrap_or(r));

@@ -438,6 +438,22 @@ impl Item {
     }
 }
 
+/// The regions of one item, format region first: the bytes kept of each
+/// (see [`needs_data`]).
+pub trait Regions {
+    fn count(&self) -> usize;
+    fn region(&self, i: usize) -> Option<&[u8]>;
+}
+
+impl<T: AsRef<[u8]>> Regions for [T] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn region(&self, i: usize) -> Option<&[u8]> {
+        self.get(i).map(AsRef::as_ref)
+    }
+}
+
 /// Decode one item from its regions.
 pub fn decode_item(regions: &[Vec<u8>], declared: u16, order: Order, ctx: &ItemContext) -> Item {
     let lens: Vec<u32> = regions
@@ -490,19 +506,19 @@ pub fn decode_item_lens(
 
 /// [`decode_item_lens`] for a buffer item whose place in its directory
 /// block is `segment`.
-pub fn decode_item_seg(
-    regions: &[Vec<u8>],
+pub fn decode_item_seg<G: Regions + ?Sized>(
+    regions: &G,
     lens: &[u32],
     declared: u16,
     order: Order,
     ctx: &ItemContext,
     segment: Segment,
 ) -> Item {
-    let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
+    let r0: &[u8] = regions.region(0).unwrap_or(&[]);
     let kind = ItemKind(order.u16(r0, 0).unwrap_or(0));
     let body = match order {
-        Order::Little => decode_body::<LittleEndian>(kind, regions, ctx, segment),
-        Order::Big => decode_body::<BigEndian>(kind, regions, ctx, segment),
+        Order::Little => decode_body::<LittleEndian, G>(kind, regions, ctx, segment),
+        Order::Big => decode_body::<BigEndian, G>(kind, regions, ctx, segment),
     };
     let body = body.unwrap_or_else(ItemBody::Corrupt);
     Item {
@@ -527,16 +543,16 @@ fn read<'b, T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
         .map_err(|_| short(what, core::mem::size_of::<T>(), r.len()))
 }
 
-fn decode_body<O: ByteOrder>(
+fn decode_body<O: ByteOrder, G: Regions + ?Sized>(
     kind: ItemKind,
-    regions: &[Vec<u8>],
+    regions: &G,
     ctx: &ItemContext,
     segment: Segment,
 ) -> Result<ItemBody, String> {
-    let r0: &[u8] = regions.first().map(Vec::as_slice).unwrap_or(&[]);
-    let r1: Option<&[u8]> = regions.get(1).map(Vec::as_slice);
+    let r0: &[u8] = regions.region(0).unwrap_or(&[]);
+    let r1: Option<&[u8]> = regions.region(1);
     Ok(match kind.0 {
-        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O>(r0, regions, ctx, segment)?),
+        XFS_LI_BUF => ItemBody::Buf(decode_buf::<O, G>(r0, regions, ctx, segment)?),
         XFS_LI_INODE => ItemBody::Inode(decode_inode::<O>(r0, r1.filter(|_| ctx.inode_cores))?),
         XFS_LI_ICREATE => {
             let f: &XfsIcreateLog<O> = read(r0, "icreate")?;

@@ -21,10 +21,13 @@
 mod walk;
 
 pub use walk::{
-    walk, walk_range, walk_streaming, walk_with, RecordInfo, Streamed, TransactionSink, WalkOutput,
+    walk, walk_range, walk_streaming, walk_streaming_raw, walk_with, RawSink, RecordInfo, Streamed,
+    TransactionSink, WalkOutput,
 };
 
-use super::items::{decode_item_seg, is_dir_buf, needs_data, segments, Item, Order, Segment};
+use super::items::{
+    decode_item_seg, is_dir_buf, needs_data, segments, Item, Order, Regions, Segment,
+};
 use super::record::RecordHeader;
 use super::{ItemContext, Problem};
 use crate::xfs::format::log::*;
@@ -104,13 +107,201 @@ impl Transaction {
     }
 }
 
-/// An item being filled with regions.
-struct Pending {
+/// The items of a transaction as read and not yet decoded: the kept bytes
+/// of every region in one buffer, each region's place and full length, and
+/// where each item's regions start. Decoding can wait until the
+/// transaction commits, on another thread ([`walk_streaming_raw`]).
+#[derive(Default)]
+pub struct RawItems {
+    bytes: Vec<u8>,
+    /// Start in `bytes` and kept length of each region.
+    spans: Vec<(usize, usize)>,
+    /// Full length of each region, as logged.
+    lens: Vec<u32>,
+    items: Vec<RawItem>,
+}
+
+#[derive(Clone, Copy)]
+struct RawItem {
+    /// Index of its format region in `spans`.
+    first: usize,
     declared: u16,
     /// Keep the bytes of regions after the format region.
     keep: bool,
-    regions: Vec<Vec<u8>>,
-    lens: Vec<u32>,
+}
+
+/// One item's regions, as [`decode_item_seg`] reads them.
+struct ItemRegions<'a> {
+    bytes: &'a [u8],
+    spans: &'a [(usize, usize)],
+}
+
+impl Regions for ItemRegions<'_> {
+    fn count(&self) -> usize {
+        self.spans.len()
+    }
+    fn region(&self, i: usize) -> Option<&[u8]> {
+        let (at, n) = *self.spans.get(i)?;
+        self.bytes.get(at..at.saturating_add(n))
+    }
+}
+
+impl RawItems {
+    /// Items held.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+        self.lens.clear();
+        self.items.clear();
+    }
+
+    /// The range in `spans` of item `i`'s regions.
+    fn item_spans(&self, i: usize) -> std::ops::Range<usize> {
+        let first = self.items.get(i).map_or(0, |it| it.first);
+        let end = self
+            .items
+            .get(i.saturating_add(1))
+            .map_or(self.spans.len(), |it| it.first);
+        first..end.max(first)
+    }
+
+    /// Regions of the last item.
+    fn last_count(&self) -> usize {
+        self.item_spans(self.items.len().saturating_sub(1)).len()
+    }
+
+    /// Append a region of `len` bytes as logged, keeping `kept` of them.
+    fn push_region(&mut self, kept: &[u8], len: u32) {
+        self.spans.push((self.bytes.len(), kept.len()));
+        self.bytes.extend_from_slice(kept);
+        self.lens.push(len);
+    }
+
+    /// Start an item with its format region.
+    fn start_item(&mut self, declared: u16, keep: bool, format: &[u8], len: u32) {
+        self.items.push(RawItem {
+            first: self.spans.len(),
+            declared,
+            keep,
+        });
+        self.push_region(format, len);
+    }
+
+    /// Grow the last region by `add` (of which `kept` is kept; the last
+    /// region's bytes are the end of the buffer).
+    fn extend_last(&mut self, kept: &[u8], add: u32) {
+        if let (Some(span), Some(len)) = (self.spans.last_mut(), self.lens.last_mut()) {
+            span.1 = span.1.saturating_add(kept.len());
+            *len = len.saturating_add(add);
+            self.bytes.extend_from_slice(kept);
+        }
+    }
+
+    /// Bytes held, for a bound on what is kept for reuse.
+    pub fn capacity(&self) -> usize {
+        use std::mem::size_of;
+        self.bytes
+            .capacity()
+            .saturating_add(
+                self.spans
+                    .capacity()
+                    .saturating_mul(size_of::<(usize, usize)>()),
+            )
+            .saturating_add(self.lens.capacity().saturating_mul(4))
+            .saturating_add(self.items.capacity().saturating_mul(size_of::<RawItem>()))
+    }
+}
+
+/// Decodes the items of one transaction in order: where a buffer item lies
+/// in its directory block is judged from the items before it.
+#[derive(Default)]
+struct ItemDecoder {
+    /// An open run of directory block segments: buffer type and the
+    /// offset the next segment would start at.
+    seg: Option<(u8, u32)>,
+}
+
+impl ItemDecoder {
+    /// Where the buffer item whose format region is `r0` lies in its
+    /// directory block (checked again at commit by [`segments`]).
+    fn next_segment(&mut self, r0: &[u8], o: Order, ctx: &ItemContext) -> Segment {
+        if o.u16(r0, 0) != Some(XFS_LI_BUF) {
+            self.seg = None;
+            return Segment::Whole;
+        }
+        let t = u8::try_from(o.u16(r0, 4).unwrap_or(0) >> XFS_BLFT_SHIFT).unwrap_or(0);
+        let len = u32::from(o.u16(r0, 6).unwrap_or(0)).saturating_mul(512);
+        if !is_dir_buf(t) || len == 0 || len >= ctx.dirblksize {
+            self.seg = None;
+            return Segment::Whole;
+        }
+        match self.seg {
+            Some((st, next)) if st == t && next.saturating_add(len) <= ctx.dirblksize => {
+                let end = next.saturating_add(len);
+                self.seg = (end < ctx.dirblksize).then_some((t, end));
+                Segment::Part(next)
+            }
+            _ => {
+                self.seg = Some((t, len));
+                Segment::Part(0)
+            }
+        }
+    }
+
+    /// Item `i` of `raw`.
+    fn decode(&mut self, raw: &RawItems, i: usize, o: Order, ctx: &ItemContext) -> Item {
+        let r = raw.item_spans(i);
+        let regions = ItemRegions {
+            bytes: &raw.bytes,
+            spans: raw.spans.get(r.clone()).unwrap_or(&[]),
+        };
+        let seg = self.next_segment(regions.region(0).unwrap_or(&[]), o, ctx);
+        let lens = raw.lens.get(r).unwrap_or(&[]);
+        let declared = raw.items.get(i).map_or(0, |it| it.declared);
+        decode_item_seg(&regions, lens, declared, o, ctx, seg)
+    }
+}
+
+/// Segments whose run did not add up to a directory block: their place is
+/// unknown after all (and entries found by a guessed offset are dropped).
+fn settle_segments(items: &mut [Item], ctx: &ItemContext) {
+    let any = items.iter().any(
+        |i| matches!(&i.body, crate::xfs::log::ItemBody::Buf(b) if b.segment != Segment::Whole),
+    );
+    if !any {
+        return;
+    }
+    let segs = segments(items, ctx.dirblksize);
+    for (it, s) in items.iter_mut().zip(segs) {
+        if let crate::xfs::log::ItemBody::Buf(b) = &mut it.body {
+            if b.segment != s {
+                if s == Segment::Unknown {
+                    b.dir_entries = None;
+                }
+                b.segment = s;
+            }
+        }
+    }
+}
+
+/// Decode the items of a transaction closed with its items left raw
+/// (see [`walk_streaming_raw`]) into `t.items`.
+pub fn decode_raw(t: &mut Transaction, raw: &RawItems, ctx: &ItemContext) {
+    let mut dec = ItemDecoder::default();
+    let mut items = Vec::with_capacity(raw.len());
+    for i in 0..raw.len() {
+        items.push(dec.decode(raw, i, t.order, ctx));
+    }
+    settle_segments(&mut items, ctx);
+    t.items = items;
 }
 
 struct Open {
@@ -118,10 +309,14 @@ struct Open {
     /// Bytes of a transaction header seen so far (it can be split).
     header: Vec<u8>,
     header_done: bool,
-    pending: Option<Pending>,
-    /// An open run of directory block segments: buffer type and the
-    /// offset the next segment would start at.
-    seg: Option<(u8, u32)>,
+    /// Items not decoded yet: only the one being filled, or all of them
+    /// when decoding is left to whoever takes the transaction.
+    raw: RawItems,
+    /// The last item of `raw` can still take regions.
+    pending: bool,
+    /// Leave the items raw ([`Assembler::deferring`]).
+    defer: bool,
+    dec: ItemDecoder,
 }
 
 /// Reassembles transactions from the ops of consecutive records.
@@ -181,6 +376,8 @@ pub struct Assembler {
     open: HashMap<u32, Open, TidHash>,
     pool: Pool,
     pub done: Vec<Transaction>,
+    /// With [`Assembler::deferring`], the raw items of each of `done`.
+    pub done_raw: Vec<RawItems>,
     pub problems: Vec<Problem>,
     /// Ops of transactions that started before the tail, and unmount ops.
     pub skipped_ops: u64,
@@ -192,6 +389,8 @@ pub struct Assembler {
     /// Count each committed transaction into `stats` (a streamed walk
     /// leaves that to whoever takes the transactions).
     count: bool,
+    /// Leave committed transactions' items raw.
+    defer: bool,
 }
 
 fn flags_text(f: u8) -> String {
@@ -212,51 +411,28 @@ fn flags_text(f: u8) -> String {
 }
 
 impl Open {
-    /// Where the buffer item about to be decoded lies in its directory
-    /// block, judged from the items before it (checked again at commit by
-    /// [`segments`]).
-    fn next_segment(&mut self, p: &Pending, ctx: &ItemContext) -> Segment {
-        let o = self.t.order;
-        let r0 = p.regions.first().map(Vec::as_slice).unwrap_or(&[]);
-        if o.u16(r0, 0) != Some(XFS_LI_BUF) {
-            self.seg = None;
-            return Segment::Whole;
-        }
-        let t = u8::try_from(o.u16(r0, 4).unwrap_or(0) >> XFS_BLFT_SHIFT).unwrap_or(0);
-        let len = u32::from(o.u16(r0, 6).unwrap_or(0)).saturating_mul(512);
-        if !is_dir_buf(t) || len == 0 || len >= ctx.dirblksize {
-            self.seg = None;
-            return Segment::Whole;
-        }
-        match self.seg {
-            Some((st, next)) if st == t && next.saturating_add(len) <= ctx.dirblksize => {
-                let end = next.saturating_add(len);
-                self.seg = (end < ctx.dirblksize).then_some((t, end));
-                Segment::Part(next)
-            }
-            _ => {
-                self.seg = Some((t, len));
-                Segment::Part(0)
-            }
-        }
+    /// Items started so far.
+    fn item_count(&self) -> usize {
+        self.t.items.len().saturating_add(self.raw.len())
     }
 
-    fn finish_pending(&mut self, ctx: &ItemContext, pool: &mut Pool) {
-        if let Some(p) = self.pending.take() {
-            let seg = self.next_segment(&p, ctx);
-            let item = decode_item_seg(&p.regions, &p.lens, p.declared, self.t.order, ctx, seg);
-            self.t.items.push(item);
-            pool.give(p.regions);
-            pool.give_lens(p.lens);
+    /// The item being filled is complete: decode it, unless deferring.
+    fn finish_pending(&mut self, ctx: &ItemContext) {
+        if !std::mem::take(&mut self.pending) || self.defer {
+            return;
         }
+        let i = self.raw.len().saturating_sub(1);
+        let item = self.dec.decode(&self.raw, i, self.t.order, ctx);
+        self.t.items.push(item);
+        self.raw.clear();
     }
 
     /// A region that starts something new (flags 0 or CONTINUE).
-    fn add_region(&mut self, payload: &[u8], ctx: &ItemContext, pool: &mut Pool) {
+    fn add_region(&mut self, payload: &[u8], ctx: &ItemContext) {
         if payload.is_empty() {
             return;
         }
-        if !self.header_done && self.header.is_empty() && self.t.items.is_empty() {
+        if !self.header_done && self.header.is_empty() && self.item_count() == 0 {
             self.start_header(payload);
             return;
         }
@@ -270,49 +446,50 @@ impl Open {
             );
             self.header_done = true;
         }
-        if self
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.lens.len() >= usize::from(p.declared))
+        if self.pending
+            && self
+                .raw
+                .items
+                .last()
+                .is_some_and(|it| self.raw.last_count() >= usize::from(it.declared))
         {
-            self.finish_pending(ctx, pool);
+            self.finish_pending(ctx);
         }
         let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-        match &mut self.pending {
-            Some(p) => {
-                p.lens.push(len);
-                if p.keep {
-                    let cut = payload
-                        .get(..payload.len().min(MAX_KEPT_DATA_BYTES))
-                        .unwrap_or(&[]);
-                    p.regions.push(pool.copy(cut, &mut self.t.problems));
-                } else {
-                    p.regions.push(Vec::new());
-                }
-            }
-            None => {
-                let declared = self.t.order.u16(payload, 2).unwrap_or(0);
-                let declared = if declared == 0 || declared > XLOG_MAX_REGIONS_IN_ITEM {
-                    note(&mut self.t.problems, format!(
-                        "item {} declares {declared} regions (1..={XLOG_MAX_REGIONS_IN_ITEM} allowed); taken as 1",
-                        self.t.items.len()
-                    ));
-                    1
-                } else {
-                    declared
-                };
-                let mut regions = pool.list();
-                regions.push(pool.copy(payload, &mut self.t.problems));
-                let mut lens = pool.lens();
-                lens.push(len);
-                self.pending = Some(Pending {
-                    declared,
-                    keep: needs_data(payload, self.t.order, ctx),
-                    regions,
-                    lens,
-                });
-            }
+        if self.pending {
+            let keep = self.raw.items.last().is_some_and(|it| it.keep);
+            let kept = if keep {
+                payload
+                    .get(..payload.len().min(MAX_KEPT_DATA_BYTES))
+                    .unwrap_or(&[])
+            } else {
+                &[]
+            };
+            self.raw.push_region(kept, len);
+            return;
         }
+        let declared = self.t.order.u16(payload, 2).unwrap_or(0);
+        let declared = if declared == 0 || declared > XLOG_MAX_REGIONS_IN_ITEM {
+            let n = self.item_count();
+            note(&mut self.t.problems, format!(
+                "item {n} declares {declared} regions (1..={XLOG_MAX_REGIONS_IN_ITEM} allowed); taken as 1"
+            ));
+            1
+        } else {
+            declared
+        };
+        if payload.len() > MAX_REGION_BYTES {
+            self.t.problems.push(format!(
+                "a region of {} bytes was cut to {MAX_REGION_BYTES}",
+                payload.len()
+            ));
+        }
+        let format = payload
+            .get(..payload.len().min(MAX_REGION_BYTES))
+            .unwrap_or(&[]);
+        let keep = needs_data(payload, self.t.order, ctx);
+        self.raw.start_item(declared, keep, format, len);
+        self.pending = true;
     }
 
     /// A piece continuing the last region (WAS_CONT).
@@ -341,19 +518,20 @@ impl Open {
             }
             return;
         }
-        let Some(p) = self.pending.as_mut() else {
+        if !self.pending {
             note(
                 &mut self.t.problems,
                 "a continued region arrived with no region to continue".into(),
             );
             return;
-        };
-        let first = p.lens.len() <= 1;
-        let (Some(last_len), Some(last)) = (p.lens.last_mut(), p.regions.last_mut()) else {
+        }
+        let first = self.raw.last_count() <= 1;
+        let keep = self.raw.items.last().is_some_and(|it| it.keep);
+        let (Some(&last_len), Some(&(_, kept_len))) = (self.raw.lens.last(), self.raw.spans.last())
+        else {
             return;
         };
-        let room =
-            MAX_REGION_BYTES.saturating_sub(usize::try_from(*last_len).unwrap_or(usize::MAX));
+        let room = MAX_REGION_BYTES.saturating_sub(usize::try_from(last_len).unwrap_or(usize::MAX));
         if payload.len() > room {
             note(
                 &mut self.t.problems,
@@ -361,16 +539,19 @@ impl Open {
             );
         }
         let add = payload.get(..room.min(payload.len())).unwrap_or(&[]);
-        *last_len = last_len.saturating_add(u32::try_from(add.len()).unwrap_or(u32::MAX));
         let limit = if first {
             MAX_REGION_BYTES
         } else {
             MAX_KEPT_DATA_BYTES
         };
-        if p.keep || first {
-            let room = limit.saturating_sub(last.len());
-            last.extend_from_slice(add.get(..room.min(add.len())).unwrap_or(&[]));
-        }
+        let kept: &[u8] = if keep || first {
+            let room = limit.saturating_sub(kept_len);
+            add.get(..room.min(add.len())).unwrap_or(&[])
+        } else {
+            &[]
+        };
+        self.raw
+            .extend_last(kept, u32::try_from(add.len()).unwrap_or(u32::MAX));
     }
 
     fn start_header(&mut self, payload: &[u8]) {
@@ -432,29 +613,15 @@ impl Open {
         });
     }
 
-    fn finish(mut self, commit: Option<Lsn>, ctx: &ItemContext, pool: &mut Pool) -> Transaction {
-        self.finish_pending(ctx, pool);
-        // Segments whose run did not add up to a directory block: their
-        // place is unknown after all (and entries found by a guessed
-        // offset are dropped).
-        let any = self.t.items.iter().any(
-            |i| matches!(&i.body, crate::xfs::log::ItemBody::Buf(b) if b.segment != Segment::Whole),
-        );
-        let segs = if any {
-            segments(&self.t.items, ctx.dirblksize)
-        } else {
-            Vec::new()
-        };
-        for (it, s) in self.t.items.iter_mut().zip(segs) {
-            if let crate::xfs::log::ItemBody::Buf(b) = &mut it.body {
-                if b.segment != s {
-                    if s == Segment::Unknown {
-                        b.dir_entries = None;
-                    }
-                    b.segment = s;
-                }
-            }
-        }
+    /// Close the transaction. Its items are decoded here unless
+    /// deferring; then they come back raw with it.
+    fn close(
+        mut self,
+        commit: Option<Lsn>,
+        ctx: &ItemContext,
+        pool: &mut Pool,
+    ) -> (Transaction, Option<RawItems>) {
+        self.finish_pending(ctx);
         if !self.header_done {
             note(
                 &mut self.t.problems,
@@ -469,49 +636,48 @@ impl Open {
             );
         }
         self.t.commit_lsn = commit;
+        if self.defer {
+            return (self.t, Some(self.raw));
+        }
+        settle_segments(&mut self.t.items, ctx);
         // Move the items from the growing list into one of the exact size
         // (one allocation per transaction) and keep the list for reuse.
         let exact: Vec<Item> = self.t.items.drain(..).collect();
         pool.give_items(std::mem::replace(&mut self.t.items, exact));
-        self.t
+        pool.give_raw(self.raw);
+        (self.t, None)
     }
 }
 
-/// Region buffers kept for reuse, so that the walk does not allocate per
-/// region.
+/// Buffers kept for reuse, so that the walk does not allocate per item.
 #[derive(Default)]
 struct Pool {
-    bufs: Vec<Vec<u8>>,
-    lists: Vec<Vec<Vec<u8>>>,
-    lens: Vec<Vec<u32>>,
+    raws: Vec<RawItems>,
+    /// Bytes held by `raws`.
+    raw_bytes: usize,
     items: Vec<Vec<Item>>,
 }
 
+/// Bytes of raw items kept for reuse.
+const POOL_RAW_BYTES: usize = 16 << 20;
+
 impl Pool {
-    /// A copy of `payload` (cut at [`MAX_REGION_BYTES`]).
-    fn copy(&mut self, payload: &[u8], problems: &mut Vec<String>) -> Vec<u8> {
-        if payload.len() > MAX_REGION_BYTES {
-            problems.push(format!(
-                "a region of {} bytes was cut to {MAX_REGION_BYTES}",
-                payload.len()
-            ));
+    fn raw(&mut self) -> RawItems {
+        let r = self.raws.pop().unwrap_or_default();
+        self.raw_bytes = self.raw_bytes.saturating_sub(r.capacity());
+        r
+    }
+
+    fn give_raw(&mut self, mut r: RawItems) {
+        // A bounded number of buffers and bytes, enough for a few large
+        // checkpoints' items, so that the next one does not grow its
+        // buffers again from nothing.
+        let n = r.capacity();
+        if self.raws.len() < 8 && self.raw_bytes.saturating_add(n) <= POOL_RAW_BYTES {
+            r.clear();
+            self.raw_bytes = self.raw_bytes.saturating_add(n);
+            self.raws.push(r);
         }
-        let mut v = self.bufs.pop().unwrap_or_default();
-        v.clear();
-        v.extend_from_slice(
-            payload
-                .get(..payload.len().min(MAX_REGION_BYTES))
-                .unwrap_or(&[]),
-        );
-        v
-    }
-
-    fn list(&mut self) -> Vec<Vec<u8>> {
-        self.lists.pop().unwrap_or_default()
-    }
-
-    fn lens(&mut self) -> Vec<u32> {
-        self.lens.pop().unwrap_or_default()
     }
 
     fn items(&mut self) -> Vec<Item> {
@@ -525,25 +691,6 @@ impl Pool {
             self.items.push(v);
         }
     }
-
-    fn give_lens(&mut self, mut v: Vec<u32>) {
-        if self.lens.len() < 64 {
-            v.clear();
-            self.lens.push(v);
-        }
-    }
-
-    fn give(&mut self, mut regions: Vec<Vec<u8>>) {
-        for r in regions.drain(..) {
-            // Keep a bounded number of modest buffers.
-            if self.bufs.len() < 1024 && r.capacity() <= 256 * 1024 {
-                self.bufs.push(r);
-            }
-        }
-        if self.lists.len() < 64 {
-            self.lists.push(regions);
-        }
-    }
 }
 
 impl Assembler {
@@ -553,13 +700,31 @@ impl Assembler {
             open: HashMap::with_hasher(TidHash::new()),
             pool: Pool::default(),
             done: Vec::new(),
+            done_raw: Vec::new(),
             problems: Vec::new(),
             skipped_ops: 0,
             unmount_records: 0,
             stats: super::stats::LogStats::default(),
             scratch_stats: super::stats::TransStats::default(),
             count: true,
+            defer: false,
         }
+    }
+
+    /// Leave the items of committed transactions raw, in `done_raw`, for
+    /// whoever takes them to decode ([`decode_raw`]); no counting then.
+    /// Transactions never committed are decoded at [`Assembler::finish`].
+    pub fn deferring(mut self, on: bool) -> Assembler {
+        self.defer = on;
+        if on {
+            self.count = false;
+        }
+        self
+    }
+
+    /// Raw items decoded and done with, for reuse.
+    pub fn give_raw(&mut self, r: RawItems) {
+        self.pool.give_raw(r);
     }
 
     /// Whether committed transactions are counted into `stats`.
@@ -649,7 +814,9 @@ impl Assembler {
                 }
             } else if flags & XLOG_START_TRANS != 0 {
                 let mut t = Transaction::empty(tid);
-                t.items = self.pool.items();
+                if !self.defer {
+                    t.items = self.pool.items();
+                }
                 t.start_lsn = h.lsn;
                 t.order = order;
                 t.ops = 1;
@@ -660,8 +827,10 @@ impl Assembler {
                         t,
                         header: Vec::new(),
                         header_done: false,
-                        pending: None,
-                        seg: None,
+                        raw: self.pool.raw(),
+                        pending: false,
+                        defer: self.defer,
+                        dec: ItemDecoder::default(),
                     },
                 );
             } else {
@@ -681,16 +850,19 @@ impl Assembler {
             f &= !XLOG_CONTINUE_TRANS;
         }
         match f {
-            0 | XLOG_CONTINUE_TRANS => o.add_region(payload, &ctx, &mut self.pool),
+            0 | XLOG_CONTINUE_TRANS => o.add_region(payload, &ctx),
             XLOG_WAS_CONT_TRANS => o.add_continuation(payload),
             XLOG_COMMIT_TRANS => {
                 if let Some(o) = self.open.remove(&tid) {
-                    let t = o.finish(Some(h.lsn), &ctx, &mut self.pool);
+                    let (t, raw) = o.close(Some(h.lsn), &ctx, &mut self.pool);
                     if self.count {
                         self.scratch_stats.fill(&t, true);
                         self.stats.add(&self.scratch_stats);
                     }
                     self.done.push(t);
+                    if let Some(r) = raw {
+                        self.done_raw.push(r);
+                    }
                 }
             }
             XLOG_UNMOUNT_TRANS => {
@@ -700,7 +872,10 @@ impl Assembler {
                         &mut o.t.problems,
                         format!("ended by an unmount op in record {}", h.lsn),
                     );
-                    let t = o.finish(None, &ctx, &mut self.pool);
+                    let (t, raw) = o.close(None, &ctx, &mut self.pool);
+                    if let Some(r) = raw {
+                        self.pool.give_raw(r);
+                    }
                     self.problem(
                         h.blk,
                         format!("transaction {tid:#x} ended by an unmount op"),
@@ -736,17 +911,29 @@ impl Assembler {
     pub fn finish(self) -> (Vec<Transaction>, Vec<Transaction>, Vec<Problem>, u64, u64) {
         let ctx = self.ctx;
         let mut pool = self.pool;
+        let mut done = self.done;
+        // Committed transactions left raw and not taken: decoded here.
+        for (t, r) in done.iter_mut().zip(self.done_raw) {
+            decode_raw(t, &r, &ctx);
+        }
         let mut incomplete: Vec<Transaction> = self
             .open
             .into_values()
-            .map(|o| o.finish(None, &ctx, &mut pool))
+            .map(|o| {
+                let (mut t, raw) = o.close(None, &ctx, &mut pool);
+                if let Some(r) = raw {
+                    decode_raw(&mut t, &r, &ctx);
+                    pool.give_raw(r);
+                }
+                t
+            })
             .collect();
         crate::xfs::sort::by_key(&mut incomplete, |t| {
             let lsn = (u64::from(t.start_lsn.cycle) << 32) | u64::from(t.start_lsn.block);
             crate::xfs::sort::pair(lsn, u64::from(t.tid))
         });
         (
-            self.done,
+            done,
             incomplete,
             self.problems,
             self.skipped_ops,

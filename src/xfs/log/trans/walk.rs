@@ -4,10 +4,11 @@
 //! last ones are assembled; complete transactions handed to a sink or
 //! collected.
 
-use super::{Assembler, Transaction};
+use super::{Assembler, RawItems, Transaction};
 use crate::xfs::error::{Error, Result};
 use crate::xfs::format::log::*;
 use crate::xfs::log::find::{HeadTail, TailMove};
+use crate::xfs::log::items::Linker;
 use crate::xfs::log::record::{btobb, RecordHeader, RecordReader};
 use crate::xfs::log::{is_header, CrcMismatch, ItemContext, LogDev, Problem};
 use crate::xfs::read::ReadAt;
@@ -89,6 +90,56 @@ pub trait TransactionSink: Send {
     fn transaction(&mut self, t: Transaction);
 }
 
+/// Receives the committed transactions of a streamed walk whose items are
+/// left raw ([`walk_streaming_raw`]): decoding them ([`super::decode_raw`])
+/// and linking their intents ([`Linker`]) is the sink's work, so that it
+/// can be done on another thread.
+pub trait RawSink: Send {
+    /// As [`TransactionSink::begin`].
+    fn begin(&mut self, ht: &HeadTail);
+    /// The next committed transaction, in commit order, its `items` empty
+    /// and its items in `raw`. Raw items the sink is done with may be
+    /// given back, for reuse.
+    fn transaction(&mut self, t: Transaction, raw: RawItems) -> Option<RawItems>;
+}
+
+/// Whom a streamed walk hands its transactions to.
+pub(super) enum Target<'s> {
+    Linked(&'s mut dyn TransactionSink),
+    Raw(&'s mut dyn RawSink),
+}
+
+impl Target<'_> {
+    fn begin(&mut self, ht: &HeadTail) {
+        match self {
+            Target::Linked(s) => s.begin(ht),
+            Target::Raw(s) => s.begin(ht),
+        }
+    }
+}
+
+/// A [`Target`] while the walk runs: linked transactions go through the
+/// walk's own [`Linker`].
+enum Stream<'s> {
+    Linked(Linker, &'s mut dyn TransactionSink),
+    Raw(&'s mut dyn RawSink),
+}
+
+impl<'s> Stream<'s> {
+    fn of(t: Target<'s>) -> Stream<'s> {
+        match t {
+            Target::Linked(s) => Stream::Linked(Linker::new(), s),
+            Target::Raw(s) => Stream::Raw(s),
+        }
+    }
+    fn target(self) -> Target<'s> {
+        match self {
+            Stream::Linked(_, s) => Target::Linked(s),
+            Stream::Raw(s) => Target::Raw(s),
+        }
+    }
+}
+
 /// Where the walk sends the records it has read and checked: straight into
 /// a [`Consumer`], or through a queue to a second thread that assembles
 /// while this one reads.
@@ -104,7 +155,7 @@ pub(super) trait Feed {
 /// intent linker and the sink that takes each transaction.
 pub(super) struct Consumer<'s> {
     asm: Assembler,
-    stream: Option<(crate::xfs::log::items::Linker, &'s mut dyn TransactionSink)>,
+    stream: Option<Stream<'s>>,
     /// The sink has had its `begin`.
     begun: bool,
 }
@@ -116,10 +167,25 @@ impl Consumer<'_> {
         if !self.begun {
             return;
         }
-        if let Some((linker, sink)) = &mut self.stream {
-            for t in self.asm.done.drain(..) {
-                linker.push(t, &mut |t| sink.transaction(t));
+        match &mut self.stream {
+            Some(Stream::Linked(linker, sink)) => {
+                for t in self.asm.done.drain(..) {
+                    linker.push(t, &mut |t| sink.transaction(t));
+                }
             }
+            Some(Stream::Raw(sink)) => {
+                let mut done = std::mem::take(&mut self.asm.done);
+                let mut raws = std::mem::take(&mut self.asm.done_raw);
+                for (t, r) in done.drain(..).zip(raws.drain(..)) {
+                    if let Some(spare) = sink.transaction(t, r) {
+                        self.asm.give_raw(spare);
+                    }
+                }
+                // The emptied lists go back, for their room.
+                self.asm.done = done;
+                self.asm.done_raw = raws;
+            }
+            None => {}
         }
     }
     fn begin(&mut self, ht: &HeadTail) {
@@ -127,8 +193,10 @@ impl Consumer<'_> {
             return;
         }
         self.begun = true;
-        if let Some((_, sink)) = &mut self.stream {
-            sink.begin(ht);
+        match &mut self.stream {
+            Some(Stream::Linked(_, sink)) => sink.begin(ht),
+            Some(Stream::Raw(sink)) => sink.begin(ht),
+            None => {}
         }
         self.pass_on();
     }
@@ -324,9 +392,22 @@ pub fn walk_streaming<R: ReadAt>(
     two_threads: bool,
     sink: &mut dyn TransactionSink,
 ) -> Result<Streamed> {
-    let (out, linked) = walk_inner(dev, ht, ctx, two_threads, Some(sink))?;
+    let (out, linked) = walk_inner(dev, ht, ctx, two_threads, Some(Target::Linked(sink)))?;
     let (unfinished, orphans) = linked.unwrap_or_default();
     Ok((out, unfinished, orphans))
+}
+
+/// [`walk_streaming`] with the items of each committed transaction left
+/// raw, for `sink` to decode and link (on another thread, say: decoding
+/// the items is a good part of a walk's work). Transactions never
+/// committed come back decoded in the output's `incomplete`.
+pub fn walk_streaming_raw<R: ReadAt>(
+    dev: &LogDev<'_, R>,
+    ht: &HeadTail,
+    ctx: ItemContext,
+    sink: &mut dyn RawSink,
+) -> Result<WalkOutput> {
+    Ok(walk_inner(dev, ht, ctx, false, Some(Target::Raw(sink)))?.0)
 }
 
 pub(super) type Linked = Option<(Vec<crate::xfs::log::items::IntentRef>, u64)>;
@@ -336,7 +417,7 @@ pub(super) fn walk_inner<R: ReadAt>(
     ht: &HeadTail,
     ctx: ItemContext,
     two_threads: bool,
-    mut sink: Option<&mut dyn TransactionSink>,
+    mut sink: Option<Target<'_>>,
 ) -> Result<(WalkOutput, Linked)> {
     let mut ht = ht.clone();
     let mut reader = RecordReader::new();
@@ -345,18 +426,18 @@ pub(super) fn walk_inner<R: ReadAt>(
     let threads = two_threads && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     loop {
         if ht.clean || ht.head.block == ht.tail.block {
-            if let Some(s) = sink {
+            if let Some(mut s) = sink {
                 s.begin(&ht);
-                return Ok((empty_output(ht), Some((Vec::new(), 0))));
+                let linked = matches!(s, Target::Linked(_)).then(|| (Vec::new(), 0));
+                return Ok((empty_output(ht), linked));
             }
             return Ok((empty_output(ht), None));
         }
-        let stream = sink
-            .take()
-            .map(|s| (crate::xfs::log::items::Linker::new(), s));
+        let stream = sink.take().map(Stream::of);
         let streaming = stream.is_some();
+        let raw = matches!(stream, Some(Stream::Raw(_)));
         let mut consumer = Consumer {
-            asm: Assembler::new(ctx).counting(!streaming),
+            asm: Assembler::new(ctx).counting(!streaming).deferring(raw),
             stream,
             begun: false,
         };
@@ -365,7 +446,7 @@ pub(super) fn walk_inner<R: ReadAt>(
                 let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(3);
                 let (back_tx, back) = std::sync::mpsc::sync_channel::<Batch>(4);
                 let mut theirs = Consumer {
-                    asm: Assembler::new(ctx).counting(!streaming),
+                    asm: Assembler::new(ctx).counting(!streaming).deferring(raw),
                     stream: consumer.stream.take(),
                     begun: false,
                 };
@@ -425,7 +506,7 @@ pub(super) fn walk_inner<R: ReadAt>(
                 debug_assert!(!empty || ht.head.block == ht.tail.block);
                 // The sink saw nothing (nothing is passed on before the
                 // tail is settled); take it back for the next pass.
-                sink = consumer.stream.take().map(|(_, s)| s);
+                sink = consumer.stream.take().map(Stream::target);
                 continue;
             }
             Step::Done(out) => {
@@ -434,9 +515,22 @@ pub(super) fn walk_inner<R: ReadAt>(
                 let Consumer { asm, stream, .. } = consumer;
                 let mut asm = asm;
                 out.stats = std::mem::take(&mut asm.stats);
+                // Left raw and not passed on (none: passed on above).
+                let raws = std::mem::take(&mut asm.done_raw);
+                let raw_done = if raws.is_empty() {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut asm.done)
+                };
                 let (done, incomplete, problems, skipped, unmounts) = asm.finish();
                 let linked = match stream {
-                    Some((linker, sink)) => {
+                    Some(Stream::Raw(sink)) => {
+                        for (t, r) in raw_done.into_iter().zip(raws) {
+                            sink.transaction(t, r);
+                        }
+                        None
+                    }
+                    Some(Stream::Linked(linker, sink)) => {
                         // Transactions committed after the last record
                         // was read cannot exist; `done` is empty here.
                         let mut l = linker;
