@@ -277,9 +277,30 @@ impl trans::TransactionSink for Collect {
     }
 }
 
+/// Collects a streamed walk's transactions with their items left raw.
+#[derive(Default)]
+struct RawCollect {
+    began: Option<HeadTail>,
+    ts: Vec<(Transaction, trans::RawItems)>,
+}
+
+impl trans::RawSink for RawCollect {
+    fn begin(&mut self, ht: &HeadTail) {
+        assert!(self.began.is_none(), "begin twice");
+        self.began = Some(ht.clone());
+    }
+    fn transaction(&mut self, t: Transaction, raw: trans::RawItems) -> Option<trans::RawItems> {
+        assert!(self.began.is_some(), "a transaction before begin");
+        assert!(t.items.is_empty(), "items decoded though left raw");
+        self.ts.push((t, raw));
+        None
+    }
+}
+
 /// Every way of walking the log gives `d`: one thread or two, kept or
-/// streamed (intents linked the same way, the same counts when the
-/// streamed transactions are counted by their taker).
+/// streamed, items decoded as read or left raw for the taker (intents
+/// linked the same way, the same counts when the streamed transactions are
+/// counted by their taker).
 fn modes_agree<R: crate::xfs::read::ReadAt>(dev: &LogDev<'_, R>, d: &LogDecode) {
     let ht = find_head_tail(dev).unwrap();
     let json = |ts: &[Transaction]| serde_json::to_string(&TransactionsJson(ts, None)).unwrap();
@@ -311,6 +332,25 @@ fn modes_agree<R: crate::xfs::read::ReadAt>(dev: &LogDev<'_, R>, d: &LogDecode) 
         assert_eq!(w.stats, stats::LogStats::default());
         assert_eq!(stats::LogStats::of(&c.ts), d.stats);
     }
+    let mut rc = RawCollect::default();
+    let w = trans::walk_streaming_raw(dev, &ht, ctx(), &mut rc).unwrap();
+    assert_eq!(rc.began.as_ref(), Some(&d.head_tail), "raw begin");
+    let mut linker = items::Linker::new();
+    let mut ts = Vec::new();
+    for (mut t, raw) in rc.ts {
+        trans::decode_raw(&mut t, &raw, &ctx());
+        linker.push(t, &mut |t| ts.push(t));
+    }
+    let (unfinished, orphans) = linker.finish(&mut |t| ts.push(t));
+    assert_eq!(json(&ts), want, "streamed raw");
+    assert_eq!(json(&w.incomplete), json(&d.incomplete), "raw: incomplete");
+    assert_eq!(w.head_tail, d.head_tail);
+    assert_eq!(w.records, d.records);
+    assert_eq!(w.problems.len(), d.problems.len());
+    assert_eq!(unfinished, d.unfinished_intents);
+    assert_eq!(orphans, d.orphan_dones);
+    assert_eq!(w.stats, stats::LogStats::default());
+    assert_eq!(stats::LogStats::of(&ts), d.stats);
 }
 
 /// mkfs's unmount record, then some transactions.
