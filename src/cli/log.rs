@@ -507,6 +507,22 @@ fn write_text_rest(
     Ok(())
 }
 
+/// Text formatting (`std::fmt::Write`) into a byte writer; the first
+/// error of the writer is kept.
+struct IoFmt<'a, W: std::io::Write> {
+    w: &'a mut W,
+    err: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> std::fmt::Write for IoFmt<'_, W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.w.write_all(s.as_bytes()).map_err(|e| {
+            self.err = Some(e);
+            std::fmt::Error
+        })
+    }
+}
+
 fn write_transaction(
     out: &mut impl std::io::Write,
     index: usize,
@@ -540,13 +556,19 @@ fn write_transaction(
         return Ok(());
     }
     for (i, it) in t.items.iter().enumerate() {
-        let line = format!(
-            "  {i:>4} {:<8} regions {}  {}",
+        write!(
+            out,
+            "  {i:>4} {:<8} regions {}  ",
             it.kind.name(),
-            it.regions,
-            it.describe()
-        );
-        writeln!(out, "{line}")?;
+            it.regions
+        )?;
+        let mut f = IoFmt { w: out, err: None };
+        if it.describe_to(&mut f).is_err() {
+            return Err(f
+                .err
+                .unwrap_or_else(|| std::io::Error::other("an item could not be described")));
+        }
+        out.write_all(b"\n")?;
         if let (ItemBody::Buf(b), Some(ctx)) = (&it.body, ctx) {
             for r in b.runs() {
                 let f = describe_run(b, r, ctx);

@@ -8,122 +8,122 @@ impl Item {
     /// inode's number and logged fields, an intent's id and extents and
     /// whether it was finished.
     pub fn describe(&self) -> String {
-        use std::fmt::Write as _;
         let mut line = String::new();
+        let _ = self.describe_to(&mut line);
+        line
+    }
+
+    /// [`Item::describe`], written to `out` (no allocation per item).
+    pub fn describe_to(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        /// `items` written with `each`, `sep` between them.
+        fn list<W: std::fmt::Write, T>(
+            out: &mut W,
+            items: &[T],
+            sep: &str,
+            mut each: impl FnMut(&mut W, &T) -> std::fmt::Result,
+        ) -> std::fmt::Result {
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_str(sep)?;
+                }
+                each(out, x)?;
+            }
+            Ok(())
+        }
         match &self.body {
             ItemBody::Buf(b) => {
-                let _ = write!(
-                    line,
-                    "blkno {} len {} {}{} map {}",
+                write!(
+                    out,
+                    "blkno {} len {} {}{} map {}  runs [",
                     b.blkno,
                     b.len,
                     buf_type_name(b.buf_type),
                     if b.cancel() { " CANCEL" } else { "" },
                     b.map_size
-                );
-                let r: Vec<String> = b
-                    .runs()
-                    .iter()
-                    .map(|r| format!("{}+{}", r.first, r.count))
-                    .collect();
-                let _ = write!(line, "  runs [{}]", r.join(" "));
+                )?;
+                list(out, &b.runs(), " ", |o, r| {
+                    write!(o, "{}+{}", r.first, r.count)
+                })?;
+                out.write_str("]")?;
             }
             ItemBody::Inode(n) => {
-                let _ = write!(
-                    line,
-                    "  ino {} fields {:#x} dsize {} asize {}",
+                write!(
+                    out,
+                    "ino {} fields {:#x} dsize {} asize {}",
                     n.ino, n.fields, n.dsize, n.asize
-                );
+                )?;
                 if let Some(c) = &n.core {
-                    let _ = write!(
-                        line,
+                    write!(
+                        out,
                         "  mode {:o} nlink {} size {} nblocks {}",
                         c.mode, c.nlink, c.size, c.nblocks
-                    );
+                    )?;
                 }
             }
             ItemBody::Icreate(c) => {
-                let _ = write!(
-                    line,
-                    "  ag {} agbno {} count {} isize {} length {}",
+                write!(
+                    out,
+                    "ag {} agbno {} count {} isize {} length {}",
                     c.ag, c.agbno, c.count, c.isize, c.length
-                );
+                )?;
             }
             ItemBody::ExtentFree(e) => {
-                let x: Vec<String> = e
-                    .extents
-                    .iter()
-                    .map(|x| format!("{}+{}", x.start, x.len))
-                    .collect();
-                let _ = write!(line, "  id {:#x} extents [{}]", e.id, x.join(" "));
+                write!(out, "id {:#x} extents [", e.id)?;
+                list(out, &e.extents, " ", |o, x| {
+                    write!(o, "{}+{}", x.start, x.len)
+                })?;
+                out.write_str("]")?;
             }
             ItemBody::MapIntent(e) => {
-                let x: Vec<String> = e
-                    .extents
-                    .iter()
-                    .map(|x| {
-                        format!(
-                            "{} owner {} block {} off {} len {}",
-                            x.op, x.owner, x.startblock, x.startoff, x.len
-                        )
-                    })
-                    .collect();
-                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+                write!(out, "id {:#x} [", e.id)?;
+                list(out, &e.extents, "; ", |o, x| {
+                    write!(
+                        o,
+                        "{} owner {} block {} off {} len {}",
+                        x.op, x.owner, x.startblock, x.startoff, x.len
+                    )
+                })?;
+                out.write_str("]")?;
             }
             ItemBody::RefcountIntent(e) => {
-                let x: Vec<String> = e
-                    .extents
-                    .iter()
-                    .map(|x| format!("{} {}+{}", x.op, x.startblock, x.len))
-                    .collect();
-                let _ = write!(line, "  id {:#x} [{}]", e.id, x.join("; "));
+                write!(out, "id {:#x} [", e.id)?;
+                list(out, &e.extents, "; ", |o, x| {
+                    write!(o, "{} {}+{}", x.op, x.startblock, x.len)
+                })?;
+                out.write_str("]")?;
             }
-            ItemBody::Done(dn) => {
-                let _ = write!(line, "  id {:#x}", dn.id);
-            }
+            ItemBody::Done(dn) => write!(out, "id {:#x}", dn.id)?,
             ItemBody::Attri(a) => {
-                let _ = write!(
-                    line,
-                    "  id {:#x} {} ino {} name {:?} value {} bytes",
+                write!(
+                    out,
+                    "id {:#x} {} ino {} name {:?} value {} bytes",
                     a.id,
                     a.op,
                     a.ino,
                     a.name.as_deref().unwrap_or(""),
                     a.value_len
-                );
+                )?;
             }
             ItemBody::Xmi(x) => {
-                let _ = write!(
-                    line,
-                    "  id {:#x} inodes {} and {} blocks {}",
+                write!(
+                    out,
+                    "id {:#x} inodes {} and {} blocks {}",
                     x.id, x.inode1, x.inode2, x.blockcount
-                );
+                )?;
             }
             ItemBody::Dquot(q) => {
-                let _ = write!(
-                    line,
-                    "  id {} blkno {} boffset {}",
-                    q.id, q.blkno, q.boffset
-                );
+                write!(out, "id {} blkno {} boffset {}", q.id, q.blkno, q.boffset)?;
             }
-            ItemBody::Quotaoff(q) => {
-                let _ = write!(line, "  flags {:#x}", q.flags);
-            }
-            ItemBody::Unknown => {
-                let _ = write!(line, "  type {:#06x}", self.kind.0);
-            }
-            ItemBody::Corrupt(m) => {
-                let _ = write!(line, "  CORRUPT: {m}");
-            }
+            ItemBody::Quotaoff(q) => write!(out, "flags {:#x}", q.flags)?,
+            ItemBody::Unknown => write!(out, "type {:#06x}", self.kind.0)?,
+            ItemBody::Corrupt(m) => write!(out, "CORRUPT: {m}")?,
         }
         if self.kind.is_intent() {
             match self.link() {
-                Some(l) => {
-                    let _ = write!(line, "  (done in #{} item {})", l.transaction, l.item);
-                }
-                None => line.push_str("  (UNFINISHED)"),
+                Some(l) => write!(out, "  (done in #{} item {})", l.transaction, l.item)?,
+                None => out.write_str("  (UNFINISHED)")?,
             }
         }
-        line.trim_start().to_string()
+        Ok(())
     }
 }
