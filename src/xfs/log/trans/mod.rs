@@ -941,3 +941,179 @@ impl Assembler {
         )
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ItemContext {
+        ItemContext {
+            v5: true,
+            blocklog: 12,
+            blocksize: 4096,
+            sectsize: 512,
+            inodesize: 512,
+            inopblog: 3,
+            agblocks: 16384,
+            agblklog: 14,
+            ftype: true,
+            dirblksize: 4096,
+            dir_names: false,
+            inode_cores: false,
+        }
+    }
+
+    fn header(num_logops: u32) -> RecordHeader {
+        RecordHeader {
+            blk: 10,
+            cycle: 1,
+            version: 2,
+            len: 0,
+            lsn: Lsn {
+                cycle: 1,
+                block: 10,
+            },
+            tail_lsn: Lsn { cycle: 1, block: 2 },
+            crc: 0,
+            prev_block: 0,
+            num_logops,
+            fmt: XLOG_FMT_LINUX_LE,
+            uuid: [0; 16],
+            size: 32768,
+            hblks: 1,
+        }
+    }
+
+    const TID: u32 = 0x77;
+
+    fn op(flags: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&TID.to_be_bytes());
+        v.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
+        v.push(XFS_TRANSACTION);
+        v.push(flags);
+        v.extend_from_slice(&[0, 0]);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// START and the transaction header, the `body` ops, COMMIT.
+    fn transaction(body: &[Vec<u8>]) -> (RecordHeader, Vec<u8>) {
+        let mut th = Vec::new();
+        th.extend_from_slice(&XFS_TRANS_HEADER_MAGIC.to_le_bytes());
+        th.extend_from_slice(&40u32.to_le_bytes());
+        th.extend_from_slice(&TID.to_le_bytes());
+        th.extend_from_slice(&7u32.to_le_bytes());
+        let mut ops = vec![op(XLOG_START_TRANS, &[]), op(0, &th)];
+        ops.extend(body.iter().cloned());
+        ops.push(op(XLOG_COMMIT_TRANS, &[]));
+        (header(u32::try_from(ops.len()).unwrap()), ops.concat())
+    }
+
+    /// A format region of an item type this reader does not decode,
+    /// declaring `declared` regions, `len` bytes long.
+    fn format(declared: u16, len: usize) -> Vec<u8> {
+        let mut r = vec![0u8; len];
+        r[0..2].copy_from_slice(&0x1299u16.to_le_bytes());
+        r[2..4].copy_from_slice(&declared.to_le_bytes());
+        r
+    }
+
+    /// The one committed transaction of `body`, with its items decoded as
+    /// they complete and left raw then decoded: both must be the same.
+    fn assemble(body: &[Vec<u8>]) -> Transaction {
+        let (h, data) = transaction(body);
+        let mut now = Assembler::new(ctx());
+        now.push_record(&h, &data);
+        let mut later = Assembler::new(ctx()).deferring(true);
+        later.push_record(&h, &data);
+        assert_eq!(now.done.len(), 1);
+        assert_eq!(later.done.len(), 1);
+        assert_eq!(later.done_raw.len(), 1);
+        let mut t = later.done.pop().unwrap();
+        assert!(t.items.is_empty());
+        decode_raw(&mut t, &later.done_raw[0], &ctx());
+        let a = now.done.pop().unwrap();
+        assert_eq!(format!("{a:?}"), format!("{t:?}"));
+        a
+    }
+
+    fn lens(it: &Item) -> Vec<u32> {
+        it.region_lens.view().iter().copied().collect()
+    }
+
+    /// Regions are grouped by each item's own count, a region split
+    /// across ops (CONTINUE, then WAS_CONT) is one region, and a count
+    /// out of range is taken as one, as recovery's
+    /// `xlog_recover_add_to_trans` does.
+    #[test]
+    fn regions_group_by_declared_count_and_continue() {
+        let t = assemble(&[
+            op(0, &format(3, 24)),
+            op(XLOG_CONTINUE_TRANS, &[1; 100]),
+            op(XLOG_WAS_CONT_TRANS | XLOG_END_TRANS, &[2; 28]),
+            op(0, &[3; 64]),
+            op(0, &format(0, 32)),
+            op(0, &format(2, 16)),
+            op(0, &[4; 8]),
+        ]);
+        assert_eq!(t.items.len(), 3, "{t:?}");
+        assert_eq!((t.items[0].regions, t.items[0].declared), (3, 3));
+        assert_eq!(lens(&t.items[0]), vec![24, 128, 64]);
+        assert_eq!((t.items[1].regions, t.items[1].declared), (1, 1));
+        assert_eq!(lens(&t.items[1]), vec![32]);
+        assert_eq!(lens(&t.items[2]), vec![16, 8]);
+        assert_eq!(
+            t.problems,
+            vec!["item 1 declares 0 regions (1..=257 allowed); taken as 1".to_string()]
+        );
+        assert_eq!(t.header.map(|h| h.num_items), Some(7));
+        assert_eq!(t.ops, 10);
+    }
+
+    /// An item left short of its regions at the commit is kept with what
+    /// came; a continued piece with nothing to continue is reported.
+    #[test]
+    fn short_items_and_stray_continuations() {
+        let t = assemble(&[
+            op(XLOG_WAS_CONT_TRANS, &[9; 12]),
+            op(0, &format(4, 20)),
+            op(0, &[5; 40]),
+        ]);
+        assert_eq!(t.items.len(), 1);
+        assert_eq!((t.items[0].regions, t.items[0].declared), (2, 4));
+        assert_eq!(lens(&t.items[0]), vec![20, 40]);
+        assert_eq!(
+            t.problems,
+            vec!["a continued region arrived with no region to continue".to_string()]
+        );
+    }
+
+    /// A region is not grown past MAX_REGION_BYTES however many pieces
+    /// continue it.
+    #[test]
+    fn a_region_stops_growing_at_the_limit() {
+        let piece = vec![6u8; 1 << 20];
+        let mut body = vec![op(XLOG_CONTINUE_TRANS, &format(1, 1 << 20))];
+        for _ in 0..4 {
+            body.push(op(XLOG_WAS_CONT_TRANS | XLOG_CONTINUE_TRANS, &piece));
+        }
+        let t = assemble(&body);
+        assert_eq!(t.items.len(), 1);
+        assert_eq!(
+            lens(&t.items[0]),
+            vec![u32::try_from(MAX_REGION_BYTES).unwrap()]
+        );
+        assert_eq!(
+            t.problems,
+            vec![format!(
+                "a region grew past {MAX_REGION_BYTES} bytes; the rest is dropped"
+            )]
+        );
+    }
+}
