@@ -961,3 +961,85 @@ fn segments_that_do_not_make_a_block_are_unknown() {
         vec![Unknown, Unknown, Whole, Part(0), Part(4096), Part(12288)]
     );
 }
+
+/// The unlinked committed transactions of `b`'s log, in commit order.
+fn unlinked(b: &LogBuilder) -> Vec<Transaction> {
+    let img = b.image();
+    let dev = LogDev::new(&img, Daddr(0), b.len, true)
+        .unwrap()
+        .with_uuid(UUID);
+    let ht = find_head_tail(&dev).unwrap();
+    trans::walk_with(&dev, &ht, ctx(), false)
+        .unwrap()
+        .transactions
+}
+
+/// Every transaction of a log whose intents are never finished waits
+/// behind the first one; past its limit a linker hands on the oldest
+/// anyway, in order, each saying so, and finds the same unfinished
+/// intents as the pairing of the whole list.
+#[test]
+fn a_linker_past_its_limit_hands_on_the_oldest() {
+    let b = dirty_log(4096, 40);
+    let d = decode_ring(&b).unwrap();
+    assert_eq!(d.transactions.len(), 40);
+    assert_eq!(d.unfinished_intents.len(), 40);
+    for (limit, early) in [(items::MAX_HELD_ITEMS, 0), (10, 35)] {
+        let mut l = items::Linker::with_limit(limit);
+        let mut out = Vec::new();
+        for t in unlinked(&b) {
+            // Two items each: a buffer and an intent left open.
+            assert_eq!(t.items.len(), 2);
+            l.push(t, &mut |t| out.push(t));
+        }
+        assert_eq!(out.len(), early, "limit {limit}");
+        let (unfinished, orphans) = l.finish(&mut |t| out.push(t));
+        let tids = |ts: &[Transaction]| ts.iter().map(|t| t.tid).collect::<Vec<_>>();
+        assert_eq!(tids(&out), tids(&d.transactions));
+        assert_eq!(unfinished, d.unfinished_intents);
+        assert_eq!(orphans, d.orphan_dones);
+        for (i, t) in out.iter().enumerate() {
+            let said = t.problems.iter().any(|p| p.contains("handed on before"));
+            assert_eq!(said, i < early, "limit {limit}, transaction {i}");
+        }
+    }
+}
+
+/// A done item whose intent was handed on early still names its intent;
+/// the intent is no longer left unfinished.
+#[test]
+fn a_done_item_after_its_intent_was_handed_on() {
+    let mut b = dirty_log(4096, 0);
+    b.record(&whole_trans(0x100, &[efi_item(XFS_LI_EFI, 0x9000)]));
+    for t in 1..20u32 {
+        b.record(&whole_trans(0x100 + t, &[buf_item(64 + i64::from(t), 1)]));
+    }
+    b.record(&whole_trans(0x200, &[efi_item(XFS_LI_EFD, 0x9000)]));
+    let d = decode_ring(&b).unwrap();
+    assert!(d.unfinished_intents.is_empty());
+    let done_link = d.transactions[20].items[0].link();
+    assert_eq!(
+        done_link,
+        Some(items::ItemRef {
+            transaction: 0,
+            item: 0
+        })
+    );
+    let mut l = items::Linker::with_limit(4);
+    let mut out = Vec::new();
+    for t in unlinked(&b) {
+        l.push(t, &mut |t| out.push(t));
+    }
+    let (unfinished, orphans) = l.finish(&mut |t| out.push(t));
+    assert!(unfinished.is_empty());
+    assert_eq!(orphans, 0);
+    assert_eq!(out.len(), 21);
+    assert_eq!(out[20].items[0].link(), done_link);
+    assert_eq!(out[0].items[0].link(), None);
+    assert!(
+        out[0].problems[0].contains("1 of its intents"),
+        "{:?}",
+        out[0].problems
+    );
+    assert!(out[1..].iter().all(|t| t.problems.is_empty()));
+}

@@ -305,19 +305,49 @@ pub fn pair_intents(ts: &mut [crate::xfs::log::Transaction]) -> (Vec<IntentRef>,
 /// consumer sees exactly what [`pair_intents`] would have made of the
 /// whole list while only the transactions between an intent and its done
 /// item are kept.
-#[derive(Default)]
+///
+/// Kernel logs finish an intent within a transaction or two, or leave it
+/// unfinished at the head. A log that keeps an intent open across more
+/// than [`MAX_HELD_ITEMS`] items is not one the kernel writes: the oldest
+/// held transaction is then handed on without its intents' links (a
+/// problem on it says so), so that memory stays bounded.
 pub struct Linker {
     /// Sequence number (index among committed transactions) of `held[0]`.
     base: u32,
     /// Transactions not handed on yet, with their count of open intents.
     held: std::collections::VecDeque<(crate::xfs::log::Transaction, u32)>,
+    /// Items in `held`.
+    held_items: usize,
+    /// Items held at most.
+    limit: usize,
     open: HashMap<(u16, u64), Vec<(ItemRef, u32)>>,
     orphans: u64,
+}
+
+/// Items a [`Linker`] holds at most behind an open intent.
+pub const MAX_HELD_ITEMS: usize = 1 << 20;
+
+impl Default for Linker {
+    fn default() -> Linker {
+        Linker::with_limit(MAX_HELD_ITEMS)
+    }
 }
 
 impl Linker {
     pub fn new() -> Linker {
         Linker::default()
+    }
+
+    /// A linker that holds at most `limit` items.
+    pub fn with_limit(limit: usize) -> Linker {
+        Linker {
+            base: 0,
+            held: std::collections::VecDeque::new(),
+            held_items: 0,
+            limit,
+            open: HashMap::new(),
+            orphans: 0,
+        }
     }
 
     fn held_mut(&mut self, seq: u32) -> Option<&mut (crate::xfs::log::Transaction, u32)> {
@@ -371,12 +401,25 @@ impl Linker {
                 }
             }
         }
+        self.held_items = self.held_items.saturating_add(t.items.len());
         self.held.push_back((t, open_here));
-        while self.held.front().is_some_and(|(_, n)| *n == 0) {
-            if let Some((t, _)) = self.held.pop_front() {
-                self.base = self.base.saturating_add(1);
-                out(t);
+        loop {
+            let over = self.held_items > self.limit && self.held.len() > 1;
+            if !over && !self.held.front().is_some_and(|(_, n)| *n == 0) {
+                break;
             }
+            let Some((mut t, n)) = self.held.pop_front() else {
+                break;
+            };
+            if n > 0 {
+                t.problems.push(format!(
+                    "handed on before the done items of {n} of its intents: more than {} items were held behind it; those intents' links are not shown",
+                    self.limit
+                ));
+            }
+            self.held_items = self.held_items.saturating_sub(t.items.len());
+            self.base = self.base.saturating_add(1);
+            out(t);
         }
     }
 

@@ -33,7 +33,7 @@ pub use inode::{IcreateItem, InodeItem, LogDinodeCore};
 use intents::{bmap_op, decode_attri, decode_extent_free, refcount_op, rmap_op};
 pub use intents::{
     pair_intents, AttriItem, DoneItem, ExtentFreeItem, FreeExtent, IntentRef, Linker, MapExtent,
-    MapIntentItem, PhysExtent, RefcountIntentItem, XmiItem,
+    MapIntentItem, PhysExtent, RefcountIntentItem, XmiItem, MAX_HELD_ITEMS,
 };
 
 use super::bitmap::fit_regions;
