@@ -405,7 +405,7 @@ impl Linker {
         self.held.push_back((t, open_here));
         loop {
             let over = self.held_items > self.limit && self.held.len() > 1;
-            if !over && !self.held.front().is_some_and(|(_, n)| *n == 0) {
+            if !over && self.held.front().is_none_or(|(_, n)| *n != 0) {
                 break;
             }
             let Some((mut t, n)) = self.held.pop_front() else {
