@@ -206,3 +206,47 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// The item context of a v5 filesystem of 4 KiB blocks, 512-byte inodes
+/// and AGs of 4096 blocks, for the log's unit tests (`detail`: directory
+/// names and inode cores decoded).
+pub fn log_ctx(detail: bool) -> crate::xfs::log::ItemContext {
+    crate::xfs::log::ItemContext {
+        v5: true,
+        blocklog: 12,
+        blocksize: 4096,
+        sectsize: 512,
+        inodesize: 512,
+        inopblog: 3,
+        agblocks: 4096,
+        agblklog: 12,
+        ftype: true,
+        dirblksize: 4096,
+        dir_names: detail,
+        inode_cores: detail,
+    }
+}
+
+/// A v2 record header at log block 10 of cycle 1, written little-endian,
+/// holding `num_logops` ops (its lengths and CRC unset).
+pub fn record_header(num_logops: u32) -> crate::xfs::log::record::RecordHeader {
+    use crate::xfs::types::Lsn;
+    crate::xfs::log::record::RecordHeader {
+        blk: 10,
+        cycle: 1,
+        version: 2,
+        len: 0,
+        lsn: Lsn {
+            cycle: 1,
+            block: 10,
+        },
+        tail_lsn: Lsn { cycle: 1, block: 2 },
+        crc: 0,
+        prev_block: 0,
+        num_logops,
+        fmt: crate::xfs::format::log::XLOG_FMT_LINUX_LE,
+        uuid: [0; 16],
+        size: 32768,
+        hblks: 1,
+    }
+}

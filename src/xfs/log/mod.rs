@@ -689,12 +689,21 @@ pub fn decode_streaming<R: ReadAt>(
     opts: DecodeOptions,
     sink: &mut dyn trans::TransactionSink,
 ) -> Result<LogDecode> {
+    let (location, dev, ctx, head_tail) = live_log(fs, opts)?;
+    let (out, unfinished, orphans) = trans::walk_streaming(&dev, &head_tail, ctx, false, sink)?;
+    Ok(LogDecode::of_walk(location, out, unfinished, orphans))
+}
+
+/// The log of `fs`, where it is, its items' context and its head and tail.
+fn live_log<R: ReadAt>(
+    fs: &Fs<R>,
+    opts: DecodeOptions,
+) -> Result<(LogLocation, LogDev<'_, R>, ItemContext, HeadTail)> {
     let location = LogLocation::of(fs)?;
     let dev = LogDev::of_fs(fs)?;
     let ctx = ItemContext::of(fs, opts);
     let head_tail = find::find_head_tail(&dev)?;
-    let (out, unfinished, orphans) = trans::walk_streaming(&dev, &head_tail, ctx, false, sink)?;
-    Ok(LogDecode::of_walk(location, out, unfinished, orphans))
+    Ok((location, dev, ctx, head_tail))
 }
 
 /// [`decode_streaming`] with each committed transaction's items left
@@ -707,10 +716,7 @@ pub fn decode_streaming_raw<R: ReadAt>(
     opts: DecodeOptions,
     sink: &mut dyn trans::RawSink,
 ) -> Result<LogDecode> {
-    let location = LogLocation::of(fs)?;
-    let dev = LogDev::of_fs(fs)?;
-    let ctx = ItemContext::of(fs, opts);
-    let head_tail = find::find_head_tail(&dev)?;
+    let (location, dev, ctx, head_tail) = live_log(fs, opts)?;
     let out = trans::walk_streaming_raw(&dev, &head_tail, ctx, sink)?;
     Ok(LogDecode::of_walk(location, out, Vec::new(), 0))
 }

@@ -227,20 +227,7 @@ fn unmount_op() -> Op {
 }
 
 fn ctx() -> ItemContext {
-    ItemContext {
-        v5: true,
-        blocklog: 12,
-        blocksize: 4096,
-        sectsize: 512,
-        inodesize: 512,
-        inopblog: 3,
-        agblocks: 4096,
-        agblklog: 12,
-        ftype: true,
-        dirblksize: 4096,
-        dir_names: false,
-        inode_cores: false,
-    }
+    crate::xfs::testutil::log_ctx(false)
 }
 
 fn decode_ring(b: &LogBuilder) -> Result<LogDecode> {
@@ -305,6 +292,17 @@ fn modes_agree<R: crate::xfs::read::ReadAt>(dev: &LogDev<'_, R>, d: &LogDecode) 
     let ht = find_head_tail(dev).unwrap();
     let json = |ts: &[Transaction]| serde_json::to_string(&TransactionsJson(ts, None)).unwrap();
     let want = json(&d.transactions);
+    // What a streamed walk leaves, and the transactions it handed on.
+    let streamed_agrees =
+        |w: &trans::WalkOutput, ts: &[Transaction], unfinished: &[items::IntentRef], orphans| {
+            assert_eq!(w.head_tail, d.head_tail);
+            assert_eq!(w.records, d.records);
+            assert_eq!(w.problems.len(), d.problems.len());
+            assert_eq!(unfinished, d.unfinished_intents);
+            assert_eq!(orphans, d.orphan_dones);
+            assert_eq!(w.stats, stats::LogStats::default());
+            assert_eq!(stats::LogStats::of(ts), d.stats);
+        };
     for two in [false, true] {
         let w = trans::walk_with(dev, &ht, ctx(), two).unwrap();
         let mut ts = w.transactions;
@@ -324,13 +322,7 @@ fn modes_agree<R: crate::xfs::read::ReadAt>(dev: &LogDev<'_, R>, d: &LogDecode) 
             "streamed begin, two threads: {two}"
         );
         assert_eq!(json(&c.ts), want, "streamed, two threads: {two}");
-        assert_eq!(w.head_tail, d.head_tail);
-        assert_eq!(w.records, d.records);
-        assert_eq!(w.problems.len(), d.problems.len());
-        assert_eq!(unfinished, d.unfinished_intents);
-        assert_eq!(orphans, d.orphan_dones);
-        assert_eq!(w.stats, stats::LogStats::default());
-        assert_eq!(stats::LogStats::of(&c.ts), d.stats);
+        streamed_agrees(&w, &c.ts, &unfinished, orphans);
     }
     let mut rc = RawCollect::default();
     let w = trans::walk_streaming_raw(dev, &ht, ctx(), &mut rc).unwrap();
@@ -344,13 +336,7 @@ fn modes_agree<R: crate::xfs::read::ReadAt>(dev: &LogDev<'_, R>, d: &LogDecode) 
     let (unfinished, orphans) = linker.finish(&mut |t| ts.push(t));
     assert_eq!(json(&ts), want, "streamed raw");
     assert_eq!(json(&w.incomplete), json(&d.incomplete), "raw: incomplete");
-    assert_eq!(w.head_tail, d.head_tail);
-    assert_eq!(w.records, d.records);
-    assert_eq!(w.problems.len(), d.problems.len());
-    assert_eq!(unfinished, d.unfinished_intents);
-    assert_eq!(orphans, d.orphan_dones);
-    assert_eq!(w.stats, stats::LogStats::default());
-    assert_eq!(stats::LogStats::of(&ts), d.stats);
+    streamed_agrees(&w, &ts, &unfinished, orphans);
 }
 
 /// mkfs's unmount record, then some transactions.

@@ -719,24 +719,7 @@ mod tests {
     use crate::xfs::types::Daddr;
 
     fn header(num_logops: u32) -> RecordHeader {
-        RecordHeader {
-            blk: 10,
-            cycle: 1,
-            version: 2,
-            len: 0,
-            lsn: Lsn {
-                cycle: 1,
-                block: 10,
-            },
-            tail_lsn: Lsn { cycle: 1, block: 2 },
-            crc: 0,
-            prev_block: 0,
-            num_logops,
-            fmt: XLOG_FMT_LINUX_LE,
-            uuid: [0; 16],
-            size: 32768,
-            hblks: 1,
-        }
+        crate::xfs::testutil::record_header(num_logops)
     }
 
     fn op(tid: u32, flags: u8, client: u8, payload: &[u8]) -> Vec<u8> {

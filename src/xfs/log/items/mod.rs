@@ -698,20 +698,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> ItemContext {
-        ItemContext {
-            v5: true,
-            blocklog: 12,
-            blocksize: 4096,
-            sectsize: 512,
-            inodesize: 512,
-            inopblog: 3,
-            agblocks: 4096,
-            agblklog: 12,
-            ftype: true,
-            dirblksize: 4096,
-            dir_names: true,
-            inode_cores: true,
-        }
+        crate::xfs::testutil::log_ctx(true)
     }
 
     fn le16(v: u16) -> [u8; 2] {

@@ -952,41 +952,11 @@ mod tests {
     use super::*;
 
     fn ctx() -> ItemContext {
-        ItemContext {
-            v5: true,
-            blocklog: 12,
-            blocksize: 4096,
-            sectsize: 512,
-            inodesize: 512,
-            inopblog: 3,
-            agblocks: 16384,
-            agblklog: 14,
-            ftype: true,
-            dirblksize: 4096,
-            dir_names: false,
-            inode_cores: false,
-        }
+        crate::xfs::testutil::log_ctx(false)
     }
 
     fn header(num_logops: u32) -> RecordHeader {
-        RecordHeader {
-            blk: 10,
-            cycle: 1,
-            version: 2,
-            len: 0,
-            lsn: Lsn {
-                cycle: 1,
-                block: 10,
-            },
-            tail_lsn: Lsn { cycle: 1, block: 2 },
-            crc: 0,
-            prev_block: 0,
-            num_logops,
-            fmt: XLOG_FMT_LINUX_LE,
-            uuid: [0; 16],
-            size: 32768,
-            hblks: 1,
-        }
+        crate::xfs::testutil::record_header(num_logops)
     }
 
     const TID: u32 = 0x77;
