@@ -20,9 +20,19 @@ use wasm_bindgen::prelude::*;
 use web_sys::{MessageEvent, Worker};
 use yew::Callback;
 
-/// The workers' loader scripts, as Trunk names them (`<bin>_loader.js`).
-const LIGHT_WORKER_LOADER: &str = "xfs-explorer-worker-light_loader.js";
+/// The light worker's starter (`www/worker-light.js`): a module worker that
+/// runs the page's own module, whose address it is given.
+const LIGHT_WORKER_LOADER: &str = "worker-light.js";
+/// The full worker's loader script, as Trunk names it (`<bin>_loader.js`).
 const FULL_WORKER_LOADER: &str = "xfs-explorer-worker_loader.js";
+
+#[wasm_bindgen]
+extern "C" {
+    /// The address of the page's JS module (Trunk names it with a hash of
+    /// its content), which the light worker imports.
+    #[wasm_bindgen(thread_local_v2, js_namespace = ["import", "meta"], js_name = url)]
+    static MODULE_URL: js_sys::JsString;
+}
 
 struct Shared {
     ready: bool,
@@ -69,7 +79,7 @@ pub struct Bridge {
     stopped: RefCell<Option<Running>>,
 }
 
-fn loader_url(loader: &str) -> String {
+fn loader_url(loader: &str, light: bool) -> String {
     let location = web_sys::window().map(|w| w.location());
     // Resolve against the page so the app also works under a sub-path.
     let Some(url) = location
@@ -82,22 +92,35 @@ fn loader_url(loader: &str) -> String {
     // The page's choice of a read-ahead worker goes to the worker in its
     // address (src/web/worker/read_ahead.rs).
     let search = location.and_then(|l| l.search().ok()).unwrap_or_default();
+    let params = url.search_params();
     match crate::web::protocol::read_ahead_choice(&search) {
-        Some(true) => url.set_search("read-ahead=always"),
-        Some(false) => url.set_search("read-ahead=never"),
+        Some(true) => params.set("read-ahead", "always"),
+        Some(false) => params.set("read-ahead", "never"),
         None => {}
     }
+    if light {
+        params.set("js", &MODULE_URL.with(|u| String::from(u)));
+    }
+    url.set_search(&String::from(params.to_string()));
     url.href()
 }
 
 impl Running {
     fn start(
         loader: &str,
+        light: bool,
         on_response: Callback<Response>,
         mute: usize,
     ) -> Result<Running, String> {
-        let worker = Worker::new(&loader_url(loader))
-            .map_err(|e| format!("cannot start the worker: {e:?}"))?;
+        let url = loader_url(loader, light);
+        let worker = if light {
+            let options = web_sys::WorkerOptions::new();
+            options.set_type(web_sys::WorkerType::Module);
+            Worker::new_with_options(&url, &options)
+        } else {
+            Worker::new(&url)
+        }
+        .map_err(|e| format!("cannot start the worker: {e:?}"))?;
         let shared = Rc::new(RefCell::new(Shared {
             ready: false,
             queue: Vec::new(),
@@ -191,7 +214,7 @@ impl Running {
 
 impl Bridge {
     pub fn new(on_response: Callback<Response>) -> Result<Bridge, String> {
-        let running = Running::start(LIGHT_WORKER_LOADER, on_response.clone(), 0)?;
+        let running = Running::start(LIGHT_WORKER_LOADER, true, on_response.clone(), 0)?;
         Ok(Bridge {
             running: RefCell::new(running),
             full: Cell::new(false),
@@ -245,7 +268,12 @@ impl Bridge {
             .filter(|(n, _)| *n < oldest)
             .cloned()
             .collect();
-        let full = Running::start(FULL_WORKER_LOADER, self.on_response.clone(), answered.len())?;
+        let full = Running::start(
+            FULL_WORKER_LOADER,
+            false,
+            self.on_response.clone(),
+            answered.len(),
+        )?;
         for (n, r) in &answered {
             full.post(*n, r, false)?;
         }
