@@ -31,7 +31,12 @@ pub struct Props {
 
 fn point(frac: f64, r: f64) -> (f64, f64) {
     let a = frac * 2.0 * PI - PI / 2.0;
-    (100.0 + r * a.cos(), 100.0 + r * a.sin())
+    // The browser's sine and cosine: Rust's bring libm's, with its
+    // argument-reduction tables, into the wasm for this one drawing.
+    (
+        100.0 + r * js_sys::Math::cos(a),
+        100.0 + r * js_sys::Math::sin(a),
+    )
 }
 
 /// The ring: block 0 at the top, clockwise; the live part in colour.

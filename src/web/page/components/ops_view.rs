@@ -137,7 +137,8 @@ fn trim(v: f64) -> String {
 /// A round top for an axis reaching `max`, and the step between its ticks.
 fn axis(max: f64) -> (f64, f64) {
     let raw = (max / 4.0).max(1.0);
-    let p = 10f64.powf(raw.log10().floor());
+    // The browser's pow and log10: Rust's bring libm's into the wasm.
+    let p = js_sys::Math::pow(10.0, js_sys::Math::log10(raw).floor());
     let f = raw / p;
     let step = p * if f <= 1.0 {
         1.0
@@ -656,7 +657,7 @@ pub fn ops_panel(props: &Props) -> Html {
             }) }
             { for o.other_transactions.iter().map(|(name, n)| html! {
                 <tr class="other" data-testid="op-other" data-type={name.clone()}>
-                    <td class="muted">{ name.to_lowercase() }</td><td class="num muted">{ "–" }</td>
+                    <td class="muted">{ name.to_ascii_lowercase() }</td><td class="num muted">{ "–" }</td>
                     <td class="num">{ n }</td><td></td><td></td>
                 </tr>
             }) }

@@ -69,7 +69,7 @@ pub fn replay_diff(props: &Props) -> Html {
         }
         for c in s.changes() {
             keys.push(key(
-                format!("{} {c}", title(s).to_lowercase()),
+                format!("{} {c}", title(s).to_ascii_lowercase()),
                 d.count(s, c),
                 format!("replay-diff-{}-{c}", s.name()),
             ));
