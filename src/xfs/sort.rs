@@ -1,13 +1,34 @@
 //! Stable sorts by an integer key, all through one sort of `(key, index)`
-//! pairs. The standard library's sort is generated anew for every element
-//! type and every key; the web workers carried a dozen copies of it
-//! (BENCHMARKS.md, "Optimising the workers for size").
+//! pairs, and by a comparison, all through one sort of indices. The
+//! standard library's sort is generated anew for every element type and
+//! every key; the web workers carried a dozen copies of it (BENCHMARKS.md,
+//! "Optimising the workers for size").
+
+use std::cmp::Ordering;
 
 /// Sort `v` by `key`, stably: elements with equal keys keep their order.
 pub fn by_key<T>(v: &mut [T], key: impl Fn(&T) -> u128) {
     let mut order: Vec<(u128, usize)> = v.iter().map(key).zip(0..).collect();
     sort_pairs(&mut order);
     permute(v, &order);
+}
+
+/// Sort `v` by `cmp`, stably: elements that compare equal keep their order.
+pub fn by<T>(v: &mut [T], cmp: impl Fn(&T, &T) -> Ordering) {
+    let order = sort_indices(v.len(), &|i, j| match (v.get(i), v.get(j)) {
+        (Some(a), Some(b)) => cmp(a, b),
+        _ => Ordering::Equal,
+    });
+    permute(v, &order);
+}
+
+/// The other sort: indices `0..n` by `cmp`, the index breaking ties (so
+/// stable), as `(0, index)` pairs for [`permute`].
+#[inline(never)]
+fn sort_indices(n: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<(u128, usize)> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| cmp(a, b).then(a.cmp(&b)));
+    order.into_iter().map(|i| (0, i)).collect()
 }
 
 /// Sort `v` by `key`, largest key first; equal keys keep their order.
@@ -93,6 +114,34 @@ mod tests {
                 std.sort_by_key(|e| std::cmp::Reverse(e.0));
                 assert_eq!(ours, std);
             }
+        }
+    }
+
+    /// Sorting by a comparison leaves what the standard stable sort does,
+    /// on strings with repeats and on records compared by one field.
+    #[test]
+    fn by_comparison_same_as_the_standard_stable_sort() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..150usize {
+            let v: Vec<(String, usize)> = (0..len)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let n = seed % (len as u64 / 2 + 1);
+                    ("x".repeat((n % 4) as usize) + &n.to_string(), i)
+                })
+                .collect();
+            let mut ours = v.clone();
+            by(&mut ours, |a, b| a.0.cmp(&b.0));
+            let mut std = v.clone();
+            std.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(ours, std);
+            let mut ours: Vec<String> = v.iter().map(|e| e.0.clone()).collect();
+            by(&mut ours, Ord::cmp);
+            let mut std: Vec<String> = v.iter().map(|e| e.0.clone()).collect();
+            std.sort();
+            assert_eq!(ours, std);
         }
     }
 

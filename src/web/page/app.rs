@@ -808,12 +808,16 @@ pub fn app() -> Html {
                     match (&state.dir, &state.inode) {
                         (Some(d), _) => html! { <DirList dir={Rc::clone(d)} /> },
                         (None, Some(i)) => {
-                            let values: std::collections::BTreeMap<String, Rc<Vec<u8>>> = state
-                                .xattr_values
-                                .iter()
-                                .filter(|((ino, _), _)| *ino == i.ino)
-                                .map(|((_, n), v)| (n.clone(), Rc::clone(v)))
-                                .collect();
+                            // Inserted, not collected: collecting sorts,
+                            // another copy of the sort in the wasm.
+                            let mut values = std::collections::BTreeMap::new();
+                            values.extend(
+                                state
+                                    .xattr_values
+                                    .iter()
+                                    .filter(|((ino, _), _)| *ino == i.ino)
+                                    .map(|((_, n), v)| (n.clone(), Rc::clone(v))),
+                            );
                             html! { <InodeInspector inode={Rc::clone(i)} {values}
                             on_download_xattr={on_download_xattr.clone()}
                             on_download_file={on_download_file.clone()} /> }

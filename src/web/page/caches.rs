@@ -197,16 +197,12 @@ impl DirTree {
             Ok(s) => s.bytes(),
             Err(e) => u64::try_from(e.len()).unwrap_or(u64::MAX),
         };
-        let keep: BTreeSet<String> = self
-            .current
-            .as_deref()
-            .map(|c| {
-                ancestors(c)
-                    .into_iter()
-                    .take(TREE_DEPTH_SHOWN + 1)
-                    .collect()
-            })
-            .unwrap_or_default();
+        // Inserted, not collected: collecting sorts, another copy of the
+        // sort in the wasm.
+        let mut keep: BTreeSet<String> = BTreeSet::new();
+        if let Some(c) = self.current.as_deref() {
+            keep.extend(ancestors(c).into_iter().take(TREE_DEPTH_SHOWN + 1));
+        }
         let gone = self
             .listings
             .put(path, Rc::new(listing), bytes, |k| keep.contains(k));

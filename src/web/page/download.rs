@@ -11,7 +11,6 @@
 //! next piece is asked for once this one is written, so one piece at most
 //! is in flight.
 
-use std::collections::BTreeMap;
 use wasm_bindgen::JsCast;
 
 /// Where the pieces of an export go.
@@ -78,10 +77,11 @@ pub fn save_file_picker() -> Option<js_sys::Function> {
 pub struct Downloads {
     /// The export under way.
     pub export: Option<Export>,
-    /// Files being assembled: name and parts, by inode.
-    files: BTreeMap<u64, (String, js_sys::Array)>,
-    /// xattr values the user asked to save.
-    xattrs: BTreeMap<(u64, String), ()>,
+    /// Files being assembled: inode, name and parts. (A few at a time:
+    /// lists, not maps, keep two map types out of the wasm.)
+    files: Vec<(u64, String, js_sys::Array)>,
+    /// xattr values the user asked to save: inode and name.
+    xattrs: Vec<(u64, String)>,
 }
 
 /// Offer `parts` to the user as a file called `name`.
@@ -124,17 +124,21 @@ impl Downloads {
     }
 
     pub fn want_file(&mut self, ino: u64, name: String) {
-        self.files.insert(ino, (name, js_sys::Array::new()));
+        self.files.retain(|f| f.0 != ino);
+        self.files.push((ino, name, js_sys::Array::new()));
     }
 
     pub fn want_xattr(&mut self, ino: u64, name: &str) {
-        self.xattrs.insert((ino, name.to_string()), ());
+        if !self.xattrs.iter().any(|x| x.0 == ino && x.1 == name) {
+            self.xattrs.push((ino, name.to_string()));
+        }
     }
 
     /// A piece of a file asked for; the last saves it, unless the read
     /// failed (the error is shown; a truncated file is not saved).
     pub fn file_chunk(&mut self, ino: u64, bytes: &[u8], last: bool, failed: bool) {
-        if let Some((_, parts)) = self.files.get(&ino) {
+        let at = self.files.iter().position(|f| f.0 == ino);
+        if let Some((_, _, parts)) = at.and_then(|i| self.files.get(i)) {
             let one = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
             match web_sys::Blob::new_with_u8_array_sequence(&one) {
                 Ok(b) => parts.push(&b),
@@ -142,7 +146,7 @@ impl Downloads {
             };
         }
         if last {
-            if let Some((name, parts)) = self.files.remove(&ino) {
+            if let Some((_, name, parts)) = at.map(|i| self.files.remove(i)) {
                 if !failed {
                     save(&name, &parts);
                 }
@@ -151,7 +155,9 @@ impl Downloads {
     }
 
     pub fn xattr_value(&mut self, ino: u64, name: &str, value: &[u8]) {
-        if self.xattrs.remove(&(ino, name.to_string())).is_some() {
+        let at = self.xattrs.iter().position(|x| x.0 == ino && x.1 == name);
+        if let Some(i) = at {
+            self.xattrs.remove(i);
             let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(value));
             save(&format!("{ino}.{name}"), &parts);
         }

@@ -2,6 +2,10 @@
 //! recently used entries go first: the page keeps what the user browsed
 //! (directory listings of the tree, xattr values) in these, as asking the
 //! worker again for an entry that went is cheap. Plain Rust, tested natively.
+//!
+//! The stores are small (a few hundred entries): the least recently used
+//! are found by going through them when the store is over its cap, rather
+//! than kept in a second map by time (one map type fewer in the wasm).
 
 use std::collections::BTreeMap;
 
@@ -24,8 +28,6 @@ struct Slot<V> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lru<K: Ord, V> {
     slots: BTreeMap<K, Slot<V>>,
-    /// The keys by when they were last used, oldest first.
-    order: BTreeMap<u64, K>,
     clock: u64,
     bytes: u64,
     cap: Cap,
@@ -35,7 +37,6 @@ impl<K: Ord + Clone, V> Lru<K, V> {
     pub fn new(cap: Cap) -> Self {
         Lru {
             slots: BTreeMap::new(),
-            order: BTreeMap::new(),
             clock: 0,
             bytes: 0,
             cap,
@@ -74,7 +75,6 @@ impl<K: Ord + Clone, V> Lru<K, V> {
 
     pub fn clear(&mut self) {
         self.slots.clear();
-        self.order.clear();
         self.bytes = 0;
     }
 
@@ -87,15 +87,12 @@ impl<K: Ord + Clone, V> Lru<K, V> {
     pub fn touch(&mut self, k: &K) {
         let now = self.tick();
         if let Some(s) = self.slots.get_mut(k) {
-            self.order.remove(&s.used);
             s.used = now;
-            self.order.insert(now, k.clone());
         }
     }
 
     fn remove(&mut self, k: &K) -> Option<V> {
         let s = self.slots.remove(k)?;
-        self.order.remove(&s.used);
         self.bytes = self.bytes.saturating_sub(s.bytes);
         Some(s.value)
     }
@@ -108,7 +105,6 @@ impl<K: Ord + Clone, V> Lru<K, V> {
     pub fn put(&mut self, k: K, value: V, bytes: u64, keep: impl Fn(&K) -> bool) -> Vec<K> {
         self.remove(&k);
         let now = self.tick();
-        self.order.insert(now, k.clone());
         self.bytes = self.bytes.saturating_add(bytes);
         self.slots.insert(
             k.clone(),
@@ -122,12 +118,14 @@ impl<K: Ord + Clone, V> Lru<K, V> {
         if !over(self) {
             return Vec::new();
         }
-        let candidates: Vec<K> = self
-            .order
-            .values()
-            .filter(|c| **c != k && !keep(c))
-            .cloned()
+        let mut by_age: Vec<(u64, &K)> = self
+            .slots
+            .iter()
+            .filter(|(c, _)| **c != k && !keep(c))
+            .map(|(c, s)| (s.used, c))
             .collect();
+        crate::xfs::sort::by_key(&mut by_age, |&(used, _)| u128::from(used));
+        let candidates: Vec<K> = by_age.into_iter().map(|(_, c)| c.clone()).collect();
         let mut gone = Vec::new();
         for c in candidates {
             if !over(self) {

@@ -12,7 +12,6 @@ use crate::xfs::log::items::ItemBody;
 use crate::xfs::log::run_fields::describe_run;
 use crate::xfs::log::{DecodeOptions, ItemContext, LogDecode, Transaction};
 use crate::xfs::types::Lsn;
-use std::collections::BTreeSet;
 
 /// Most rows sent in one page.
 const MAX_ROWS: u32 = 1000;
@@ -31,7 +30,8 @@ pub struct DecodedLog {
     /// Transactions started but not committed before the head.
     incomplete: usize,
     pub ctx: ItemContext,
-    unfinished_tx: BTreeSet<u32>,
+    /// The transactions of [`Self::unfinished_items`], sorted, once each.
+    unfinished_tx: Vec<u32>,
     /// (transaction, item) of every intent with no done item, sorted.
     unfinished_items: Vec<(u32, u32)>,
     decode_ms: f64,
@@ -46,11 +46,6 @@ pub fn decode(fs: &Fs<Disk>) -> Result<DecodedLog, String> {
     let t0 = js_sys::Date::now();
     let (mut d, index) = decode_indexed(fs, OPTS).map_err(|e| e.to_string())?;
     let decode_ms = js_sys::Date::now() - t0;
-    let unfinished_tx = d
-        .unfinished_intents
-        .iter()
-        .map(|i| i.at.transaction)
-        .collect();
     let mut unfinished_items: Vec<(u32, u32)> = d
         .unfinished_intents
         .iter()
@@ -59,6 +54,8 @@ pub fn decode(fs: &Fs<Disk>) -> Result<DecodedLog, String> {
     crate::xfs::sort::by_key(&mut unfinished_items, |&(t, i)| {
         crate::xfs::sort::pair(u64::from(t), u64::from(i))
     });
+    let mut unfinished_tx: Vec<u32> = unfinished_items.iter().map(|&(t, _)| t).collect();
+    unfinished_tx.dedup();
     // The views need neither the record list nor the incomplete
     // transactions' items.
     let incomplete = d.incomplete.len();
@@ -122,7 +119,7 @@ pub fn summary(l: &DecodedLog) -> Response {
                 )
             })
             .collect(),
-        unfinished_tx: l.unfinished_tx.iter().copied().collect(),
+        unfinished_tx: l.unfinished_tx.clone(),
         by_kind: st
             .by_kind
             .iter()
@@ -184,7 +181,7 @@ fn row(l: &DecodedLog, index: u32, t: &TxSummary) -> TxRow {
             .map(|(k, n)| format!("{k} {n}"))
             .collect::<Vec<_>>()
             .join(", "),
-        unfinished_intent: l.unfinished_tx.contains(&index),
+        unfinished_intent: l.unfinished_tx.binary_search(&index).is_ok(),
     }
 }
 

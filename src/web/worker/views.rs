@@ -457,7 +457,7 @@ pub fn tree_children(fs: &Fs<Disk>, path: &str, metadir: bool) -> Response {
                 })
                 .map(|e| String::from_utf8_lossy(&e.name).into_owned())
                 .collect();
-            dirs.sort();
+            crate::xfs::sort::by(&mut dirs, Ord::cmp);
             Response::TreeChildren {
                 path: path.to_string(),
                 dirs,

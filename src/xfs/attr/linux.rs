@@ -67,7 +67,7 @@ pub fn linux_xattrs(listing: &AttrListing) -> Vec<LinuxXattr> {
             });
         }
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+    crate::xfs::sort::by(&mut out, |a, b| a.name.cmp(&b.name));
     out
 }
 

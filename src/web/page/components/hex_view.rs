@@ -307,7 +307,7 @@ fn picture(hex: &HexBlock) -> Html {
     let len = hex.bytes.len().max(1) as f64;
     let mut segs: Vec<(u32, u32, &'static str, &'static str, String)> = Vec::new();
     let mut fields: Vec<&HexField> = hex.fields.iter().collect();
-    fields.sort_by_key(|f| f.offset);
+    crate::xfs::sort::by_key(&mut fields, |f| u128::from(f.offset));
     for f in fields {
         let (class, label) = region(f);
         let end = f.offset.saturating_add(f.size);

@@ -133,7 +133,7 @@ fn strip(b: &BitmapView) -> Html {
 /// What each kind of item in the transaction is, once per kind.
 fn glossary(t: &TxDetail) -> Html {
     let mut kinds: Vec<&str> = t.items.iter().map(|i| i.kind.as_str()).collect();
-    kinds.sort_unstable();
+    crate::xfs::sort::by(&mut kinds, Ord::cmp);
     kinds.dedup();
     html! {
         <details class="glossary" data-testid="log-glossary" open=true>

@@ -81,7 +81,7 @@ pub fn partition_map(props: &Props) -> Html {
     let disk = t.disk_size;
     // Extended partitions under their logical ones.
     let mut order: Vec<&Partition> = t.partitions.iter().collect();
-    order.sort_by_key(|p| !p.extended);
+    crate::xfs::sort::by_key(&mut order, |p| u128::from(!p.extended));
     let bars = order.iter().map(|p| {
         let x = WIDTH * frac(p.start, disk);
         let w = (WIDTH * frac(p.size, disk)).max(2.0);

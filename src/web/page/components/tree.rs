@@ -49,7 +49,10 @@ pub fn tree(props: &Props) -> Html {
                         });
                     }
                 }
-                asked.1 = wanted.iter().cloned().collect();
+                // Inserted, not collected: collecting sorts, another copy
+                // of the sort in the wasm.
+                asked.1.clear();
+                asked.1.extend(wanted.iter().cloned());
             },
         );
     }
