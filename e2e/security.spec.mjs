@@ -71,6 +71,28 @@ test('the page carries a Content-Security-Policy that allows only its own origin
   await expect(page.getByText('Ready.')).toBeVisible();
 });
 
+test('the light worker starter loads the page module from the page origin only', async ({ page, baseURL }) => {
+  const origin = new URL(baseURL).origin;
+  const outside = [];
+  page.on('request', (r) => { if (!r.url().startsWith(origin + '/')) outside.push(r.url()); });
+  await page.goto('/');
+  await expect(page.getByText('Ready.')).toBeVisible();
+  // www/worker-light.js given another origin's module, and a page-origin
+  // address that is not a module: each worker fails before importing.
+  const errors = await page.evaluate(async () => {
+    const start = (js) => new Promise((resolve) => {
+      const w = new Worker(`/worker-light.js?js=${encodeURIComponent(js)}`, { type: 'module' });
+      w.onerror = (e) => { e.preventDefault(); w.terminate(); resolve(e.message); };
+      w.onmessage = () => { w.terminate(); resolve('answered'); };
+      setTimeout(() => { w.terminate(); resolve('no error'); }, 10_000);
+    });
+    return [await start('http://example.invalid/pwn.js'), await start('/index.html')];
+  });
+  expect(errors[0]).toContain("loads the page's module from this origin only");
+  expect(errors[1]).toContain("loads the page's module from this origin only");
+  expect(outside).toEqual([]);
+});
+
 test('no request leaves the page origin while an image is opened and browsed', async ({ page, baseURL }) => {
   const origin = new URL(baseURL).origin;
   const outside = [];
