@@ -1,9 +1,9 @@
-//! Messages between the page and the worker over postMessage. Requests
-//! travel as JS objects (serde-wasm-bindgen): a `Blob` travels as a
-//! handle, postMessage copies the reference, never the bytes. Responses
-//! travel as bincode bytes ([`encode_response`], [`decode_response`]): the
-//! page decodes them without matching field names, which keeps its wasm
-//! small. Every view the page shows arrives as one of the small structs
+//! Messages between the page and the worker over postMessage, both ways as
+//! bincode bytes ([`request_to_js`], [`request_from_js`],
+//! [`encode_response`], [`decode_response`]): decoded without matching
+//! field names, which keeps the wasm small. A request's `Blob`s travel
+//! beside its bytes, as handles: postMessage copies the reference, never
+//! the file's bytes. Every view the page shows arrives as one of the small structs
 //! below, already shaped for display.
 
 use crate::xfs::container::Layout;
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub enum Request {
     /// Open an image (a dropped or picked `File`, or the fetched sample).
     Open {
-        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        #[cfg_attr(target_arch = "wasm32", serde(with = "beside"))]
         blob: FileBlob,
         name: String,
     },
@@ -23,10 +23,10 @@ pub enum Request {
     /// in either order (the one that starts with a log record header, or
     /// does not start with the superblock's magic, is the log).
     OpenPair {
-        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        #[cfg_attr(target_arch = "wasm32", serde(with = "beside"))]
         first: FileBlob,
         first_name: String,
-        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        #[cfg_attr(target_arch = "wasm32", serde(with = "beside"))]
         second: FileBlob,
         second_name: String,
     },
@@ -34,7 +34,7 @@ pub enum Request {
     /// on another device: `Opened::external_log`); answered with `Opened`
     /// again, views reloaded.
     AddLogDevice {
-        #[cfg_attr(target_arch = "wasm32", serde(with = "serde_wasm_bindgen::preserve"))]
+        #[cfg_attr(target_arch = "wasm32", serde(with = "beside"))]
         blob: FileBlob,
         name: String,
     },
@@ -219,13 +219,78 @@ impl PartialEq for JsBytes {
 /// Bytes in one piece of the recovered image.
 pub const EXPORT_PIECE: u64 = 4 << 20;
 
-/// Encode a request for postMessage. 64-bit integers travel as BigInts, so
-/// every value an image holds (inode numbers, sizes, LSNs up to 2^64 - 1)
-/// crosses intact instead of failing the whole message.
+/// A request's `Blob` fields in its bytes: nothing. They cross beside the
+/// bytes ([`request_to_js`]); decoding puts an empty `Blob` in their place,
+/// which [`request_from_js`] then replaces with the one that came.
 #[cfg(target_arch = "wasm32")]
-pub fn to_js<T: Serialize>(v: &T) -> Result<wasm_bindgen::JsValue, serde_wasm_bindgen::Error> {
-    let ser = serde_wasm_bindgen::Serializer::new().serialize_large_number_types_as_bigints(true);
-    v.serialize(&ser)
+mod beside {
+    pub fn serialize<S: serde::Serializer>(_: &web_sys::Blob, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<web_sys::Blob, D::Error> {
+        <() as serde::Deserialize>::deserialize(d)?;
+        web_sys::Blob::new().map_err(|_| serde::de::Error::custom("cannot make a Blob"))
+    }
+}
+
+impl Request {
+    /// The request's files, in the order they cross beside its bytes.
+    #[cfg(target_arch = "wasm32")]
+    fn blobs(&self) -> Vec<&FileBlob> {
+        match self {
+            Request::Open { blob, .. } | Request::AddLogDevice { blob, .. } => vec![blob],
+            Request::OpenPair { first, second, .. } => vec![first, second],
+            _ => Vec::new(),
+        }
+    }
+
+    /// [`Request::blobs`], to put them back.
+    #[cfg(target_arch = "wasm32")]
+    fn blobs_mut(&mut self) -> Vec<&mut FileBlob> {
+        match self {
+            Request::Open { blob, .. } | Request::AddLogDevice { blob, .. } => vec![blob],
+            Request::OpenPair { first, second, .. } => vec![first, second],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Encode a request for postMessage: a JS array of its bincode bytes (a
+/// `Uint8Array`; fixed-size integers, so every u64 crosses intact) and its
+/// files' `Blob`s.
+#[cfg(target_arch = "wasm32")]
+pub fn request_to_js(req: &Request) -> Result<js_sys::Array, String> {
+    let bytes = bincode::serialize(req).map_err(|e| e.to_string())?;
+    let msg = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
+    for b in req.blobs() {
+        msg.push(b);
+    }
+    Ok(msg)
+}
+
+/// Decode a message [`request_to_js`] made; anything else (another shape,
+/// bytes that are not a request, a file missing) is refused with why.
+#[cfg(target_arch = "wasm32")]
+pub fn request_from_js(msg: &wasm_bindgen::JsValue) -> Result<Request, String> {
+    use wasm_bindgen::JsCast;
+    let parts: &js_sys::Array = msg.dyn_ref().ok_or("not an array")?;
+    let bytes: js_sys::Uint8Array = parts.get(0).dyn_into().map_err(|_| "no bytes")?;
+    let mut req: Request = bincode::deserialize(&bytes.to_vec()).map_err(|e| e.to_string())?;
+    let want = req.blobs_mut().len();
+    if parts.length() != u32::try_from(want).unwrap_or(u32::MAX).saturating_add(1) {
+        return Err(format!(
+            "{} parts for a request with {want} files",
+            parts.length()
+        ));
+    }
+    for (i, b) in (1u32..).zip(req.blobs_mut()) {
+        *b = parts
+            .get(i)
+            .dyn_into()
+            .map_err(|_| format!("part {i} is not a file"))?;
+    }
+    Ok(req)
 }
 
 /// The bytes of a response as it crosses postMessage (bincode: fixed-size

@@ -194,7 +194,7 @@ impl Running {
 
     /// Send `req` (numbered `n`), counted as pending when `track`.
     fn post(&self, n: u64, req: &Request, track: bool) -> Result<(), String> {
-        let msg = crate::web::protocol::to_js(req).map_err(|e| e.to_string())?;
+        let msg: JsValue = crate::web::protocol::request_to_js(req)?.into();
         let mut s = self.shared.borrow_mut();
         if matches!(req, Request::ReadFile { .. }) {
             s.streams = s.streams.saturating_add(1);

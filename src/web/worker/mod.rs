@@ -366,7 +366,7 @@ pub fn handle_message(out: Out<'_>, data: wasm_bindgen::JsValue) {
 
 /// [`handle_message`] in the full worker (`FULL`) or the light one.
 fn handle_message_in<const FULL: bool>(out: Out<'_>, data: wasm_bindgen::JsValue) {
-    match serde_wasm_bindgen::from_value::<Request>(data) {
+    match crate::web::protocol::request_from_js(&data) {
         Ok(req) => handle_in::<FULL>(out, req),
         Err(e) => post(
             out,
