@@ -186,6 +186,29 @@ test('a download asked for just before the full worker takes over still hashes a
   await expect(page.getByTestId('ops-clean')).toBeVisible();
 });
 
+test('a download that fails after the full worker took over shows its error, and nothing is saved', async ({ page }) => {
+  // As above, on v5-formats cut where /files/multi-extent's fifth extent
+  // starts: the light worker, already replaced when its read fails, sends
+  // the error that stopped the read just before the read's failed end.
+  const e = kernelListing('v5-formats').find((x) => x.path === '/files/multi-extent');
+  const sectors = fiemapSectors('v5-formats', '/files/multi-extent');
+  copyFileSync(join(TMP, 'v5-formats.img'), join(TMP, 'v5-formats-cut2.img'));
+  truncateSync(join(TMP, 'v5-formats-cut2.img'), sectors[4] * 512);
+  await open(page, 'v5-formats-cut2');
+  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${e.ino}`);
+  await expect(page.getByTestId('inode-size')).toHaveText(String(e.size));
+  const downloads = [];
+  page.on('download', (d) => downloads.push(d));
+  await page.evaluate(() => {
+    document.querySelector('[data-testid="download-file"]').click();
+    window.location.hash = '#/ops';
+  });
+  await expect(page.getByTestId('view-error')).toContainText(`reading inode ${e.ino}`);
+  await expect(page.getByTestId('ops-error')).toContainText('does not fit in the image');
+  await expect.poll(() => page.workers().filter((w) => w.url().includes('worker-light')).length).toBe(0);
+  expect(downloads).toHaveLength(0);
+});
+
 // The kernel's FIEMAP of a file in a fixture: its extents' first 512-byte
 // sectors, in file order.
 function fiemapSectors(name, path) {

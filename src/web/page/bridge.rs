@@ -2,7 +2,7 @@
 //! requests until then, and hands every response to a callback.
 //!
 //! The page starts with the light worker (no replay, no operations
-//! analysis: a smaller wasm to load). The first request only the full
+//! analysis: the page's own wasm, nothing more to load). The first request only the full
 //! worker answers ([`Request::light_worker_answers`]) starts the full
 //! worker in its place: it opens again what the light one had open (its
 //! answers to that are dropped: the page has them), then takes the
@@ -10,7 +10,7 @@
 //! worker stays until the bridge goes. A file's content the light worker
 //! is still streaming is not asked for again: the light worker is kept
 //! until it has sent the last piece of each, and only those pieces are
-//! taken from it after the switch.
+//! taken from it after the switch, with the error that stopped a read.
 
 use crate::web::protocol::{Request, Response};
 use std::cell::{Cell, RefCell};
@@ -47,8 +47,13 @@ struct Shared {
     /// Files' contents asked for whose last piece has not come yet.
     streams: usize,
     /// This worker was replaced: only the pieces of its streams are
-    /// taken, and it is stopped after the last one.
+    /// taken, with the error that stopped one, and it is stopped after the
+    /// last one.
     retiring: bool,
+    /// While retiring: the last view error it sent, shown only if a
+    /// stream's failed end follows it (the worker sends the error that
+    /// stopped a read just before that end).
+    stream_error: Option<Response>,
 }
 
 /// One worker running, with its handlers.
@@ -128,6 +133,7 @@ impl Running {
             pending: VecDeque::new(),
             streams: 0,
             retiring: false,
+            stream_error: None,
         }));
         let (w2, s2, cb) = (worker.clone(), Rc::clone(&shared), on_response.clone());
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
@@ -138,14 +144,15 @@ impl Running {
                     message: format!("unreadable message from the worker: {e}"),
                 },
             };
-            let shown = {
+            let (before, shown) = {
                 let mut s = s2.borrow_mut();
+                let mut before = None;
                 let answered = matches!(resp, Response::Memory { .. });
                 let stream_end = matches!(resp, Response::FileChunk { last: true, .. });
                 if stream_end {
                     s.streams = s.streams.saturating_sub(1);
                 }
-                if resp == Response::Ready {
+                let shown = if matches!(resp, Response::Ready) {
                     s.ready = true;
                     for msg in std::mem::take(&mut s.queue) {
                         let _ = w2.post_message(&msg);
@@ -154,11 +161,23 @@ impl Running {
                 } else if s.retiring {
                     // Replaced: the full worker answers everything else
                     // (it was sent what this one had not answered).
-                    let piece = matches!(resp, Response::FileChunk { .. });
                     if s.streams == 0 {
                         w2.terminate();
                     }
-                    piece
+                    match resp {
+                        Response::ViewError { .. } => {
+                            s.stream_error = Some(resp.clone());
+                            false
+                        }
+                        Response::FileChunk { last, failed, .. } => {
+                            let held = s.stream_error.take();
+                            if last && failed {
+                                before = held;
+                            }
+                            true
+                        }
+                        _ => false,
+                    }
                 } else if s.mute > 0 {
                     if answered {
                         s.mute -= 1;
@@ -169,8 +188,12 @@ impl Running {
                         s.pending.pop_front();
                     }
                     true
-                }
+                };
+                (before, shown)
             };
+            if let Some(e) = before {
+                cb.emit(e);
+            }
             if shown {
                 cb.emit(resp);
             }
