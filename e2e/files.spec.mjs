@@ -187,16 +187,10 @@ test('a download asked for just before the full worker takes over still hashes a
 });
 
 test('a download that fails after the full worker took over shows its error, and nothing is saved', async ({ page }) => {
-  // As above, on v5-formats cut where /files/multi-extent's fifth extent
-  // starts: the light worker, already replaced when its read fails, sends
-  // the error that stopped the read just before the read's failed end.
-  const e = kernelListing('v5-formats').find((x) => x.path === '/files/multi-extent');
-  const sectors = fiemapSectors('v5-formats', '/files/multi-extent');
-  copyFileSync(join(TMP, 'v5-formats.img'), join(TMP, 'v5-formats-cut2.img'));
-  truncateSync(join(TMP, 'v5-formats-cut2.img'), sectors[4] * 512);
-  await open(page, 'v5-formats-cut2');
-  await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${e.ino}`);
-  await expect(page.getByTestId('inode-size')).toHaveText(String(e.size));
+  // As above, on the cut image: the light worker, already replaced when
+  // its read fails, sends the error that stopped the read just before the
+  // read's failed end.
+  const e = await openCut(page, 'v5-formats-cut2');
   const downloads = [];
   page.on('download', (d) => downloads.push(d));
   await page.evaluate(() => {
@@ -217,17 +211,23 @@ function fiemapSectors(name, path) {
   return [...block.matchAll(/^\s*\d+: \[\d+\.\.\d+\]:\s+(\d+)\.\./gm)].map((m) => Number(m[1]));
 }
 
-test('a file whose read fails part-way is not saved: the error shows, and the light worker still stops at the switch', async ({ page }) => {
-  // v5-formats cut short where /files/multi-extent's fifth extent starts:
-  // its first four extents read, the fifth lies past the end.
+/** v5-formats cut short where /files/multi-extent's fifth extent starts
+ * (its first four extents read, the fifth lies past the end), saved as
+ * `cut`, opened, with that file's inode shown; its kernel listing entry. */
+async function openCut(page, cut) {
   const e = kernelListing('v5-formats').find((x) => x.path === '/files/multi-extent');
   const sectors = fiemapSectors('v5-formats', '/files/multi-extent');
   expect(sectors.length).toBeGreaterThan(4);
-  copyFileSync(join(TMP, 'v5-formats.img'), join(TMP, 'v5-formats-cut.img'));
-  truncateSync(join(TMP, 'v5-formats-cut.img'), sectors[4] * 512);
-  await open(page, 'v5-formats-cut');
+  copyFileSync(join(TMP, 'v5-formats.img'), join(TMP, `${cut}.img`));
+  truncateSync(join(TMP, `${cut}.img`), sectors[4] * 512);
+  await open(page, cut);
   await page.evaluate((h) => { window.location.hash = h; }, `#/inode/${e.ino}`);
   await expect(page.getByTestId('inode-size')).toHaveText(String(e.size));
+  return e;
+}
+
+test('a file whose read fails part-way is not saved: the error shows, and the light worker still stops at the switch', async ({ page }) => {
+  const e = await openCut(page, 'v5-formats-cut');
   const downloads = [];
   page.on('download', (d) => downloads.push(d));
   await page.getByTestId('download-file').click();
